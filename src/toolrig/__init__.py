@@ -1,0 +1,62 @@
+"""toolrig: real, safe, fast tools for LLM agents.
+
+The public API is small and imported lazily, so ``toolrig --help`` and plain imports stay fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Rig": "toolrig.rig",
+    "Tool": "toolrig.tool",
+    "ToolInput": "toolrig.tool",
+    "ToolOutput": "toolrig.tool",
+    "tool": "toolrig.tool",
+    "ToolContext": "toolrig.context",
+    "ToolResult": "toolrig.result",
+    "ToolError": "toolrig.errors",
+    "ErrorType": "toolrig.errors",
+    "Registry": "toolrig.registry",
+    "Config": "toolrig.config",
+}
+
+__all__ = [
+    "Config",
+    "ErrorType",
+    "Registry",
+    "Rig",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolInput",
+    "ToolOutput",
+    "ToolResult",
+    "__version__",
+    "tool",
+]
+
+if TYPE_CHECKING:
+    from toolrig.config import Config
+    from toolrig.context import ToolContext
+    from toolrig.errors import ErrorType, ToolError
+    from toolrig.registry import Registry
+    from toolrig.result import ToolResult
+    from toolrig.rig import Rig
+    from toolrig.tool import Tool, ToolInput, ToolOutput, tool
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolrig' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

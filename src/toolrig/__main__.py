@@ -1,0 +1,3 @@
+from toolrig.cli import main
+
+main()

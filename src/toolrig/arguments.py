@@ -1,0 +1,182 @@
+"""Arguments on their way in: parsed, repaired, validated, and explained when they are wrong.
+
+Repairs cover the slips models make most; they are applied before validation and always reported.
+
+Only repairs that cannot change meaning are made: an object or list sent as a JSON string is decoded, a
+single value where a list is expected is wrapped, and a ``null`` for an optional field that does not
+accept null means "use the default" (that is how strict-mode schemas spell an omitted field).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from toolrig.errors import ErrorType, ToolError
+from toolrig.schema import model_schema
+
+_INVALID_JSON_HINT = 'Send the arguments as one JSON object, e.g. {"name": "value"}.'
+
+
+@dataclass(frozen=True, slots=True)
+class FieldKinds:
+    kinds: frozenset[str]
+    required: bool
+
+    @property
+    def takes_string(self) -> bool:
+        return "string" in self.kinds or not self.kinds
+
+
+def _kinds(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[str]:
+    if not isinstance(node, dict):
+        return set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+        return _kinds(defs.get(ref[len("#/$defs/") :]), defs, seen | {ref})
+    kinds: set[str] = set()
+    kind = node.get("type")
+    if isinstance(kind, str):
+        kinds.add(kind)
+    elif isinstance(kind, list):
+        kinds.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in node.get(key, []) or []:
+            kinds |= _kinds(sub, defs, seen)
+    if "enum" in node or "const" in node:
+        values = node.get("enum", [node.get("const")])
+        kinds.update(_json_kind(v) for v in values)
+    if not kinds and "properties" in node:
+        kinds.add("object")
+    return kinds
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+@cache
+def field_kinds(model: type[BaseModel]) -> dict[str, FieldKinds]:
+    schema = model_schema(model)
+    defs = schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    return {
+        name: FieldKinds(frozenset(_kinds(sub, defs)), name in required)
+        for name, sub in schema.get("properties", {}).items()
+    }
+
+
+def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """Turn what a consumer sent into an argument object, or fail with ``invalid_input``."""
+    notes: list[str] = []
+    if raw is None:
+        return {}, notes
+    value: Any = raw
+    if isinstance(raw, str | bytes):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            return {}, notes
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.",
+                _INVALID_JSON_HINT,
+            ) from None
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = json.loads(value)
+                notes.append("The arguments were JSON encoded twice; they were decoded.")
+            except json.JSONDecodeError:
+                pass
+    if not isinstance(value, dict):
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The arguments must be a JSON object, not {_json_kind(value)}.",
+            _INVALID_JSON_HINT,
+        )
+    return value, notes
+
+
+def repair_arguments(model: type[BaseModel], args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    kinds = field_kinds(model)
+    notes: list[str] = []
+    fixed: dict[str, Any] | None = None
+    for name, value in args.items():
+        info = kinds.get(name)
+        if info is None or not info.kinds:
+            continue
+        new = value
+        if value is None and "null" not in info.kinds and not info.required:
+            fixed = dict(args) if fixed is None else fixed
+            del fixed[name]
+            continue
+        if isinstance(value, str) and not info.takes_string and info.kinds & {"object", "array"}:
+            try:
+                decoded = json.loads(value)
+            except json.JSONDecodeError:
+                decoded = None
+            if (isinstance(decoded, dict) and "object" in info.kinds) or (
+                isinstance(decoded, list) and "array" in info.kinds
+            ):
+                new = decoded
+                notes.append(f"'{name}' was sent as a JSON string; it was decoded.")
+        if (
+            "array" in info.kinds
+            and new is not None
+            and not isinstance(new, list)
+            and _json_kind(new) not in info.kinds
+            and not (isinstance(new, int | float) and "integer" in info.kinds)
+        ):
+            new = [new]
+            notes.append(f"'{name}' expects a list; the single value was wrapped in one.")
+        if new is not value:
+            fixed = dict(args) if fixed is None else fixed
+            fixed[name] = new
+    return (fixed if fixed is not None else args), notes
+
+
+def _preview(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(arguments)"
+
+
+def explain_validation_error(model: type[BaseModel], exc: ValidationError) -> ToolError:
+    """One line per bad field, in words a model can act on, naming the fields that do exist."""
+    lines: list[str] = []
+    for error in exc.errors(include_url=False):
+        where = _location(error["loc"])
+        kind = error["type"]
+        if kind == "missing":
+            lines.append(f"- '{where}' is required but missing.")
+        elif kind == "extra_forbidden":
+            lines.append(f"- '{where}' is not a parameter of this tool.")
+        else:
+            lines.append(f"- '{where}': {error['msg']} (got {_preview(error.get('input'))}).")
+    fields = ", ".join(f"'{name}'" for name in model.model_fields) or "none"
+    plural = "s" if len(lines) != 1 else ""
+    return ToolError(
+        ErrorType.INVALID_INPUT,
+        f"{len(lines)} invalid argument{plural}:\n" + "\n".join(lines),
+        f"Fix the argument{plural} above and call again. The parameters are: {fields}.",
+    )

@@ -1,0 +1,236 @@
+"""The ``toolrig`` command.
+
+Start-up stays fast because nothing heavy is imported until a command runs: groups are listed from the
+built-in package directory, and tool modules (and their libraries) load only when a group is opened.
+Exit codes: 0 success, 1 a tool reported an error, 2 bad usage or bad config.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from toolrig.registry import AnyTool
+    from toolrig.result import ToolResult
+    from toolrig.rig import Rig
+
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _root_option() -> click.Option:
+    return click.Option(
+        ["--root", "rig_root"],
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="Workspace directory the tools work in.",
+    )
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"toolrig: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def make_rig(root: Path) -> Rig:
+    from toolrig.errors import ToolrigError
+    from toolrig.rig import Rig
+
+    try:
+        rig = Rig(root)
+        rig.registry  # noqa: B018 - validates per-tool config now, so errors surface before any call
+    except (ToolrigError, NotADirectoryError) as exc:
+        _fail(str(exc))
+    for warning in rig.loaded.warnings:
+        click.echo(f"toolrig: warning: {warning}", err=True)
+    return rig
+
+
+def emit_result(result: ToolResult) -> NoReturn:
+    click.echo(result.to_json(indent=2))
+    sys.exit(EXIT_TOOL_ERROR if result.is_error else 0)
+
+
+def run_tool(tool: AnyTool, args: dict[str, Any], common: dict[str, Any]) -> None:
+    rig = make_rig(common["rig_root"])
+    if tool.name not in rig.registry:
+        _fail(f"tool {tool.name!r} is not available here (denied by config)")
+    emit_result(rig.call_sync(tool.name, args, origin="cli"))
+
+
+class ToolGroup(click.Group):
+    """``toolrig <group>``: the tools of one group, loaded only when the group is opened."""
+
+    def __init__(self, group: str) -> None:
+        super().__init__(group, help=f"Tools of the {group} group.")
+        self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        from toolrig.adapters.cli import tool_command
+        from toolrig.registry import Registry
+
+        for item in Registry.default().list(self.name):
+            self.add_command(tool_command(item, run_tool, [_root_option()]))
+        self._loaded = True
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+
+class Root(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from toolrig.tools import group_names
+
+        return [*super().list_commands(ctx), *(g for g in group_names() if g not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        from toolrig.tools import group_names
+
+        if cmd_name in group_names():
+            return ToolGroup(cmd_name)
+        from toolrig.registry import Registry
+
+        if any(t.group == cmd_name for t in Registry.default().list()):
+            return ToolGroup(cmd_name)  # a plugin's group
+        return None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from toolrig.tools import group_names
+
+        groups = set(group_names())
+        commands = sorted(self.commands.items())
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, c.get_short_help_str(70)) for n, c in commands])
+        with formatter.section("Tool groups (toolrig GROUP --help)"):
+            formatter.write_dl([(g, f"Tools of the {g} group.") for g in sorted(groups)])
+        formatter.write_paragraph()
+        formatter.write_text("Plugin tools join their own groups; `toolrig tools list` shows every tool.")
+
+
+@click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="toolrig", prog_name="toolrig")
+def app() -> None:
+    """Real, safe, fast tools for LLM agents: list them, call them, serve them."""
+
+
+@app.group()
+def tools() -> None:
+    """Inspect the tool catalog."""
+
+
+@tools.command("list")
+@click.option("--group", "group", help="Only the tools of this group.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+def tools_list(group: str | None, as_json: bool, rig_root: Path) -> None:
+    """List the tools this workspace offers."""
+    rig = make_rig(rig_root)
+    listed = rig.tools(group)
+    if as_json:
+        from toolrig.adapters.plain import json_tools
+
+        click.echo(json.dumps(json_tools(listed), indent=2))
+        return
+    width = max((len(t.name) for t in listed), default=4)
+    for item in listed:
+        flags = "".join(f for f, on in (("R", item.read_only), ("T", item.terminal)) if on)
+        summary = item.description.split(". ")[0].rstrip(".")
+        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {summary}")
+
+
+@tools.command("schema")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["anthropic", "openai", "json"]), default="json", show_default=True)
+@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+def tools_schema(name: str, fmt: str, rig_root: Path) -> None:
+    """Print one tool's schema as a provider receives it."""
+    rig = make_rig(rig_root)
+    item = rig.registry.find(name)
+    if item is None:
+        _fail(f"no tool named {name!r} (see `toolrig tools list`)")
+    if fmt == "anthropic":
+        from toolrig.adapters.anthropic import tool_param
+
+        schema = tool_param(item)
+    elif fmt == "openai":
+        from toolrig.adapters.openai import function_tool
+
+        schema = function_tool(item)
+    else:
+        from toolrig.adapters.plain import json_tool
+
+        schema = json_tool(item)
+    click.echo(json.dumps(schema, indent=2))
+
+
+@tools.command("docs")
+@click.option("--check", "check", type=click.Path(dir_okay=False, path_type=Path), help="Fail if FILE differs.")
+def tools_docs(check: Path | None) -> None:
+    """Print the tool catalog as Markdown (docs/tools.md is this output)."""
+    from toolrig.adapters.markdown import catalog
+    from toolrig.registry import Registry
+
+    text = catalog(Registry.default(entry_points=False))
+    if check is None:
+        click.echo(text, nl=False)
+        return
+    current = check.read_text(encoding="utf-8") if check.exists() else ""
+    if current != text:
+        click.echo(f"{check} is out of date: run `toolrig tools docs > {check}`", err=True)
+        sys.exit(EXIT_TOOL_ERROR)
+    click.echo(f"{check} is up to date")
+
+
+@app.command("call")
+@click.argument("name")
+@click.option("--json", "json_args", default="{}", metavar="JSON", help="The arguments, as one JSON object.")
+@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+def call(name: str, json_args: str, rig_root: Path) -> None:
+    """Call a tool by name with JSON arguments; print the result as JSON."""
+    try:
+        args = json.loads(json_args)
+    except json.JSONDecodeError as exc:
+        _fail(f"--json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    if not isinstance(args, dict):
+        _fail('--json must be a JSON object, like \'{"expression": "1 + 1"}\'')
+    rig = make_rig(rig_root)
+    if name not in rig.registry:
+        _fail(f"no tool named {name!r} here (see `toolrig tools list`)")
+    emit_result(rig.call_sync(name, args, origin="cli"))
+
+
+@app.command("trust")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."))
+@click.option("--remove", is_flag=True, help="Stop trusting the directory.")
+@click.option("--list", "show", is_flag=True, help="List trusted directories.")
+def trust(directory: Path, remove: bool, show: bool) -> None:
+    """Trust a workspace's own config (.toolrig/config.yaml) to widen access and start processes."""
+    from toolrig.config import set_trust, trusted_directories
+
+    if show:
+        for path in trusted_directories():
+            click.echo(str(path))
+        return
+    set_trust(directory, trusted=not remove)
+    verb = "no longer trusted" if remove else "trusted"
+    click.echo(f"{directory.resolve()} is {verb}.")
+
+
+def main() -> None:
+    app(prog_name="toolrig")

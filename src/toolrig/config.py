@@ -1,0 +1,289 @@
+"""Configuration: ``~/.toolrig/config.yaml`` then the workspace's ``.toolrig/config.yaml``, validated.
+
+Trust model: the user's own file is trusted. A workspace's file comes with the code it sits in, so until
+the user runs ``toolrig trust`` it may only narrow what the user allows (deny more, allow less, lower a
+limit); settings that widen access or start processes are ignored with a warning. Every field states
+how an untrusted workspace may change it (``Narrow``); a field without a rule is trusted-only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolrig.errors import ConfigError
+from toolrig.sandbox.atomic import atomic_write_text
+from toolrig.sandbox.paths import STATE_DIR_NAME, toolrig_home
+
+log = logging.getLogger("toolrig.config")
+
+CONFIG_FILE = "config.yaml"
+TRUST_FILE = "trusted.json"
+ALLOW_NOTHING = "!nothing"  # an allow pattern no tool name can match ('!' is not allowed in names)
+
+
+class Narrow(Enum):
+    """How an untrusted workspace may change a field; attach with ``Annotated[T, Narrow.X]``."""
+
+    UNION = "union"  # lists that restrict (deny): the workspace may add entries
+    INTERSECT = "intersect"  # lists that admit (allow, empty = all): the workspace may only keep entries
+    MIN = "min"  # numbers that bound something: the lower value wins
+    TRUE_WINS = "true_wins"  # switches that restrict (read_only): the workspace may turn them on
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class ToolsConfig(Section):
+    allow: Annotated[list[str], Narrow.INTERSECT] = Field(
+        default_factory=list, description="Tool name globs or group:NAME offered to agents; empty = all."
+    )
+    deny: Annotated[list[str], Narrow.UNION] = Field(default_factory=list, description="Always wins over allow.")
+
+
+class OutputConfig(Section):
+    max_chars: Annotated[int, Narrow.MIN] = Field(
+        default=100_000, ge=1_000, description="Largest result a model sees; the rest is kept to page through."
+    )
+
+
+class LimitsConfig(Section):
+    timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=120.0, gt=0, description="Default per-call timeout.")
+
+
+class WorkspaceConfig(Section):
+    extra_paths: list[str] = Field(default_factory=list, description="More directories tools may use.")
+    read_only: Annotated[bool, Narrow.TRUE_WINS] = False
+
+
+class Config(Section):
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    tool_config: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-tool settings, validated by each tool's config model."
+    )
+    output: OutputConfig = Field(default_factory=OutputConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+
+
+@dataclass
+class LoadedConfig:
+    """The merged config and where each part came from, so later errors can still name file and line."""
+
+    config: Config
+    files: list[Path] = field(default_factory=list)
+    trusted: bool = False
+    warnings: list[str] = field(default_factory=list)
+    locations: dict[tuple[str, ...], tuple[Path, int]] = field(default_factory=dict)
+
+    def where(self, *keys: str) -> tuple[Path | None, int | None]:
+        """The file and line that set ``keys`` (e.g. ``("tool_config", "fetch_url")``), best effort."""
+        for depth in range(len(keys), 0, -1):
+            found = self.locations.get(tuple(keys[:depth]))
+            if found:
+                return found
+        return (self.files[-1] if self.files else None), None
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def _line_index(node: yaml.Node, prefix: tuple[str, ...], out: dict[tuple[str, ...], int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = (*prefix, str(key_node.value))
+            out[key] = key_node.start_mark.line + 1
+            _line_index(value_node, key, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            key = (*prefix, str(index))
+            out[key] = item.start_mark.line + 1
+            _line_index(item, key, out)
+
+
+def read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """Parse a YAML file into data plus the line of every key; syntax errors name file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror}", file=path) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML: {problem}", file=path, line=mark.line + 1 if mark else None) from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise ConfigError("the top level must be a mapping of settings", file=path, line=1)
+    lines: dict[tuple[str, ...], int] = {}
+    if node is not None:
+        _line_index(node, (), lines)
+    return data, lines
+
+
+def _error_line(loc: tuple[int | str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    keys = tuple(str(part) for part in loc)
+    for depth in range(len(keys), 0, -1):
+        if keys[:depth] in lines:
+            return lines[keys[:depth]]
+    return None
+
+
+def validate_file(path: Path) -> tuple[Config, dict[tuple[str, ...], int]]:
+    data, lines = read_yaml(path)
+    try:
+        return Config.model_validate(data), lines
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        key = ".".join(str(part) for part in first["loc"])
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            message = "unknown setting (check its spelling; `toolrig config --help` lists the settings)"
+        more = len(exc.errors()) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''} in this file)"
+        raise ConfigError(message, file=path, key=key, line=_error_line(first["loc"], lines)) from None
+
+
+# ------------------------------------------------------------------------------------------ trust
+
+
+def _trust_path() -> Path:
+    return toolrig_home() / TRUST_FILE
+
+
+def trusted_directories() -> list[Path]:
+    path = _trust_path()
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"the trust list is unreadable: {exc}", file=path) from None
+    return [Path(p) for p in data.get("trusted", []) if isinstance(p, str)]
+
+
+def is_trusted(root: Path) -> bool:
+    root = root.resolve()
+    return root in trusted_directories()
+
+
+def set_trust(root: Path, trusted: bool = True) -> list[Path]:
+    root = root.resolve()
+    current = [p for p in trusted_directories() if p != root]
+    if trusted:
+        current.append(root)
+    home = toolrig_home()
+    home.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(_trust_path(), json.dumps({"trusted": [str(p) for p in current]}, indent=2) + "\n")
+    return current
+
+
+# ------------------------------------------------------------------------------------------ merging
+
+
+def _rule(model: type[BaseModel], name: str) -> Narrow | None:
+    for meta in model.model_fields[name].metadata:
+        if isinstance(meta, Narrow):
+            return meta
+    return None
+
+
+def _narrow_value(rule: Narrow, base: Any, proposed: Any) -> Any:
+    if rule is Narrow.UNION:
+        return [*base, *(item for item in proposed if item not in base)]
+    if rule is Narrow.INTERSECT:
+        if not proposed:
+            return base
+        if not base:
+            return list(proposed)
+        kept = [item for item in base if item in proposed]
+        # An empty allow list means "all": never let an intersection widen to that.
+        return kept or [ALLOW_NOTHING]
+    if rule is Narrow.MIN:
+        return min(base, proposed)
+    return bool(base or proposed)
+
+
+def _merge_narrowing(base: BaseModel, workspace: BaseModel, path: str, warnings: list[str]) -> BaseModel:
+    updates: dict[str, Any] = {}
+    for name in workspace.model_fields_set:
+        proposed = getattr(workspace, name)
+        current = getattr(base, name)
+        rule = _rule(type(base), name)
+        key = f"{path}{name}"
+        if rule is not None:
+            updates[name] = _narrow_value(rule, current, proposed)
+        elif isinstance(current, BaseModel) and isinstance(proposed, BaseModel):
+            updates[name] = _merge_narrowing(current, proposed, f"{key}.", warnings)
+        elif proposed != current:
+            warnings.append(f"'{key}' is ignored: this workspace is not trusted (run `toolrig trust` to allow it)")
+    return base.model_copy(update=updates)
+
+
+def _merge_trusted(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge_trusted(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = None) -> LoadedConfig:
+    """Read, validate and merge the user's and the workspace's config files."""
+    root_path = Path(root).resolve()
+    user_path = user_file or toolrig_home() / CONFIG_FILE
+    workspace_path = root_path / STATE_DIR_NAME / CONFIG_FILE
+    loaded = LoadedConfig(Config())
+    user_config = Config()
+    user_data: dict[str, Any] = {}
+    if user_path.is_file():
+        user_config, lines = validate_file(user_path)
+        user_data = user_config.model_dump(exclude_unset=True)
+        loaded.files.append(user_path)
+        loaded.locations.update({k: (user_path, v) for k, v in lines.items()})
+    loaded.config = user_config
+    if workspace_path.is_file() and workspace_path.resolve() != user_path.resolve():
+        workspace_config, lines = validate_file(workspace_path)
+        loaded.files.append(workspace_path)
+        loaded.locations.update({k: (workspace_path, v) for k, v in lines.items()})
+        loaded.trusted = is_trusted(root_path)
+        if loaded.trusted:
+            merged = _merge_trusted(user_data, workspace_config.model_dump(exclude_unset=True))
+            loaded.config = Config.model_validate(merged)
+        else:
+            narrowed = _merge_narrowing(user_config, workspace_config, "", loaded.warnings)
+            loaded.config = Config.model_validate(narrowed.model_dump())
+            for warning in loaded.warnings:
+                log.warning("%s: %s", workspace_path, warning)
+    return loaded
+
+
+def config_from(value: Config | dict[str, Any] | str | os.PathLike[str]) -> LoadedConfig:
+    """Accept a Config, a plain dict, or the path of a YAML file, for ``Rig(config=...)``."""
+    if isinstance(value, Config):
+        return LoadedConfig(value, trusted=True)
+    if isinstance(value, dict):
+        try:
+            return LoadedConfig(Config.model_validate(value), trusted=True)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            key = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(first["msg"], key=key) from None
+    path = Path(value)
+    config, lines = validate_file(path)
+    return LoadedConfig(config, files=[path], trusted=True, locations={k: (path, v) for k, v in lines.items()})

@@ -1,0 +1,66 @@
+"""ToolContext: the only capability surface a tool gets.
+
+A tool that needs the world asks its context: files through ``workspace``, state through ``stores``, the
+network through ``http``, the user through ``approvals``. Nothing else is handed in, so what a tool can
+reach is exactly what its context carries, and a test can hand it a context of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+from toolrig.cancel import CancelToken
+from toolrig.events import EventSink, NullSink, ToolProgressEvent
+from toolrig.sandbox.paths import Workspace
+from toolrig.stores import Stores
+
+if TYPE_CHECKING:
+    import httpx2
+
+
+class HttpAccess(Protocol):
+    """How a tool gets an HTTP client; implementations pin every connection to a checked address."""
+
+    def client(self) -> httpx2.AsyncClient: ...
+
+
+class Approvals(Protocol):
+    """Lets a tool ask the user mid-call (the executor asks before calls on its own)."""
+
+    async def ask(self, tool: str, subject: str, reason: str) -> bool: ...
+
+
+class AllowAll:
+    """Approvals switched off: every question is answered yes."""
+
+    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    workspace: Workspace
+    stores: Stores
+    config: BaseModel | None = None
+    http: HttpAccess | None = None
+    events: EventSink = field(default_factory=NullSink)
+    approvals: Approvals = field(default_factory=AllowAll)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    agent_id: str | None = None
+    session_id: str | None = None
+    call_id: str = ""
+    tool_name: str = ""
+
+    @classmethod
+    def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:
+        """A context on a directory with defaults everywhere, for calling ``tool.execute`` in a plain test."""
+        workspace = Workspace(root)
+        overrides.setdefault("stores", Stores(workspace.state_dir))
+        return cls(workspace=workspace, **overrides)
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report how far a long call got; safe from a worker thread."""
+        self.events.emit(ToolProgressEvent(self.call_id, self.tool_name, progress, total, message))

@@ -1,0 +1,211 @@
+"""Events: everything a front end (terminal chat, JSON lines, MCP progress) renders comes from here.
+
+One discriminated union of frozen dataclasses keyed by ``type``; ``event_to_json`` / ``event_from_json``
+give the stable wire form used by ``toolrig run --json``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
+
+from pydantic import Field
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+
+@dataclass(frozen=True, slots=True)
+class InitEvent:
+    session_id: str
+    type: Literal["init"] = "init"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    id: str
+    name: str
+    args: dict[str, Any]
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDeltaEvent:
+    id: str
+    name: str
+    delta: str
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    id: str
+    name: str
+    preview: str
+    is_error: bool
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgressEvent:
+    """A long tool reports how far it got; MCP turns it into a progress notification."""
+
+    id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTextEvent:
+    text: str
+    type: Literal["stream_text"] = "stream_text"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEvent:
+    """The final text of a model turn."""
+
+    text: str
+    type: Literal["chunk"] = "chunk"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingEvent:
+    state: Literal["start", "end"]
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDeltaEvent:
+    text: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    type: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequestEvent:
+    id: str
+    tool: str
+    args: dict[str, Any]
+    subjects: list[str] = field(default_factory=list)
+    reason: str = ""
+    type: Literal["approval_request"] = "approval_request"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalResolvedEvent:
+    id: str
+    tool: str
+    decision: Literal["allow_once", "allow_always", "deny"]
+    reason: str = ""
+    type: Literal["approval_resolved"] = "approval_resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentStartEvent:
+    id: str
+    agent: str
+    prompt: str
+    type: Literal["subagent_start"] = "subagent_start"
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentProgressEvent:
+    id: str
+    agent: str
+    message: str
+    type: Literal["subagent_progress"] = "subagent_progress"
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentDoneEvent:
+    id: str
+    agent: str
+    result: str
+    is_error: bool = False
+    type: Literal["subagent_done"] = "subagent_done"
+
+
+Event: TypeAlias = Annotated[
+    InitEvent
+    | ToolCallEvent
+    | ToolCallDeltaEvent
+    | ToolResultEvent
+    | ToolProgressEvent
+    | StreamTextEvent
+    | ChunkEvent
+    | ThinkingEvent
+    | ThinkingDeltaEvent
+    | UsageEvent
+    | ApprovalRequestEvent
+    | ApprovalResolvedEvent
+    | SubagentStartEvent
+    | SubagentProgressEvent
+    | SubagentDoneEvent,
+    Field(discriminator="type"),
+]
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class NullSink:
+    """Drops events; the default when nobody is listening."""
+
+    def emit(self, event: Event) -> None:
+        return None
+
+
+class EventBus:
+    """Fans events out to subscribers; safe to emit from worker threads (sync tools report progress)."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(event)
+
+
+@cache
+def _adapter() -> TypeAdapter[Event]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Event)
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    return asdict(event)
+
+
+def event_from_json(data: dict[str, Any]) -> Event:
+    return _adapter().validate_python(data)

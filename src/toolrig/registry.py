@@ -1,0 +1,188 @@
+"""The registry: which tools exist, found lazily so that start-up pays only for what a command touches.
+
+Built-in groups are the modules of ``toolrig.tools`` (one group per module, each exporting ``TOOLS``);
+third-party packages add tools through the ``toolrig.tools`` entry-point group. Neither is imported until
+a tool from it is needed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fnmatch
+import importlib
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import ModuleType
+from typing import Any
+
+from toolrig.errors import DefinitionError, UsageError
+from toolrig.tool import Tool, validate_name
+
+log = logging.getLogger("toolrig.registry")
+
+BUILTIN_PACKAGE = "toolrig.tools"
+ENTRY_POINT_GROUP = "toolrig.tools"
+
+AnyTool = Tool[Any, Any]
+
+
+class UnknownToolError(UsageError, KeyError):
+    """Asked for a tool the registry does not hold."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        close = fnmatch.filter(known, f"*{name[:4]}*")[:3] if name else []
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        self.name = name
+        super().__init__(f"no tool named {name!r}.{hint}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def builtin_group_names() -> list[str]:
+    from toolrig.tools import group_names
+
+    return group_names()
+
+
+def _tools_from(obj: Any, origin: str) -> list[AnyTool]:
+    """Accept what a group or entry point offers: a tool, a Tool subclass, a module, or a callable/list of them."""
+    if isinstance(obj, Tool):
+        return [obj]
+    if isinstance(obj, type) and issubclass(obj, Tool):
+        return [obj()]
+    if isinstance(obj, ModuleType):
+        if not hasattr(obj, "TOOLS"):
+            raise DefinitionError(f"{origin}: module {obj.__name__} has no TOOLS list")
+        return _tools_from(obj.TOOLS, origin)
+    if callable(obj):
+        return _tools_from(obj(), origin)
+    if isinstance(obj, Iterable) and not isinstance(obj, str | bytes):
+        return [t for item in obj for t in _tools_from(item, origin)]
+    raise DefinitionError(f"{origin}: {obj!r} is not a tool")
+
+
+class Registry:
+    """Tools by name. ``Registry.default()`` holds the built-in catalog and installed plugins."""
+
+    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+        self._tools: dict[str, AnyTool] = {}
+        self._origin: dict[str, str] = {}
+        self._pending: dict[str, Callable[[], list[AnyTool]]] = {}
+        for item in tools:
+            self.add(item)
+
+    @classmethod
+    def default(cls, *, entry_points: bool = True) -> Registry:
+        registry = cls()
+        for group in builtin_group_names():
+            registry.add_lazy_group(f"builtin:{group}", _builtin_loader(group))
+        if entry_points:
+            registry.add_lazy_group("entry-points", _entry_point_loader)
+        return registry
+
+    # ------------------------------------------------------------------------------------ building
+
+    def add(self, item: AnyTool, *, origin: str = "added") -> AnyTool:
+        if not isinstance(item, Tool):
+            raise DefinitionError(f"{item!r} is not a Tool instance (did you forget to instantiate the class?)")
+        validate_name(item.name)
+        if item.name in self._tools and self._tools[item.name] is not item:
+            raise DefinitionError(
+                f"tool name {item.name!r} is taken twice: by {self._origin[item.name]} and by {origin}"
+            )
+        self._tools[item.name] = item
+        self._origin[item.name] = origin
+        return item
+
+    def add_lazy_group(self, key: str, loader: Callable[[], list[AnyTool]]) -> None:
+        self._pending[key] = loader
+
+    def load_all(self) -> None:
+        while self._pending:
+            key = next(iter(self._pending))
+            loader = self._pending.pop(key)
+            for item in loader():
+                self.add(item, origin=key)
+
+    # ------------------------------------------------------------------------------------ reading
+
+    def get(self, name: str) -> AnyTool:
+        found = self.find(name)
+        if found is None:
+            raise UnknownToolError(name, sorted(self._tools))
+        return found
+
+    def find(self, name: str) -> AnyTool | None:
+        if name not in self._tools and self._pending:
+            self.load_all()
+        return self._tools.get(name)
+
+    def list(self, group: str | None = None) -> builtins.list[AnyTool]:
+        self.load_all()
+        tools = sorted(self._tools.values(), key=lambda t: (t.group, t.name))
+        return [t for t in tools if group is None or t.group == group]
+
+    def groups(self) -> builtins.list[str]:
+        return sorted({t.group for t in self.list()})
+
+    def names(self) -> builtins.list[str]:
+        return [t.name for t in self.list()]
+
+    def __iter__(self) -> Iterator[AnyTool]:
+        return iter(self.list())
+
+    def __len__(self) -> int:
+        return len(self.list())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+    def select(self, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> Registry:
+        """A registry of the tools ``allow`` admits (empty admits all) that ``deny`` does not name.
+
+        Patterns are globs on the tool name (``files_*``, ``server/*``) or ``group:NAME``. Deny always wins.
+        """
+        allow, deny = list(allow), list(deny)
+        chosen = Registry()
+        for item in self.list():
+            if (not allow or matches_any(item, allow)) and not matches_any(item, deny):
+                chosen.add(item, origin=self._origin[item.name])
+        return chosen
+
+
+def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if pattern.startswith("group:"):
+            if fnmatch.fnmatchcase(item.group, pattern[len("group:") :]):
+                return True
+        elif fnmatch.fnmatchcase(item.name, pattern):
+            return True
+    return False
+
+
+def _builtin_loader(group: str) -> Callable[[], list[AnyTool]]:
+    def load() -> list[AnyTool]:
+        module = importlib.import_module(f"{BUILTIN_PACKAGE}.{group}")
+        tools = _tools_from(module, f"built-in group {group!r}")
+        for item in tools:
+            if item.group != group:
+                raise DefinitionError(f"tool {item.name!r} lives in tools/{group}.py but says group={item.group!r}")
+        return tools
+
+    return load
+
+
+def _entry_point_loader() -> list[AnyTool]:
+    from importlib.metadata import entry_points
+
+    tools: list[AnyTool] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = ep.load()
+        except Exception as exc:
+            # One broken plugin must not take the catalog down with it; say so loudly instead.
+            log.error("toolrig: could not load tool plugin %r (%s): %s", ep.name, ep.value, exc)
+            continue
+        tools.extend(_tools_from(loaded, f"entry point {ep.name!r} ({ep.value})"))
+    return tools

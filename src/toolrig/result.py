@@ -1,0 +1,105 @@
+"""ToolResult: the one value every call path returns, whatever happened inside the tool.
+
+Its JSON form is the contract with models and programs, so it is exactly
+``{"is_error": false, "output": {...}}`` or
+``{"is_error": true, "error_type": ..., "message": ..., "next_action_hint": ...}``,
+plus ``notes`` only when the executor has something to tell (repaired arguments, a cut output).
+Bookkeeping for programs (duration, the full-output handle) rides along but is never serialised.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from toolrig.errors import ErrorType, ToolError, default_hint
+
+
+class ResultMeta(BaseModel):
+    """What programs (audit, CLI, MCP) want to know about a call, and models do not."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str = ""
+    call_id: str = ""
+    duration_ms: float = 0.0
+    output_chars: int = 0
+    full_output_handle: str | None = None
+
+
+class ToolResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    is_error: bool
+    output: dict[str, Any] | None = None
+    error_type: ErrorType | None = None
+    message: str | None = None
+    next_action_hint: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    retryable: bool = Field(default=False, exclude=True)
+    meta: ResultMeta = Field(default_factory=ResultMeta, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _contract_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.is_error:
+            data.pop("output", None)
+        else:
+            for key in ("error_type", "message", "next_action_hint"):
+                data.pop(key, None)
+        if not self.notes:
+            data.pop("notes", None)
+        return data
+
+    @classmethod
+    def ok(
+        cls, output: dict[str, Any], *, notes: list[str] | None = None, meta: ResultMeta | None = None
+    ) -> ToolResult:
+        return cls(is_error=False, output=output, notes=notes or [], meta=meta or ResultMeta())
+
+    @classmethod
+    def error(
+        cls,
+        error_type: ErrorType | str,
+        message: str,
+        next_action_hint: str | None = None,
+        *,
+        retryable: bool = False,
+        notes: list[str] | None = None,
+        meta: ResultMeta | None = None,
+    ) -> ToolResult:
+        kind = ErrorType(error_type)
+        return cls(
+            is_error=True,
+            error_type=kind,
+            message=message,
+            next_action_hint=next_action_hint or default_hint(kind),
+            retryable=retryable,
+            notes=notes or [],
+            meta=meta or ResultMeta(),
+        )
+
+    @classmethod
+    def from_error(
+        cls, err: ToolError, *, notes: list[str] | None = None, meta: ResultMeta | None = None
+    ) -> ToolResult:
+        return cls.error(
+            err.error_type, err.message, err.next_action_hint, retryable=err.retryable, notes=notes, meta=meta
+        )
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The text a model or a terminal sees: the contract JSON, unicode kept readable."""
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, indent=indent)
+
+    def raise_for_error(self) -> dict[str, Any]:
+        """Return the output, or raise the ToolError this result carries (handy in plain tests)."""
+        if self.is_error:
+            raise ToolError(
+                self.error_type or ErrorType.INTERNAL,
+                self.message or "",
+                self.next_action_hint,
+                retryable=self.retryable,
+            )
+        return self.output or {}

@@ -1,0 +1,1 @@
+"""The sandbox: how tools touch files, processes and the network without leaving their bounds."""

@@ -1,0 +1,292 @@
+"""The tool definition: written once, read by every adapter (Anthropic, OpenAI, MCP, CLI) and by tests.
+
+Two spellings make the same thing. The built-in catalog uses the class form, whose generic parameters
+are the input and output models::
+
+    class Calculate(Tool[CalculateInput, CalculateOutput]):
+        name = "calculate"
+        group = "calculator"
+        description = "Evaluate an arithmetic expression."
+        read_only = True
+
+        def execute(self, input: CalculateInput, ctx: ToolContext) -> CalculateOutput: ...
+
+Users who would rather write a function get ``@tool``, which builds the input model from the signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from toolrig.context import ToolContext
+from toolrig.errors import DefinitionError
+from toolrig.schema import model_schema, output_schema
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+GROUP_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+def validate_name(name: object) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise DefinitionError(
+            f"tool name {name!r} is invalid: use 1-64 characters from a-z, A-Z, 0-9, '_' and '-' "
+            "(the rule every provider and MCP client accepts)"
+        )
+    return name
+
+
+class ToolInput(BaseModel):
+    """Base for input models: unknown keys are an error, so a misspelt argument never passes silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOutput(BaseModel):
+    """Base for output models."""
+
+
+class Tool(Generic[InT, OutT]):
+    """Base of every tool. Subclass with ``Tool[Input, Output]`` and set the attributes below.
+
+    ``read_only`` marks a tool that changes nothing (smart approvals let it run); ``destructive`` and
+    ``open_world`` feed MCP's hints; ``terminal`` ends an agent loop with the tool's output; ``sequential``
+    makes the agent loop run the call alone rather than alongside its siblings.
+    """
+
+    name: str
+    description: str
+    group: str = "custom"
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    config_model: type[BaseModel] | None = None
+    terminal: bool = False
+    read_only: bool = False
+    destructive: bool = False
+    open_world: bool = False
+    sequential: bool = False
+    timeout_seconds: float | None = None
+    is_async: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        models = _generic_models(cls)
+        if models is not None:
+            cls.input_model, cls.output_model = models
+        cls.is_async = inspect.iscoroutinefunction(cls.execute)
+        if "name" in cls.__dict__:
+            _check_definition(cls)
+
+    def execute(self, input: InT, ctx: ToolContext) -> OutT | Awaitable[OutT]:
+        """Do the work. Raise ``ToolError`` to fail on purpose; anything else is reported as ``internal``."""
+        raise DefinitionError(f"tool {type(self).__name__} does not define execute()")
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the input; tools proxied from elsewhere (MCP) override it with their own."""
+        return model_schema(self.input_model)
+
+    def output_schema(self) -> dict[str, Any] | None:
+        return output_schema(self.output_model)
+
+    def subjects(self, input: InT) -> list[str]:
+        """What the call acts on (a command, paths, a URL), for approval patterns and the audit log."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name!r} group={self.group!r}>"
+
+
+def _generic_models(cls: type) -> tuple[type[BaseModel], type[BaseModel]] | None:
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = get_origin(base)
+        if isinstance(origin, type) and issubclass(origin, Tool):
+            args = get_args(base)
+            if len(args) == 2 and all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
+                return args[0], args[1]
+    return None
+
+
+def _check_definition(tool: Tool[Any, Any] | type[Tool[Any, Any]]) -> None:
+    validate_name(tool.name)
+    label = f"tool {tool.name!r}"
+    if not isinstance(getattr(tool, "description", None), str) or not tool.description.strip():
+        raise DefinitionError(f"{label} needs a description: it is what the model reads to choose the tool")
+    if not GROUP_PATTERN.match(tool.group):
+        raise DefinitionError(f"{label}: group {tool.group!r} must be lowercase letters, digits and '_'")
+    for attr in ("input_model", "output_model"):
+        model = getattr(tool, attr, None)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise DefinitionError(f"{label}: {attr} must be a pydantic model (subclass Tool[Input, Output])")
+    if tool.config_model is not None and not issubclass(tool.config_model, BaseModel):
+        raise DefinitionError(f"{label}: config_model must be a pydantic model")
+
+
+# ---------------------------------------------------------------------------------------------- @tool
+
+
+class FunctionTool(Tool[BaseModel, BaseModel]):
+    """A tool made by ``@tool`` from a typed function; calling it calls the function."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        group: str = "custom",
+        read_only: bool = False,
+        destructive: bool = False,
+        open_world: bool = False,
+        terminal: bool = False,
+        sequential: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
+        self.description = description or summary
+        self.group = group
+        self.read_only = read_only
+        self.destructive = destructive
+        self.open_world = open_world
+        self.terminal = terminal
+        self.sequential = sequential
+        self.timeout_seconds = timeout_seconds
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.input_model, self._ctx_param = _input_model_from(fn, self.name, param_docs)
+        self.output_model, self._wraps_result = _output_model_from(fn, self.name)
+        _check_definition(self)
+
+    def execute(self, input: BaseModel, ctx: ToolContext) -> BaseModel | Awaitable[BaseModel]:
+        kwargs = {name: getattr(input, name) for name in type(input).model_fields}
+        if self._ctx_param:
+            kwargs[self._ctx_param] = ctx
+        if self.is_async:
+            return self._finish_async(self.fn(**kwargs))
+        return self._wrap(self.fn(**kwargs))
+
+    async def _finish_async(self, pending: Awaitable[Any]) -> BaseModel:
+        return self._wrap(await pending)
+
+    def _wrap(self, value: Any) -> BaseModel:
+        if self._wraps_result:
+            return self.output_model(result=value)
+        if isinstance(value, self.output_model):
+            return value
+        return self.output_model.model_validate(value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    group: str = "custom",
+    read_only: bool = False,
+    destructive: bool = False,
+    open_world: bool = False,
+    terminal: bool = False,
+    sequential: bool = False,
+    timeout_seconds: float | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, /, **options: Any
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a typed function into a tool.
+
+    Parameters become the input model (``Annotated[int, Field(description=...)]`` or a Google-style
+    ``Args:`` section give per-parameter text); a parameter typed ``ToolContext`` receives the context.
+    A return type that is a pydantic model is the output; anything else is wrapped as ``{"result": ...}``.
+    """
+    if fn is not None:
+        return FunctionTool(fn, **options)
+
+    def decorate(func: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(func, **options)
+
+    return decorate
+
+
+def _model_name(tool_name: str, suffix: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[_-]+", tool_name) if part) + suffix
+
+
+def _input_model_from(
+    fn: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
+) -> tuple[type[BaseModel], str | None]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    ctx_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise DefinitionError(f"tool {tool_name!r}: *args and **kwargs cannot become a schema; name each input")
+        annotation = hints.get(param.name, inspect.Parameter.empty)
+        if annotation is ToolContext:
+            ctx_param = param.name
+            continue
+        if annotation is inspect.Parameter.empty:
+            raise DefinitionError(f"tool {tool_name!r}: parameter {param.name!r} needs a type annotation")
+        default: Any = ... if param.default is inspect.Parameter.empty else param.default
+        doc = param_docs.get(param.name)
+        if doc and not _has_description(annotation):
+            annotation = Annotated[annotation, Field(description=doc)]
+        fields[param.name] = (annotation, default)
+    config = ConfigDict(extra="forbid")
+    model: type[BaseModel] = create_model(_model_name(tool_name, "Input"), __config__=config, **fields)
+    return model, ctx_param
+
+
+def _has_description(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return any(isinstance(meta, FieldInfo) and meta.description for meta in get_args(annotation)[1:])
+    return False
+
+
+def _output_model_from(fn: Callable[..., Any], tool_name: str) -> tuple[type[BaseModel], bool]:
+    returns = get_type_hints(fn, include_extras=True).get("return", Any)
+    if returns is None or returns is type(None):
+        return create_model(_model_name(tool_name, "Output")), False
+    if isinstance(returns, type) and issubclass(returns, BaseModel):
+        return returns, False
+    wrapped: type[BaseModel] = create_model(_model_name(tool_name, "Output"), result=(returns, ...))
+    return wrapped, True
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
+_PARAM_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into the model-facing summary and per-parameter text."""
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        header = _SECTION.match(line.strip())
+        if header and not line.startswith(" "):
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            summary.append(line)
+        elif section in ("Args", "Arguments", "Parameters"):
+            match = _PARAM_LINE.match(line)
+            if match:
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return "\n".join(summary).strip(), params
