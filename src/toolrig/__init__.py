@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Rig": "toolrig.rig",
-    "Tool": "toolrig.tool",
-    "ToolInput": "toolrig.tool",
-    "ToolOutput": "toolrig.tool",
-    "tool": "toolrig.tool",
+    "Tool": "toolrig.definition",
+    "ToolInput": "toolrig.definition",
+    "ToolOutput": "toolrig.definition",
+    "tool": "toolrig.definition",
     "ToolContext": "toolrig.context",
     "ToolResult": "toolrig.result",
     "ToolError": "toolrig.errors",
@@ -42,11 +42,11 @@ __all__ = [
 if TYPE_CHECKING:
     from toolrig.config import Config
     from toolrig.context import ToolContext
+    from toolrig.definition import Tool, ToolInput, ToolOutput, tool
     from toolrig.errors import ErrorType, ToolError
     from toolrig.registry import Registry
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
-    from toolrig.tool import Tool, ToolInput, ToolOutput, tool
 
 
 def __getattr__(name: str) -> Any:

@@ -111,19 +111,78 @@ def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str,
     return value, notes
 
 
+def _drop_null_defaults(value: Any, node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """Remove ``null`` where the schema has an optional field that does not accept null, at any depth."""
+    if depth > 32 or not isinstance(node, dict):
+        return value
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = defs.get(ref[len("#/$defs/") :], {})
+    if isinstance(value, dict | list) and isinstance(node.get("anyOf"), list):
+        wanted = "object" if isinstance(value, dict) else "array"
+        for branch in node["anyOf"]:
+            if wanted in _kinds(branch, defs):
+                return _drop_null_defaults(value, branch, defs, depth + 1)
+        return value
+    if isinstance(value, list):
+        items = node.get("items")
+        if isinstance(items, dict):
+            return [_drop_null_defaults(v, items, defs, depth + 1) for v in value]
+        return value
+    if not isinstance(value, dict):
+        return value
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        return value
+    required = set(node.get("required", []))
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        sub = properties.get(key)
+        if item is None and key not in required and sub is not None and "null" not in _kinds(sub, defs):
+            continue
+        out[key] = _drop_null_defaults(item, sub, defs, depth + 1) if sub is not None else item
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RepairPlan:
+    """What could ever need repair in a model's arguments, worked out once so most calls skip repair."""
+
+    fields: dict[str, FieldKinds]  # fields that take an object or a list: decode and wrap apply
+    drops_nulls: bool  # some optional field, at any depth, does not accept null
+
+
+def _has_optional_without_null(node: Any, defs: dict[str, Any]) -> bool:
+    if isinstance(node, dict):
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            required = set(node.get("required", []))
+            if any(k not in required and "null" not in _kinds(v, defs) for k, v in properties.items()):
+                return True
+        return any(_has_optional_without_null(v, defs) for k, v in node.items() if k != "$defs") or any(
+            _has_optional_without_null(v, defs) for v in (node.get("$defs") or {}).values()
+        )
+    if isinstance(node, list):
+        return any(_has_optional_without_null(v, defs) for v in node)
+    return False
+
+
+@cache
+def repair_plan(model: type[BaseModel]) -> RepairPlan:
+    schema = model_schema(model)
+    fields = {name: info for name, info in field_kinds(model).items() if info.kinds & {"object", "array"}}
+    return RepairPlan(fields, _has_optional_without_null(schema, schema.get("$defs", {})))
+
+
 def repair_arguments(model: type[BaseModel], args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    kinds = field_kinds(model)
+    plan = repair_plan(model)
     notes: list[str] = []
     fixed: dict[str, Any] | None = None
-    for name, value in args.items():
-        info = kinds.get(name)
-        if info is None or not info.kinds:
+    for name, info in plan.fields.items():
+        if name not in args:
             continue
+        value = args[name]
         new = value
-        if value is None and "null" not in info.kinds and not info.required:
-            fixed = dict(args) if fixed is None else fixed
-            del fixed[name]
-            continue
         if isinstance(value, str) and not info.takes_string and info.kinds & {"object", "array"}:
             try:
                 decoded = json.loads(value)
@@ -146,7 +205,21 @@ def repair_arguments(model: type[BaseModel], args: dict[str, Any]) -> tuple[dict
         if new is not value:
             fixed = dict(args) if fixed is None else fixed
             fixed[name] = new
-    return (fixed if fixed is not None else args), notes
+    result = fixed if fixed is not None else args
+    if plan.drops_nulls and _has_null(result):
+        schema = model_schema(model)
+        result = _drop_null_defaults(result, schema, schema.get("$defs", {}))
+    return result, notes
+
+
+def _has_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_has_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_null(v) for v in value)
+    return False
 
 
 def _preview(value: Any, limit: int = 60) -> str:

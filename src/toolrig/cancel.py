@@ -14,28 +14,34 @@ from toolrig.errors import ErrorType, ToolError
 
 
 class CancelToken:
-    __slots__ = ("_event", "_reason")
+    """A flag that worker threads can read; the event behind ``wait`` is made only if someone waits."""
+
+    __slots__ = ("_cancelled", "_event", "_reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
         self._reason = ""
+        self._event: threading.Event | None = None
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     @property
     def reason(self) -> str:
         return self._reason
 
     def cancel(self, reason: str = "cancelled") -> None:
-        if not self._event.is_set():
+        if not self._cancelled:
             self._reason = reason
-            self._event.set()
+            self._cancelled = True
+        event = self._event
+        if event is not None:
+            event.set()
 
     def raise_if_cancelled(self) -> None:
         """Stop here if the call was cancelled or timed out; call it before any side effect."""
-        if self._event.is_set():
+        if self._cancelled:
             raise ToolError(
                 ErrorType.CANCELLED,
                 f"The call was stopped ({self._reason}) before this step.",
@@ -44,7 +50,16 @@ class CancelToken:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block a worker thread until cancelled (or the timeout passes); True when cancelled."""
+        if self._event is None:
+            with _EVENT_LOCK:
+                if self._event is None:
+                    self._event = threading.Event()
+        if self._cancelled:  # cancelled before the event existed
+            self._event.set()
         return self._event.wait(timeout)
+
+
+_EVENT_LOCK = threading.Lock()
 
 
 _current: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("toolrig_cancel", default=None)

@@ -40,8 +40,10 @@ class AllowAll:
         return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolContext:
+    """What one call may reach. Built fresh per call by the executor; tools read it and never replace fields."""
+
     workspace: Workspace
     stores: Stores
     config: BaseModel | None = None
@@ -53,6 +55,7 @@ class ToolContext:
     session_id: str | None = None
     call_id: str = ""
     tool_name: str = ""
+    output_cap: int = 100_000
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -54,6 +54,11 @@ def default_hint(error_type: ErrorType) -> str:
     return _DEFAULT_HINTS[error_type]
 
 
+def default_retryable(error_type: ErrorType) -> bool:
+    """Whether the same call may succeed later without changes: waiting helps, rewriting is not needed."""
+    return error_type in {ErrorType.TIMEOUT, ErrorType.RATE_LIMITED, ErrorType.UNAVAILABLE}
+
+
 class ToolError(Exception):
     """Raised by a tool to fail a call on purpose; the executor turns it into an error result.
 
@@ -72,9 +77,7 @@ class ToolError(Exception):
         self.error_type = ErrorType(error_type)
         self.message = message
         self.next_action_hint = next_action_hint or default_hint(self.error_type)
-        if retryable is None:
-            retryable = self.error_type in {ErrorType.TIMEOUT, ErrorType.RATE_LIMITED, ErrorType.UNAVAILABLE}
-        self.retryable = retryable
+        self.retryable = default_retryable(self.error_type) if retryable is None else retryable
         super().__init__(f"{self.error_type.value}: {message}")
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
@@ -33,7 +34,7 @@ from toolrig.events import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
-from toolrig.shaping import dumps, fit
+from toolrig.shaping import fit
 from toolrig.stores import Stores
 
 log = logging.getLogger("toolrig.executor")
@@ -196,9 +197,28 @@ class Executor:
                 session_id=call.session_id,
                 call_id=call.call_id,
                 tool_name=tool.name,
+                output_cap=self.output_cap,
             )
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-            output = await self._execute(tool, call.input, ctx, token, limit)
+            bound = bind_token(token)
+            try:
+                with anyio.move_on_after(limit) as scope:
+                    if tool.is_async:
+                        output = await tool.execute(call.input, ctx)
+                    else:
+                        # The worker thread inherits the bound token through the copied context.
+                        run = partial(tool.execute, call.input, ctx)
+                        output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            finally:
+                unbind_token(bound)
+            if scope.cancelled_caught:
+                token.cancel(f"timed out after {limit:g}s")
+                raise ToolError(
+                    ErrorType.TIMEOUT,
+                    f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
+                    "Retry with a smaller request, or a longer timeout if the tool takes one.",
+                    retryable=True,
+                )
             return self._shape(tool, output, call.notes)
         except ToolError as err:
             return ToolResult.from_error(err, notes=call.notes)
@@ -213,27 +233,6 @@ class Executor:
                 notes=call.notes,
             )
 
-    async def _execute(
-        self, tool: AnyTool, input: BaseModel, ctx: ToolContext, token: CancelToken, limit: float
-    ) -> Any:
-        bound = bind_token(token)
-        try:
-            with anyio.move_on_after(limit) as scope:
-                if tool.is_async:
-                    return await tool.execute(input, ctx)
-                # The worker thread inherits the bound token through the copied context.
-                return await anyio.to_thread.run_sync(partial(tool.execute, input, ctx), abandon_on_cancel=True)
-        finally:
-            unbind_token(bound)
-            if scope.cancelled_caught:
-                token.cancel(f"timed out after {limit:g}s")
-        raise ToolError(
-            ErrorType.TIMEOUT,
-            f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
-            "Retry with a smaller request, or a longer timeout if the tool takes one.",
-            retryable=True,
-        )
-
     def _shape(self, tool: AnyTool, output: Any, notes: list[str]) -> ToolResult:
         model = tool.output_model
         if not isinstance(output, model):
@@ -242,9 +241,10 @@ class Executor:
             except ValidationError as exc:
                 raise RuntimeError(f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}") from None
         data: dict[str, Any] = output.model_dump(mode="json")
-        text = dumps(data)
+        # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
+        raw = to_json(data)
         handle = None
-        if len(text) > self.output_cap:
+        if len(raw) > self.output_cap and len(text := raw.decode()) > self.output_cap:
             handle = self.stores.outputs.save(text)
             data, how = fit(data, self.output_cap)
             notes = [
@@ -252,7 +252,7 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        return ToolResult.ok(data, notes=notes, meta=ResultMeta(output_chars=len(text), full_output_handle=handle))
+        return ToolResult.ok(data, notes=notes, meta=ResultMeta(output_bytes=len(raw), full_output_handle=handle))
 
     def _unknown_tool(self, name: str) -> ToolError:
         names = self.registry.names()
@@ -266,14 +266,10 @@ class Executor:
     async def _finish(self, call: ToolCall, result: ToolResult) -> ToolResult:
         for after in self.extensions.after_tool:
             result = await after(call, result)
-        meta = result.meta.model_copy(
-            update={
-                "tool": call.name,
-                "call_id": call.call_id,
-                "duration_ms": (time.perf_counter() - call.started) * 1000,
-            }
-        )
-        result = result.model_copy(update={"meta": meta})
+        meta = result.meta
+        meta.tool = call.name
+        meta.call_id = call.call_id
+        meta.duration_ms = (time.perf_counter() - call.started) * 1000
         for audit in self.extensions.audit:
             try:
                 await audit(call, result)

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
+from toolrig.definition import Tool, validate_name
 from toolrig.errors import DefinitionError, UsageError
-from toolrig.tool import Tool, validate_name
 
 log = logging.getLogger("toolrig.registry")
 
@@ -100,8 +100,11 @@ class Registry:
 
     def load_all(self) -> None:
         while self._pending:
-            key = next(iter(self._pending))
-            loader = self._pending.pop(key)
+            self._load(next(iter(self._pending)))
+
+    def _load(self, key: str) -> None:
+        loader = self._pending.pop(key, None)
+        if loader is not None:
             for item in loader():
                 self.add(item, origin=key)
 
@@ -119,7 +122,12 @@ class Registry:
         return self._tools.get(name)
 
     def list(self, group: str | None = None) -> builtins.list[AnyTool]:
-        self.load_all()
+        if group is not None and f"builtin:{group}" in self._pending:
+            # One built-in group: import its module and the plugins, not every other group.
+            self._load(f"builtin:{group}")
+            self._load("entry-points")
+        else:
+            self.load_all()
         tools = sorted(self._tools.values(), key=lambda t: (t.group, t.name))
         return [t for t in tools if group is None or t.group == group]
 

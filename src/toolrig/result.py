@@ -10,22 +10,22 @@ Bookkeeping for programs (duration, the full-output handle) rides along but is n
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, SkipValidation, model_serializer
 
-from toolrig.errors import ErrorType, ToolError, default_hint
+from toolrig.errors import ErrorType, ToolError, default_hint, default_retryable
 
 
-class ResultMeta(BaseModel):
-    """What programs (audit, CLI, MCP) want to know about a call, and models do not."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(slots=True)
+class ResultMeta:
+    """What programs (audit, CLI, MCP) want to know about a call, and models do not; filled by the executor."""
 
     tool: str = ""
     call_id: str = ""
     duration_ms: float = 0.0
-    output_chars: int = 0
+    output_bytes: int = 0  # UTF-8 size of the output's JSON before any cut
     full_output_handle: str | None = None
 
 
@@ -39,7 +39,7 @@ class ToolResult(BaseModel):
     next_action_hint: str | None = None
     notes: list[str] = Field(default_factory=list)
     retryable: bool = Field(default=False, exclude=True)
-    meta: ResultMeta = Field(default_factory=ResultMeta, exclude=True)
+    meta: SkipValidation[ResultMeta] = Field(default_factory=ResultMeta, exclude=True)
 
     @model_serializer(mode="wrap")
     def _contract_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -66,11 +66,13 @@ class ToolResult(BaseModel):
         message: str,
         next_action_hint: str | None = None,
         *,
-        retryable: bool = False,
+        retryable: bool | None = None,
         notes: list[str] | None = None,
         meta: ResultMeta | None = None,
     ) -> ToolResult:
         kind = ErrorType(error_type)
+        if retryable is None:
+            retryable = default_retryable(kind)
         return cls(
             is_error=True,
             error_type=kind,
@@ -90,8 +92,9 @@ class ToolResult(BaseModel):
         )
 
     def to_json(self, *, indent: int | None = None) -> str:
-        """The text a model or a terminal sees: the contract JSON, unicode kept readable."""
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, indent=indent)
+        """The text a model or a terminal sees: the contract JSON, compact unless indented, unicode kept readable."""
+        separators = (",", ":") if indent is None else None
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, indent=indent, separators=separators)
 
     def raise_for_error(self) -> dict[str, Any]:
         """Return the output, or raise the ToolError this result carries (handy in plain tests)."""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import anyio
@@ -31,9 +32,15 @@ class Rig:
         config: Config | dict[str, Any] | str | os.PathLike[str] | None = None,
         *,
         agent: str | None = None,
+        tools: Iterable[AnyTool] = (),
         registry: Registry | None = None,
         extensions: Extensions | None = None,
     ) -> None:
+        """Bind a workspace to a catalog and a config.
+
+        ``config`` defaults to the user's and the workspace's files; ``tools`` are added to the catalog
+        (``registry``, the built-in catalog and installed plugins by default) before allow/deny apply.
+        """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
         settings = self.config.workspace
@@ -42,6 +49,8 @@ class Rig:
         self.events = EventBus()
         self.stores = Stores(self.workspace.state_dir)
         self._base_registry = registry if registry is not None else Registry.default()
+        for item in tools:
+            self._base_registry.add(item)
         self._registry: Registry | None = None
         self._tool_configs: dict[str, BaseModel | None] = {}
         self.executor = Executor(
@@ -72,8 +81,10 @@ class Rig:
         self, name: str, args: dict[str, Any] | str | None = None, *, events: EventSink | None = None, **options: Any
     ) -> ToolResult:
         """Run one tool call; never raises for anything the tool or its arguments did."""
-        self.registry  # noqa: B018 - narrows the executor's registry before the first call
-        options.setdefault("agent_id", self.agent)
+        if self._registry is None:
+            self.registry  # noqa: B018 - narrows the executor's registry before the first call
+        if self.agent is not None:
+            options.setdefault("agent_id", self.agent)
         return await self.executor.invoke(name, args, events=events, **options)
 
     def call_sync(self, name: str, args: dict[str, Any] | str | None = None, **options: Any) -> ToolResult:

@@ -40,6 +40,7 @@ _DESCRIBABLE = {
     "contentEncoding": "encoding: {}",
 }
 _DROPPED = frozenset({"default", "discriminator", "$schema", "$id", "$comment", "readOnly", "writeOnly", "deprecated"})
+_STRUCTURAL = frozenset({"type", "required", "enum", "const"})
 STRICT_MAX_DEPTH = 10
 STRICT_MAX_PROPERTIES = 5000
 STRICT_MAX_ENUM = 1000
@@ -116,10 +117,14 @@ def to_strict(schema: JsonSchema) -> StrictResult:
 
 
 def _describe(node: dict[str, Any], notes: list[str]) -> None:
-    if notes:
-        text = "; ".join(notes)
-        existing = node.get("description")
-        node["description"] = f"{existing} ({text})" if existing else text[:1].upper() + text[1:] + "."
+    """Append notes to a node's description as a sentence the model reads."""
+    if not notes:
+        return
+    text = "; ".join(notes)
+    existing = str(node.get("description", "")).strip()
+    if existing and existing[-1] not in ".!?":
+        existing += "."
+    node["description"] = f"{existing} {text[:1].upper()}{text[1:]}.".strip()
 
 
 def _is_nullable(node: dict[str, Any]) -> bool:
@@ -255,37 +260,53 @@ class _StrictConverter:
 
 
 def budget_schema(schema: Any, *, max_nodes: int = 2000, max_depth: int = 24) -> JsonSchema:
-    """Cap a third-party schema: past the depth or node budget a subtree becomes "any value".
+    """Cap a third-party schema to a depth and node budget, saying so in the root description.
 
+    Past the depth budget a subtree accepts any value; past the node budget the remaining entries are dropped.
     The result always has an object root, so one hostile server cannot break a provider request.
     """
-    counter = [0]
+    nodes = 0
+    cut = False
 
     def walk(node: Any, depth: int) -> Any:
-        counter[0] += 1
+        nonlocal nodes, cut
+        nodes += 1
         if isinstance(node, dict):
-            if depth > max_depth or counter[0] > max_nodes:
-                return {"description": "(schema cut: too deep or too large)"}
+            if depth > max_depth:
+                cut = True
+                return {}
             out: dict[str, Any] = {}
-            for key, value in node.items():
+            # Small structural keywords first, so a cut drops sub-schemas, never a node's type or required list.
+            ordered = sorted(node.items(), key=lambda kv: kv[0] not in _STRUCTURAL and isinstance(kv[1], dict | list))
+            for key, value in ordered:
+                if nodes >= max_nodes and key not in _STRUCTURAL:
+                    cut = True
+                    break
                 if not isinstance(key, str) or key in ("$schema", "$id"):
                     continue
                 if key == "$ref" and not (isinstance(value, str) and value.startswith("#/")):
                     continue  # remote references are never fetched
                 out[key] = walk(value, depth + 1)
+            if isinstance(out.get("required"), list) and isinstance(out.get("properties"), dict):
+                out["required"] = [r for r in out["required"] if r in out["properties"]]
             return out
         if isinstance(node, list):
-            return [walk(item, depth + 1) for item in node[:max_nodes]]
+            items = []
+            for item in node:
+                if nodes >= max_nodes:
+                    cut = True
+                    break
+                items.append(walk(item, depth))
+            return items
         if isinstance(node, str):
             return node[:4000]
         return node
 
-    if not isinstance(schema, dict):
-        return {"type": "object", "properties": {}}
-    result: JsonSchema = walk(schema, 0)
-    if result.get("type") != "object":
-        result = {"type": "object", "properties": {}, "description": "(the server's schema had no object root)"}
-    result.setdefault("properties", {})
-    if not isinstance(result["properties"], dict):
+    result = walk(schema, 0) if isinstance(schema, dict) else None
+    if not isinstance(result, dict) or result.get("type") != "object":
+        result = {"type": "object", "properties": {}}
+    if not isinstance(result.get("properties"), dict):
         result["properties"] = {}
+    if cut:
+        _describe(result, ["parts of this schema were cut because it was too deep or too large"])
     return result

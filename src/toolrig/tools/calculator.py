@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import Field
 
 from toolrig.context import ToolContext
+from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.tool import Tool, ToolInput, ToolOutput
 
 MAX_EXPRESSION_CHARS = 1_000
 MAX_DEPTH = 40

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import Field
 
 from toolrig.context import ToolContext
-from toolrig.tool import Tool, ToolInput, ToolOutput
+from toolrig.definition import Tool, ToolInput, ToolOutput
 
 MAX_PAGE = 50_000
 
@@ -29,11 +31,15 @@ class ReadOutput(Tool[ReadOutputInput, ReadOutputOutput]):
     read_only = True
     description = (
         "Read a page of a tool output that was too large to show whole. Use the handle the cut result named, "
-        "and pass next_offset to continue until it is null."
+        "and pass next_offset to continue until it is null. A page may be shorter than limit so that it fits."
     )
 
     def execute(self, input: ReadOutputInput, ctx: ToolContext) -> ReadOutputOutput:
         page, total = ctx.stores.outputs.read(input.handle, input.offset, input.limit)
+        # A page must itself fit the output cap, or it would be cut again; JSON escaping can grow it.
+        budget = max(ctx.output_cap - 400, 100)
+        while len(page) > 1 and len(json.dumps(page, ensure_ascii=False)) > budget:
+            page = page[: max(1, len(page) * budget // len(json.dumps(page, ensure_ascii=False)) - 1)]
         end = input.offset + len(page)
         return ReadOutputOutput(
             content=page, offset=input.offset, total_chars=total, next_offset=end if end < total else None

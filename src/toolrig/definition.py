@@ -224,10 +224,20 @@ def _model_name(tool_name: str, suffix: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[_-]+", tool_name) if part) + suffix
 
 
+def _type_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
+    try:
+        return get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise DefinitionError(
+            f"tool {tool_name!r}: cannot resolve an annotation ({exc}); "
+            "types used in a tool's signature must be importable at module level"
+        ) from None
+
+
 def _input_model_from(
     fn: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
 ) -> tuple[type[BaseModel], str | None]:
-    hints = get_type_hints(fn, include_extras=True)
+    hints = _type_hints(fn, tool_name)
     fields: dict[str, Any] = {}
     ctx_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
@@ -256,7 +266,7 @@ def _has_description(annotation: Any) -> bool:
 
 
 def _output_model_from(fn: Callable[..., Any], tool_name: str) -> tuple[type[BaseModel], bool]:
-    returns = get_type_hints(fn, include_extras=True).get("return", Any)
+    returns = _type_hints(fn, tool_name).get("return", Any)
     if returns is None or returns is type(None):
         return create_model(_model_name(tool_name, "Output")), False
     if isinstance(returns, type) and issubclass(returns, BaseModel):

@@ -1,0 +1,117 @@
+"""Per-call cost of ``rig.call`` on a trivial tool against a direct call and the peers' call paths.
+
+Peers, measured alternately in the same run: a direct call, pydantic ``validate_call``, the openai-agents
+``FunctionTool.on_invoke_tool`` path and a FastMCP in-memory client call. Target: executor overhead
+(ours minus the direct call) below 25 µs, and below the fastest framework peer.
+
+    python benchmarks/dispatch.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+
+import anyio
+from pydantic import validate_call
+
+from _harness import Series, alternate_async, fmt_seconds, print_table, result_line
+from toolrig import Rig, tool
+from toolrig.registry import Registry
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def add_async(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def main(rounds: int, per_round: int) -> None:
+    logging.disable(logging.WARNING)  # FastMCP logs each call at INFO in some versions
+    from agents import function_tool
+    from agents.tool_context import ToolContext as AgentsContext
+    from fastmcp import Client, FastMCP
+
+    workspace = tempfile.mkdtemp()
+    rig = Rig(
+        workspace,
+        config={},
+        registry=Registry([tool(name="add")(add_async), tool(name="add_sync")(add)]),
+    )
+    args = {"a": 2, "b": 3}
+    raw = json.dumps(args)
+
+    validated = validate_call(add)
+    agents_tool = function_tool(add_async)
+    agents_ctx = AgentsContext(context=None, tool_name="add_async", tool_call_id="c1", tool_arguments=raw)
+    server = FastMCP("bench")
+    server.tool(add_async)
+
+    async def direct() -> object:
+        return await add_async(**args)
+
+    async def pydantic_validate_call() -> object:
+        return validated(**args)
+
+    async def openai_agents() -> object:
+        return await agents_tool.on_invoke_tool(agents_ctx, raw)
+
+    async with Client(server) as client:
+
+        async def fastmcp_in_memory() -> object:
+            return await client.call_tool("add_async", args)
+
+        async def toolrig_async_tool() -> object:
+            return await rig.call("add", args)
+
+        async def toolrig_sync_tool() -> object:
+            return await rig.call("add_sync", args)
+
+        contenders = {
+            "direct call": direct,
+            "pydantic validate_call": pydantic_validate_call,
+            "openai-agents FunctionTool": openai_agents,
+            "FastMCP in-memory client": fastmcp_in_memory,
+            "toolrig rig.call (async tool)": toolrig_async_tool,
+            "toolrig rig.call (sync tool, worker thread)": toolrig_sync_tool,
+        }
+        for fn in contenders.values():  # warm up: imports, caches, first-call paths
+            for _ in range(200):
+                await fn()
+        # FastMCP is ~100x slower per call than the rest; give it fewer calls per round, same rounds.
+        series: dict[str, Series] = {}
+        fast = {k: v for k, v in contenders.items() if k != "FastMCP in-memory client"}
+        for _ in range(rounds):
+            one = await alternate_async(fast, rounds=1, per_round=per_round)
+            slow = await alternate_async(
+                {"FastMCP in-memory client": fastmcp_in_memory}, rounds=1, per_round=max(per_round // 20, 10)
+            )
+            for name, s in {**one, **slow}.items():
+                series.setdefault(name, Series(name)).samples.extend(s.samples)
+
+    direct_cost = series["direct call"].median
+    rows = [(name, fmt_seconds(s.median), fmt_seconds(max(s.median - direct_cost, 0.0))) for name, s in series.items()]
+    print_table("Per-call cost (median over rounds)", rows, ("path", "per call", "overhead vs direct"))
+    ours = series["toolrig rig.call (async tool)"].median - direct_cost
+    peers = {k: series[k].median - direct_cost for k in series if k not in ("direct call",) and "toolrig" not in k}
+    fastest_name = min(peers, key=lambda k: peers[k])
+    framework = {k: v for k, v in peers.items() if k != "pydantic validate_call"}
+    fastest_framework = min(framework, key=lambda k: framework[k])
+    print(f"\nexecutor overhead: {fmt_seconds(ours)} (target < 25 µs)")
+    print(f"fastest peer: {fastest_name} at {fmt_seconds(peers[fastest_name])} overhead")
+    print(f"fastest tool-framework peer: {fastest_framework} at {fmt_seconds(framework[fastest_framework])} overhead")
+    print(result_line("dispatch", ours, framework[fastest_framework], peer_name=fastest_framework.replace(" ", "_")))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--per-round", type=int, default=2000)
+    options = parser.parse_args()
+    anyio.run(main, options.rounds, options.per_round)

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toolrig.cli import app
+
+
+def run(*args: str, root: Path | None = None) -> tuple[int, str, str]:
+    runner = CliRunner()
+    full = list(args) + (["--root", str(root)] if root is not None else [])
+    result = runner.invoke(app, full, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_call_prints_the_result_json_and_exits_zero(workspace: Path) -> None:
+    code, out, _ = run("call", "calculate", "--json", '{"expression": "sqrt(16) + pi"}', root=workspace)
+    assert code == 0
+    assert json.loads(out) == {"is_error": False, "output": {"result": 7.141592653589793}}
+
+
+def test_call_exits_one_on_a_tool_error_with_the_same_message_as_the_llm_path(workspace: Path) -> None:
+    from toolrig import Rig
+
+    code, out, _ = run("call", "calculate", "--json", '{"expression": 5}', root=workspace)
+    assert code == 1
+    via_cli = json.loads(out)
+    via_python = Rig(workspace).call_sync("calculate", {"expression": 5}).model_dump(mode="json")
+    assert via_cli == via_python and via_cli["error_type"] == "invalid_input"
+
+
+def test_call_exits_two_on_bad_usage(workspace: Path) -> None:
+    assert run("call", "calculate", "--json", "{nope", root=workspace)[0] == 2
+    assert run("call", "calculate", "--json", "[1]", root=workspace)[0] == 2
+    code, _, err = run("call", "no_such_tool", root=workspace)
+    assert code == 2 and "no tool named 'no_such_tool'" in err
+    assert run("call")[0] == 2
+
+
+def test_a_bad_config_file_exits_two_naming_file_and_line(workspace: Path) -> None:
+    (workspace / ".toolrig").mkdir()
+    (workspace / ".toolrig/config.yaml").write_text("tools:\n  alow: []\n")
+    code, _, err = run("call", "calculate", "--json", '{"expression": "1"}', root=workspace)
+    assert code == 2 and "config.yaml:2: tools.alow: unknown setting" in err
+
+
+def test_generated_subcommand_takes_required_scalars_as_positionals(workspace: Path) -> None:
+    code, out, _ = run("calculator", "calculate", "2 ** 10", root=workspace)
+    assert code == 0 and json.loads(out)["output"]["result"] == 1024
+
+
+def test_generated_subcommand_reports_validation_in_the_llm_words(workspace: Path) -> None:
+    code, out, _ = run("outputs", "read_output", "out_0000000000000000", "--limit", "lots", root=workspace)
+    assert code == 1
+    message = json.loads(out)["message"]
+    assert "'limit': Input should be a valid integer" in message
+
+
+def test_help_is_built_from_the_descriptions() -> None:
+    code, out, _ = run("calculator", "calculate", "--help")
+    assert code == 0
+    assert "Evaluate an arithmetic expression" in out and "EXPRESSION" in out and "read-only" in out
+    code, out, _ = run("--help")
+    assert code == 0 and "calculator" in out and "call" in out
+
+
+def test_tools_list_and_schema(workspace: Path) -> None:
+    code, out, _ = run("tools", "list", "--json", root=workspace)
+    assert code == 0
+    listed = {t["name"]: t for t in json.loads(out)}
+    assert listed["calculate"]["group"] == "calculator" and listed["calculate"]["read_only"]
+    _, out, _ = run("tools", "list", "--group", "calculator", root=workspace)
+    assert out.split()[0] == "calculate"
+    code, out, _ = run("tools", "schema", "calculate", "--format", "openai", root=workspace)
+    assert json.loads(out)["function"]["strict"] is True
+    code, out, _ = run("tools", "schema", "calculate", "--format", "anthropic", root=workspace)
+    assert json.loads(out)["input_schema"]["required"] == ["expression"]
+    assert run("tools", "schema", "nope", root=workspace)[0] == 2
+
+
+def test_denied_tools_disappear_from_the_cli(workspace: Path) -> None:
+    (workspace / ".toolrig").mkdir()
+    (workspace / ".toolrig/config.yaml").write_text("tools:\n  deny: [calculate]\n")
+    _, out, _ = run("tools", "list", "--json", root=workspace)
+    assert "calculate" not in {t["name"] for t in json.loads(out)}
+    assert run("call", "calculate", "--json", '{"expression": "1"}', root=workspace)[0] == 2
+    assert run("calculator", "calculate", "1", root=workspace)[0] == 2
+
+
+def test_trust_adds_lists_and_removes(workspace: Path) -> None:
+    assert run("trust", str(workspace))[0] == 0
+    assert str(workspace.resolve()) in run("trust", "--list")[1]
+    assert run("trust", str(workspace), "--remove")[0] == 0
+    assert str(workspace.resolve()) not in run("trust", "--list")[1]
+
+
+def test_the_installed_console_script_works_end_to_end(workspace: Path) -> None:
+    exe = shutil.which("toolrig", path=str(Path(sys.executable).parent))
+    assert exe, "the toolrig console script is not installed next to this Python"
+    env = {**os.environ, "TOOLRIG_HOME": str(workspace / "home")}
+    out = subprocess.run(
+        [exe, "call", "calculate", "--json", '{"expression":"sqrt(16) + pi"}', "--root", str(workspace)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "7.141592653589793" in out.stdout
+    module = subprocess.run(
+        [sys.executable, "-m", "toolrig", "calculator", "calculate", "1/0", "--root", str(workspace)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert module.returncode == 1 and "Division by zero" in module.stdout
+
+
+def test_help_does_not_import_provider_sdks_or_tool_modules() -> None:
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['toolrig', '--help']\n"
+        "try:\n    runpy.run_module('toolrig', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai', 'mcp', 'httpx2', 'pydantic')"
+        " or m.startswith('toolrig.tools.')]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "HEAVY []" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("args", [["--version"], ["tools", "--help"]])
+def test_other_entry_points_answer(args: list[str]) -> None:
+    assert run(*args)[0] == 0

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolrig import Rig
+from toolrig.config import ALLOW_NOTHING, is_trusted, load_config, set_trust
+from toolrig.errors import ConfigError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_no_files_means_defaults(workspace: Path) -> None:
+    loaded = load_config(workspace)
+    assert loaded.files == [] and loaded.config.tools.deny == []
+
+
+def test_an_unknown_key_names_file_key_and_line(workspace: Path) -> None:
+    path = write(workspace / ".toolrig/config.yaml", "tools:\n  allow: []\n  denny: [calculate]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(workspace)
+    err = caught.value
+    assert err.file == path and err.key == "tools.denny" and err.line == 3
+    assert str(err).startswith(f"{path}:3: tools.denny: unknown setting")
+
+
+def test_a_wrong_type_names_the_line_of_the_value(workspace: Path, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", "output:\n  max_chars: lots\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(workspace)
+    assert caught.value.line == 2 and caught.value.key == "output.max_chars"
+    assert "valid integer" in str(caught.value)
+
+
+def test_broken_yaml_names_the_line(workspace: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "tools:\n  deny: [a, b\n")
+    with pytest.raises(ConfigError, match=r"config.yaml:\d+: invalid YAML"):
+        load_config(workspace)
+
+
+def test_a_top_level_list_is_refused(workspace: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "- a\n- b\n")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(workspace)
+
+
+def test_untrusted_workspace_may_only_narrow(workspace: Path, toolrig_home: Path) -> None:
+    write(
+        toolrig_home / "config.yaml",
+        "tools:\n  allow: [calculate, read_output]\n  deny: [run_command]\noutput:\n  max_chars: 50000\n",
+    )
+    write(
+        workspace / ".toolrig/config.yaml",
+        "tools:\n  allow: [calculate, fetch_url]\n  deny: [read_output]\n"
+        "output:\n  max_chars: 900000\n"
+        "workspace:\n  read_only: true\n  extra_paths: [/]\n"
+        "limits:\n  timeout_seconds: 5\n",
+    )
+    loaded = load_config(workspace)
+    config = loaded.config
+    assert config.tools.allow == ["calculate"]  # fetch_url was never allowed by the user
+    assert config.tools.deny == ["run_command", "read_output"]
+    assert config.output.max_chars == 50_000  # cannot raise the user's cap
+    assert config.limits.timeout_seconds == 5  # may lower it
+    assert config.workspace.read_only is True
+    assert config.workspace.extra_paths == []  # widening: ignored
+    assert any("workspace.extra_paths" in w and "toolrig trust" in w for w in loaded.warnings)
+
+
+def test_an_empty_intersection_of_allow_lists_allows_nothing_rather_than_everything(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "tools:\n  allow: [calculate]\n")
+    write(workspace / ".toolrig/config.yaml", "tools:\n  allow: [read_output]\n")
+    config = load_config(workspace).config
+    assert config.tools.allow == [ALLOW_NOTHING]
+    assert Rig(workspace).tools() == []
+
+
+def test_untrusted_workspace_cannot_set_tool_config(workspace: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "tool_config:\n  calculate: {anything: 1}\n")
+    loaded = load_config(workspace)
+    assert loaded.config.tool_config == {}
+    assert any("tool_config" in w for w in loaded.warnings)
+
+
+def test_trusted_workspace_overrides_the_user(workspace: Path, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", "output:\n  max_chars: 50000\ntools:\n  deny: [a]\n")
+    write(workspace / ".toolrig/config.yaml", "output:\n  max_chars: 900000\nworkspace:\n  extra_paths: [/tmp]\n")
+    assert not is_trusted(workspace)
+    set_trust(workspace)
+    assert is_trusted(workspace)
+    config = load_config(workspace).config
+    assert config.output.max_chars == 900_000
+    assert config.workspace.extra_paths == ["/tmp"]
+    assert config.tools.deny == ["a"]
+    set_trust(workspace, trusted=False)
+    assert load_config(workspace).config.output.max_chars == 50_000
+
+
+def test_tool_config_for_a_tool_without_settings_is_a_startup_error(workspace: Path, toolrig_home: Path) -> None:
+    path = write(toolrig_home / "config.yaml", "tool_config:\n  calculate:\n    precision: 3\n")
+    with pytest.raises(ConfigError) as caught:
+        Rig(workspace).registry  # noqa: B018
+    assert caught.value.file == path and caught.value.line == 2
+    assert "takes no settings" in str(caught.value)
+
+
+def test_tool_config_for_an_unknown_tool_is_a_startup_error(workspace: Path, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", "tools:\n  deny: []\ntool_config:\n  calculat: {}\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml:4: tool_config\.calculat: no tool has this name"):
+        Rig(workspace).registry  # noqa: B018
+
+
+def test_rig_accepts_a_dict_config_and_reports_bad_keys(workspace: Path) -> None:
+    with pytest.raises(ConfigError, match=r"tools\.nope"):
+        Rig(workspace, config={"tools": {"nope": 1}})
+    assert Rig(workspace, config={"tools": {"deny": ["calculate"]}}).tools()[0].name == "read_output"
+
+
+def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, toolrig_home: Path) -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    from tests.sample_tools import TextIn, TextOut
+    from toolrig import Tool, ToolContext
+    from toolrig.registry import Registry
+
+    class GreetConfig(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        greeting: str = "hello"
+
+    class Greet(Tool[TextIn, TextOut]):
+        name = "greet"
+        description = "Greets."
+        config_model = GreetConfig
+
+        def execute(self, input: TextIn, ctx: ToolContext) -> TextOut:
+            assert isinstance(ctx.config, GreetConfig)
+            return TextOut(text=f"{ctx.config.greeting} {input.text}")
+
+    write(toolrig_home / "config.yaml", "tool_config:\n  greet:\n    greeting: hi\n")
+    assert Rig(workspace, registry=Registry([Greet()])).call_sync("greet", {"text": "you"}).output == {"text": "hi you"}
+    path = write(toolrig_home / "config.yaml", "tool_config:\n  greet:\n    greting: hi\n")
+    with pytest.raises(ConfigError) as caught:
+        Rig(workspace, registry=Registry([Greet()])).registry  # noqa: B018
+    assert (caught.value.file, caught.value.line, caught.value.key) == (path, 3, "tool_config.greet.greting")

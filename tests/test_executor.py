@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.sample_tools import WriteLater, all_tools
+from toolrig import Rig
+from toolrig.executor import Extensions, ToolCall
+from toolrig.registry import Registry
+from toolrig.result import ToolResult
+
+pytestmark = pytest.mark.anyio
+
+
+def make_rig(root: Path, **config: object) -> Rig:
+    registry = Registry.default(entry_points=False)
+    for item in all_tools():
+        registry.add(item)
+    return Rig(root, config=config or {}, registry=registry)
+
+
+@pytest.fixture
+def srig(workspace: Path) -> Rig:
+    return make_rig(workspace)
+
+
+async def test_success_returns_the_validated_output(srig: Rig) -> None:
+    result = await srig.call("echo", {"text": "hi"})
+    assert result.model_dump(mode="json") == {"is_error": False, "output": {"text": "hi"}}
+    assert result.meta.tool == "echo" and result.meta.call_id.startswith("call_")
+
+
+async def test_sync_tools_run_in_a_worker_thread(srig: Rig) -> None:
+    result = await srig.call("sync_echo", {"text": "hi"})
+    assert not result.is_error
+    assert "MainThread" not in result.output["text"]  # type: ignore[index]
+
+
+async def test_invalid_input_names_every_bad_field(srig: Rig) -> None:
+    result = await srig.call("shapes", {"tags": [1, {"a": 1}], "limit": "many", "colour": "red", "filter": {}})
+    assert result.is_error and result.error_type == "invalid_input"
+    message = result.message or ""
+    for field in ("tags[1]", "limit", "colour", "filter.field", "filter.value"):
+        assert f"'{field}'" in message, field
+    assert "'colour' is not a parameter" in message
+    assert "The parameters are: 'tags', 'filter', 'limit', 'mode'" in (result.next_action_hint or "")
+
+
+async def test_arguments_that_are_not_json_or_not_an_object_are_invalid_input(srig: Rig) -> None:
+    broken = await srig.call("echo", '{"text": ')
+    assert broken.error_type == "invalid_input" and "not valid JSON" in (broken.message or "")
+    listed = await srig.call("echo", "[1, 2]")
+    assert listed.error_type == "invalid_input" and "must be a JSON object" in (listed.message or "")
+
+
+async def test_a_tool_error_becomes_an_error_result(srig: Rig) -> None:
+    result = await srig.call("refuse", {"text": "x"})
+    assert result.model_dump(mode="json") == {
+        "is_error": True,
+        "error_type": "not_found",
+        "message": "nothing called x",
+        "next_action_hint": "look elsewhere",
+    }
+
+
+async def test_an_unexpected_exception_is_internal_and_logged_with_traceback(
+    srig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="toolrig.executor"):
+        result = await srig.call("boom", {"text": "x"})
+    assert result.is_error and result.error_type == "internal"
+    assert "ZeroDivisionError" in (result.message or "")
+    record = next(r for r in caplog.records if "boom" in r.getMessage())
+    assert record.exc_info is not None
+
+
+async def test_output_that_does_not_match_the_output_model_is_internal(srig: Rig) -> None:
+    result = await srig.call("wrong_output", {"text": "x"})
+    assert result.error_type == "internal" and "TextOut" in (result.message or "")
+
+
+async def test_unknown_tool_lists_the_available_ones(srig: Rig) -> None:
+    result = await srig.call("ecko", {})
+    assert result.error_type == "unknown_tool"
+    assert "echo" in (result.next_action_hint or "")
+
+
+async def test_async_tool_timeout_is_reported(workspace: Path) -> None:
+    rig = make_rig(workspace, limits={"timeout_seconds": 0.2})
+    result = await rig.call("sleep_async", {"seconds": 30})
+    assert result.error_type == "timeout" and result.retryable
+    assert "0.2 seconds" in (result.message or "")
+
+
+async def test_a_timed_out_sync_tool_does_not_write_after_its_result(workspace: Path) -> None:
+    WriteLater.started.clear()
+    WriteLater.finished.clear()
+    WriteLater.outcome.clear()
+    rig = make_rig(workspace)
+    result = await rig.call("write_later", {"path": "late.txt", "delay": 30}, timeout_seconds=0.2)
+    assert result.error_type == "timeout"
+    # The worker thread is still running; wait for it to reach its write and be refused.
+    with anyio.fail_after(10):
+        await anyio.to_thread.run_sync(WriteLater.finished.wait)
+    assert WriteLater.outcome == ["cancelled"]
+    assert not (workspace / "late.txt").exists()
+    assert not any(p.name.endswith(".toolrig-tmp") for p in workspace.iterdir())
+
+
+async def test_a_sync_tool_within_its_time_does_write(srig: Rig, workspace: Path) -> None:
+    WriteLater.outcome.clear()
+    result = await srig.call("write_later", {"path": "on_time.txt", "delay": 0})
+    assert not result.is_error
+    assert (workspace / "on_time.txt").read_text() == "written"
+
+
+async def test_cancelling_the_caller_cancels_the_call_and_propagates(srig: Rig) -> None:
+    seen: list[ToolResult] = []
+
+    async def audit(call: ToolCall, result: ToolResult) -> None:
+        seen.append(result)
+
+    srig.executor.extensions.audit.append(audit)
+    with anyio.move_on_after(0.2) as scope:
+        await srig.call("sleep_async", {"seconds": 30})
+        pytest.fail("the call should have been cancelled")
+    assert scope.cancelled_caught
+    assert [r.error_type for r in seen] == ["cancelled"]
+
+
+async def test_a_large_output_is_cut_and_kept_whole_for_paging(workspace: Path) -> None:
+    rig = make_rig(workspace, output={"max_chars": 5_000})
+    result = await rig.call("big", {"chars": 40_000, "items": 2})
+    assert not result.is_error
+    shown = json.dumps(result.output, separators=(",", ":"), ensure_ascii=False)
+    assert len(shown) <= 5_000
+    blobs = result.output["blobs"]  # type: ignore[index]
+    assert len(blobs) == 2 and blobs[0].startswith("00000xx") and "characters cut" in blobs[0]
+    handle = result.meta.full_output_handle
+    assert handle and handle in result.notes[0] and "read_output" in result.notes[0]
+    # Page through the saved output with the read_output tool and get every character back.
+    pages, offset = [], 0
+    while offset is not None:
+        page = (await rig.call("read_output", {"handle": handle, "offset": offset, "limit": 30_000})).raise_for_error()
+        pages.append(page["content"])
+        offset = page["next_offset"]
+    full = json.loads("".join(pages))
+    assert full["blobs"][1] == "00001" + "x" * 40_000
+
+
+async def test_many_small_items_are_cut_by_keeping_the_first_ones(workspace: Path) -> None:
+    rig = make_rig(workspace, output={"max_chars": 2_000})
+    result = await rig.call("big", {"chars": 10, "items": 1_000})
+    blobs = result.output["blobs"]  # type: ignore[index]
+    assert 0 < len(blobs) < 1_000 and blobs[0] == "00000" + "x" * 10
+    assert "first" in result.notes[0]
+
+
+async def test_read_output_refuses_handles_that_are_not_handles(srig: Rig) -> None:
+    result = await srig.call("read_output", {"handle": "../../etc/passwd"})
+    assert result.error_type == "invalid_input"
+    missing = await srig.call("read_output", {"handle": "out_" + "0" * 16})
+    assert missing.error_type == "not_found"
+
+
+async def test_an_object_sent_as_a_json_string_is_decoded_and_said_so(srig: Rig) -> None:
+    result = await srig.call("shapes", {"filter": '{"field": "a", "value": 3}'})
+    assert result.output["seen"]["filter"] == {"field": "a", "value": 3}  # type: ignore[index]
+    assert result.notes == ["'filter' was sent as a JSON string; it was decoded."]
+
+
+async def test_a_single_value_where_a_list_is_expected_is_wrapped(srig: Rig) -> None:
+    result = await srig.call("shapes", {"tags": "solo"})
+    assert result.output["seen"]["tags"] == ["solo"]  # type: ignore[index]
+    assert result.notes == ["'tags' expects a list; the single value was wrapped in one."]
+    encoded = await srig.call("shapes", {"tags": '["a", "b"]'})
+    assert encoded.output["seen"]["tags"] == ["a", "b"]  # type: ignore[index]
+
+
+async def test_null_for_an_optional_field_means_its_default(srig: Rig) -> None:
+    result = await srig.call("shapes", {"limit": None, "mode": None, "tags": None, "filter": None})
+    assert result.output["seen"] == {"tags": [], "filter": None, "limit": 10, "mode": "fast"}  # type: ignore[index]
+    assert result.notes == []
+
+
+async def test_double_encoded_arguments_are_decoded(srig: Rig) -> None:
+    result = await srig.call("echo", json.dumps(json.dumps({"text": "hi"})))
+    assert result.output == {"text": "hi"}
+    assert "encoded twice" in result.notes[0]
+
+
+async def test_repairs_never_touch_strings_that_are_meant_as_strings(srig: Rig) -> None:
+    result = await srig.call("echo", {"text": '{"looks": "like json"}'})
+    assert result.output == {"text": '{"looks": "like json"}'} and result.notes == []
+
+
+async def test_one_hundred_concurrent_calls_each_get_their_own_result(srig: Rig) -> None:
+    calls = [("echo" if i % 2 else "sync_echo", {"text": f"n{i}"}) for i in range(100)]
+    results = await srig.executor.invoke_many(calls)
+    assert len(results) == 100
+    for i, result in enumerate(results):
+        assert not result.is_error
+        assert result.output["text"].startswith(f"n{i}")  # type: ignore[index]
+    assert len({r.meta.call_id for r in results}) == 100
+
+
+async def test_extension_points_run_in_order_and_can_refuse(workspace: Path) -> None:
+    from toolrig.errors import ErrorType, ToolError
+
+    order: list[str] = []
+
+    def gate(label: str, refuse: bool = False):  # type: ignore[no-untyped-def]
+        async def check(call: ToolCall) -> None:
+            order.append(label)
+            if refuse and call.raw_args.get("text") == "stop":
+                raise ToolError(ErrorType.DENIED, f"{label} says no")
+
+        return check
+
+    async def after(call: ToolCall, result: ToolResult) -> ToolResult:
+        order.append("after_tool")
+        return result
+
+    async def audit(call: ToolCall, result: ToolResult) -> None:
+        order.append(f"audit:{result.error_type or 'ok'}")
+
+    extensions = Extensions(
+        policy=[gate("policy")],
+        rate_limit=[gate("rate_limit")],
+        approval=[gate("approval", refuse=True)],
+        before_tool=[gate("before_tool")],
+        after_tool=[after],
+        audit=[audit],
+    )
+    registry = Registry(all_tools())
+    rig = Rig(workspace, config={}, registry=registry, extensions=extensions)
+    assert not (await rig.call("echo", {"text": "go"})).is_error
+    assert order == ["policy", "rate_limit", "approval", "before_tool", "after_tool", "audit:ok"]
+    order.clear()
+    refused = await rig.call("echo", {"text": "stop"})
+    assert refused.error_type == "denied" and refused.message == "approval says no"
+    assert order == ["policy", "rate_limit", "approval", "after_tool", "audit:denied"]
+
+
+def test_call_sync_refuses_to_run_inside_an_event_loop(srig: Rig) -> None:
+    from toolrig.errors import UsageError
+
+    async def inside() -> None:
+        with pytest.raises(UsageError, match=r"await rig\.call"):
+            srig.call_sync("echo", {"text": "x"})
+
+    anyio.run(inside)

@@ -1,0 +1,32 @@
+"""The README's examples are code: they must run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_python_quick_example_runs_and_prints_what_it_says(
+    workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    block = python_blocks()[0]
+    monkeypatch.chdir(workspace)
+    exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
+    printed = capsys.readouterr().out
+    assert "'output': {'result': 'HIHI'}" in printed
+
+
+def test_the_readme_has_exactly_two_setup_commands() -> None:
+    text = README.read_text(encoding="utf-8")
+    quick = text.split("## Quick start", 1)[1].split("## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)```", quick, flags=re.S)
+    assert len(commands) == 2
+    assert commands[1].strip() == "bash .ci/run"

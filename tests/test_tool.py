@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+import pytest
+from pydantic import BaseModel, Field
+
+from toolrig import Rig, Tool, ToolContext, ToolInput, ToolOutput, tool
+from toolrig.errors import DefinitionError
+from toolrig.registry import Registry
+
+
+class EchoIn(ToolInput):
+    text: str
+
+
+class EchoOut(ToolOutput):
+    text: str
+
+
+def test_class_tool_takes_its_models_from_the_generic_parameters() -> None:
+    class Echo(Tool[EchoIn, EchoOut]):
+        name = "echo"
+        description = "Echo the text."
+
+        def execute(self, input: EchoIn, ctx: ToolContext) -> EchoOut:
+            return EchoOut(text=input.text)
+
+    assert Echo.input_model is EchoIn
+    assert Echo.output_model is EchoOut
+    assert Echo.is_async is False
+
+
+def test_async_execute_is_detected() -> None:
+    class AsyncEcho(Tool[EchoIn, EchoOut]):
+        name = "async_echo"
+        description = "Echo the text."
+
+        async def execute(self, input: EchoIn, ctx: ToolContext) -> EchoOut:
+            return EchoOut(text=input.text)
+
+    assert AsyncEcho.is_async is True
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "dot.name", "a" * 65, "slash/name", "ünïcode"])
+def test_tool_names_outside_the_provider_rule_are_refused(bad: str) -> None:
+    with pytest.raises(DefinitionError, match="tool name"):
+
+        class Bad(Tool[EchoIn, EchoOut]):
+            name = bad
+            description = "x"
+
+
+@pytest.mark.parametrize("good", ["a", "A-b_c", "x" * 64, "read_files", "9lives"])
+def test_tool_names_inside_the_rule_are_accepted(good: str) -> None:
+    class Good(Tool[EchoIn, EchoOut]):
+        name = good
+        description = "x"
+
+    assert Good.name == good
+
+
+def test_a_tool_without_description_is_refused() -> None:
+    with pytest.raises(DefinitionError, match="needs a description"):
+
+        class Mute(Tool[EchoIn, EchoOut]):
+            name = "mute"
+            description = "  "
+
+
+def test_a_tool_without_models_is_refused() -> None:
+    with pytest.raises(DefinitionError, match="input_model must be a pydantic model"):
+
+        class NoModels(Tool):  # type: ignore[type-arg]
+            name = "no_models"
+            description = "x"
+
+
+def test_group_names_are_lowercase_identifiers() -> None:
+    with pytest.raises(DefinitionError, match="group"):
+
+        class Grouped(Tool[EchoIn, EchoOut]):
+            name = "grouped"
+            group = "Bad Group"
+            description = "x"
+
+
+def test_decorator_builds_the_input_model_from_the_signature() -> None:
+    @tool(group="text", read_only=True)
+    def shout(
+        text: Annotated[str, Field(description="What to shout.")],
+        times: Annotated[int, Field(ge=1, le=5)] = 1,
+        suffix: str = "!",
+    ) -> str:
+        """Shout the text.
+
+        Args:
+            suffix: Appended after each shout.
+        """
+        return (text.upper() + suffix) * times
+
+    schema = shout.input_schema()
+    assert schema["required"] == ["text"]
+    assert schema["properties"]["text"]["description"] == "What to shout."
+    assert schema["properties"]["times"]["maximum"] == 5
+    assert schema["properties"]["suffix"]["description"] == "Appended after each shout."
+    assert schema["additionalProperties"] is False
+    assert shout.description == "Shout the text."
+    assert shout.group == "text" and shout.read_only
+    # Calling the tool object calls the function, for plain tests.
+    assert shout("hi", 2) == "HI!HI!"
+
+
+def test_decorated_tools_run_through_the_executor_with_wrapped_results(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    async def slow_add(a: int, b: int, ctx: ToolContext) -> int:
+        """Add, asynchronously, and prove the context arrives."""
+        assert ctx.tool_name == "slow_add"
+        return a + b
+
+    rig = Rig(tmp_path, registry=Registry([add, slow_add]))
+    assert rig.call_sync("add", {"a": 2, "b": 3}).output == {"result": 5}
+    assert rig.call_sync("slow_add", {"a": 2, "b": "3"}).output == {"result": 5}
+    failed = rig.call_sync("add", {"a": "two", "b": 3})
+    assert failed.is_error and failed.error_type == "invalid_input"
+    assert "'a'" in (failed.message or "")
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def test_decorator_with_a_model_return_type_uses_it_as_output() -> None:
+    @tool
+    def origin() -> Point:
+        """The origin."""
+        return Point(x=0, y=0)
+
+    assert origin.output_model is Point
+    assert origin.input_schema()["properties"] == {}
+
+
+def test_decorator_explains_annotations_it_cannot_resolve() -> None:
+    class Local(BaseModel):
+        x: int
+
+    def make() -> Local:
+        """Make one."""
+        return Local(x=1)
+
+    with pytest.raises(DefinitionError, match="module level"):
+        tool(make)
+
+
+def test_decorator_refuses_untyped_and_variadic_parameters() -> None:
+    def untyped(x):  # type: ignore[no-untyped-def]
+        """Untyped."""
+
+    with pytest.raises(DefinitionError, match="needs a type annotation"):
+        tool(untyped)
+
+    def variadic(*items: int) -> int:
+        """Variadic."""
+        return 0
+
+    with pytest.raises(DefinitionError, match=r"\*args"):
+        tool(variadic)
+
+
+def test_decorator_without_docstring_or_description_is_refused() -> None:
+    def bare(x: int) -> int:
+        return x
+
+    with pytest.raises(DefinitionError, match="needs a description"):
+        tool(bare)
+    assert tool(description="Return x.")(bare).description == "Return x."
