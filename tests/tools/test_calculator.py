@@ -67,6 +67,7 @@ def test_the_issue_example_prints_exactly(rig: Rig) -> None:
         ("1 +", "not valid"),
         ("", "not valid"),
         ("x + 1", "x"),
+        ("tan", "without calling it"),
     ],
 )
 def test_abuse_and_mistakes_are_invalid_input_with_a_reason(rig: Rig, expression: str, fragment: str) -> None:

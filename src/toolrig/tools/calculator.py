@@ -121,6 +121,12 @@ def evaluate(expression: str) -> float | int | bool:
         raise ToolError(ErrorType.INVALID_INPUT, f"The expression cannot be evaluated: {exc}.") from None
     except InvalidExpression as exc:  # unknown name or function, and simpleeval's own limits
         raise ToolError(ErrorType.INVALID_INPUT, f"The expression cannot be evaluated: {exc}") from None
+    if callable(result):
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            "The expression names a function without calling it.",
+            "Call it with arguments, e.g. tan(0.5).",
+        )
     return result  # type: ignore[no-any-return]
 
 
