@@ -91,15 +91,33 @@ class ToolGroup(click.Group):
 
 
 class Root(click.Group):
+    """Commands defined here, then modules of ``toolrig.commands``, then tool groups."""
+
+    def _load_command_modules(self) -> None:
+        import importlib
+
+        from toolrig.commands import command_names
+
+        for name in command_names():
+            if name not in self.commands:
+                module = importlib.import_module(f"toolrig.commands.{name}")
+                self.add_command(module.command, name.replace("_", "-"))
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         from toolrig.tools import group_names
 
+        self._load_command_modules()
         return [*super().list_commands(ctx), *(g for g in group_names() if g not in self.commands)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             return command
+        from toolrig.commands import command_names
+
+        if cmd_name.replace("-", "_") in command_names():
+            self._load_command_modules()
+            return super().get_command(ctx, cmd_name)
         from toolrig.tools import group_names
 
         if cmd_name in group_names():
@@ -114,6 +132,7 @@ class Root(click.Group):
         from toolrig.tools import group_names
 
         groups = set(group_names())
+        self._load_command_modules()
         commands = sorted(self.commands.items())
         with formatter.section("Commands"):
             formatter.write_dl([(n, c.get_short_help_str(70)) for n, c in commands])

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ValidationError
 from toolrig.config import Config, LoadedConfig, config_from, load_config
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
-from toolrig.executor import Executor, Extensions
+from toolrig.approvals import ApprovalChannel
+from toolrig.executor import Executor, Extensions, ToolCall
+from toolrig.hooks import HookChain, HookEvent, Hooks
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import Workspace
@@ -33,13 +35,16 @@ class Rig:
         *,
         agent: str | None = None,
         tools: Iterable[AnyTool] = (),
+        hooks: Iterable[Hooks] = (),
         registry: Registry | None = None,
         extensions: Extensions | None = None,
+        approval_channel: ApprovalChannel | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
         ``config`` defaults to the user's and the workspace's files; ``tools`` are added to the catalog
         (``registry``, the built-in catalog and installed plugins by default) before allow/deny apply.
+        ``approval_channel`` answers approval requests (a terminal, an MCP client, a program's callback).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -53,10 +58,17 @@ class Rig:
             self._base_registry.add(item)
         self._registry: Registry | None = None
         self._tool_configs: dict[str, BaseModel | None] = {}
+        self.approval_channel = approval_channel
+        self.hooks = HookChain()
+        for item in hooks:
+            self.hooks.add(item)
+        self.extensions = extensions or Extensions()
+        self.extensions.before_tool.append(self._before_tool_hooks)
+        self.extensions.after_tool.append(self._after_tool_hooks)
         self.executor = Executor(
             self._base_registry,
             self.workspace,
-            extensions=extensions,
+            extensions=self.extensions,
             stores=self.stores,
             events=self.events,
             tool_config=self._config_for,
@@ -110,6 +122,26 @@ class Rig:
 
             return json_tools(tools)
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
+
+    # ------------------------------------------------------------------------------ hooks
+
+    async def _before_tool_hooks(self, call: ToolCall) -> None:
+        if len(self.hooks):
+            event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
+            await self.hooks.run(event)
+
+    async def _after_tool_hooks(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        if len(self.hooks):
+            event = HookEvent(
+                "after_tool",
+                call.session_id,
+                call.agent_id,
+                tool=call.name,
+                tool_args=call.raw_args,
+                tool_result=result,
+            )
+            await self.hooks.run(event)
+        return result
 
     # ------------------------------------------------------------------------------ per-tool config
 
