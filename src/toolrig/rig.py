@@ -13,10 +13,10 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from toolrig.approvals import ApprovalChannel
 from toolrig.config import Config, LoadedConfig, config_from, load_config
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
-from toolrig.approvals import ApprovalChannel
 from toolrig.executor import Executor, Extensions, ToolCall
 from toolrig.hooks import HookChain, HookEvent, Hooks
 from toolrig.registry import AnyTool, Registry
