@@ -60,8 +60,8 @@ class Rig:
         self._tool_configs: dict[str, BaseModel | None] = {}
         self.approval_channel = approval_channel
         self.hooks = HookChain()
-        for item in hooks:
-            self.hooks.add(item)
+        for hook in hooks:
+            self.hooks.add(hook)
         self.extensions = extensions or Extensions()
         self.extensions.before_tool.append(self._before_tool_hooks)
         self.extensions.after_tool.append(self._after_tool_hooks)
