@@ -38,12 +38,12 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
-def make_rig(root: Path) -> Rig:
+def make_rig(root: Path, *, agent: str | None = None) -> Rig:
     from toolrig.errors import ToolrigError
     from toolrig.rig import Rig
 
     try:
-        rig = Rig(root)
+        rig = Rig(root, agent=agent)
         rig.registry  # noqa: B018 - validates per-tool config now, so errors surface before any call
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))

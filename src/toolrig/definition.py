@@ -59,11 +59,14 @@ class Tool(Generic[InT, OutT]):
 
     ``read_only`` marks a tool that changes nothing (smart approvals let it run); ``destructive`` and
     ``open_world`` feed MCP's hints; ``terminal`` ends an agent loop with the tool's output; ``sequential``
-    makes the agent loop run the call alone rather than alongside its siblings.
+    makes the agent loop run the call alone rather than alongside its siblings. ``display_name`` is how
+    people see a tool whose provider-safe ``name`` is mangled (an MCP server's ``github/create_issue`` is
+    registered as ``github__create_issue``); the registry finds a tool by either, and allow/deny match both.
     """
 
     name: str
     description: str
+    display_name: str | None = None
     group: str = "custom"
     input_model: type[BaseModel]
     output_model: type[BaseModel]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -23,6 +24,9 @@ from toolrig.registry import AnyTool, Registry
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import Workspace
 from toolrig.stores import Stores
+
+if TYPE_CHECKING:
+    from toolrig.adapters.mcp_client import McpServers
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
 
@@ -56,6 +60,12 @@ class Rig:
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
+        self.mcp_servers: McpServers | None = None
+        if self.config.mcp_servers:
+            from toolrig.adapters.mcp_client import McpServers
+
+            self.mcp_servers = McpServers(self.config.mcp_servers, state_dir=self.workspace.state_dir)
+            self.mcp_servers.register(self._base_registry)
         self._registry: Registry | None = None
         self._tool_configs: dict[str, BaseModel | None] = {}
         self.approval_channel = approval_channel
@@ -75,6 +85,24 @@ class Rig:
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
+
+    # ------------------------------------------------------------------------------ lifetime
+
+    async def __aenter__(self) -> Rig:
+        """Keep what the rig starts (MCP servers) running until the block ends; see ``aclose``."""
+        if self.mcp_servers is not None:
+            await self.mcp_servers.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop everything the rig started. Outside ``async with``, MCP servers live for one call each."""
+        if self.mcp_servers is not None:
+            await self.mcp_servers.close()
 
     @property
     def registry(self) -> Registry:
