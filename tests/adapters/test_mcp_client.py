@@ -159,18 +159,35 @@ async def test_a_crashed_server_is_restarted_once_then_left_down(workspace: Path
     assert len(starts(peer_state)) == 3
 
 
-async def test_a_server_that_died_while_idle_is_restarted_by_the_next_call(workspace: Path, peer_state: Path) -> None:
-    async with Rig(workspace, config=peer(peer_state)) as rig:
-        assert (await rig.call("peer__echo", {"text": "one"})).is_error is False
+def child_pids(marker: str) -> list[int]:
+    """Our own child processes whose command line contains ``marker`` (servers this test's rig started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid() and marker in (entry / "cmdline").read_text():
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+async def test_a_server_that_died_while_idle_is_restarted_by_the_next_call(workspace: Path) -> None:
+    async with Rig(workspace, config=everything()) as rig:
+        assert (await rig.call("everything__echo", {"message": "one"})).is_error is False
+        [pid] = child_pids("server-everything")
         servers = rig.mcp_servers
         assert servers is not None
-        live = servers.servers["peer"]._live
+        live = servers.servers["everything"]._live
         assert live is not None
-        os.kill(starts(peer_state)[-1], 9)  # the server process this rig started, by its pid
+        os.kill(pid, 9)  # the server process this rig started, by its pid
         with anyio.fail_after(20):
             await live.conn.closed.wait()
-        echoed = await rig.call("peer__echo", {"text": "two"})
-        assert echoed.raise_for_error()["text"] == "two"
+        echoed = await rig.call("everything__echo", {"message": "two"})
+        assert echoed.raise_for_error()["text"] == "Echo: two"
+        [restarted] = child_pids("server-everything")
+        assert restarted != pid
 
 
 async def test_servers_start_on_first_call_and_stop_with_the_rig(workspace: Path, peer_state: Path) -> None:

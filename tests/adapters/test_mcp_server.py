@@ -59,7 +59,8 @@ async def test_a_tool_denied_in_config_is_neither_listed_nor_callable(
     workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
     (toolrig_home / "config.yaml").write_text("tools:\n  deny: [calculate]\n", encoding="utf-8")
-    async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log") as client:
+    params = serve_params(workspace, toolrig_home, "--agent", "reviewer")
+    async with stdio_session(params, tmp_path / "server.log") as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert "calculate" not in names
         assert "read_output" in names
@@ -213,3 +214,26 @@ async def test_a_2026_answer_counts_only_for_the_exact_call_it_was_asked_for(
         assert isinstance(forged, InputRequiredResult)
     assert (workspace / "b.txt").read_text() == "B"
     assert not (workspace / "a.txt").exists() and not (workspace / "c.txt").exists()
+
+
+async def test_calls_reach_the_executor_as_mcp_calls_of_the_serving_agent(workspace: Path) -> None:
+    from mcp import Client
+
+    from toolrig.adapters.mcp_server import McpToolServer
+    from toolrig.executor import Extensions, ToolCall
+    from toolrig.result import ToolResult
+    from toolrig.rig import Rig
+
+    seen: list[ToolCall] = []
+
+    async def audit(call: ToolCall, result: ToolResult) -> None:
+        seen.append(call)
+
+    rig = Rig(workspace, agent="reviewer", extensions=Extensions(audit=[audit]))
+    server = McpToolServer(rig)
+    async with server.running(), Client(server.server) as client:  # the SDK's in-process connection
+        result = await client.call_tool("calculate", {"expression": "1 + 2"})
+    assert result.structured_content == {"result": 3}
+    [call] = seen
+    assert (call.origin, call.agent_id) == ("mcp", "reviewer")
+    assert call.session_id is not None and call.session_id.startswith("mcp-")

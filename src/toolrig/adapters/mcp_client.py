@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -219,8 +220,6 @@ def _run_blocking(fn: Callable[[], Any]) -> Any:
             outcome["value"] = anyio.run(fn)
         except BaseException as exc:  # handed to the waiting thread, which re-raises it
             outcome["error"] = exc
-
-    import threading
 
     thread = threading.Thread(target=target, name="toolrig-mcp-listing", daemon=True)
     thread.start()

@@ -33,7 +33,9 @@ from toolrig.adapters.mcp_approvals import (
     elicit_request,
 )
 from toolrig.approvals import fingerprint
+from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, ToolProgressEvent
+from toolrig.result import ToolResult
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -42,7 +44,6 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
 
     from toolrig.registry import AnyTool
-    from toolrig.result import ToolResult
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.mcp")
@@ -128,7 +129,10 @@ class ProgressRelay:
 
 
 class McpToolServer:
-    """The rig's tools behind one MCP ``Server``; serve it with ``serve_stdio`` or ``mcp_http.serve_http``."""
+    """The rig's tools behind one MCP ``Server``; serve it with ``serve_stdio`` or ``mcp_http.serve_http``.
+
+    A rig without an approval channel gets the MCP one (the calling client asks its user).
+    """
 
     def __init__(self, rig: Rig, *, approval_fallback: Fallback = "deny", approval_timeout: float = 300.0) -> None:
         from mcp.server.lowlevel import Server
@@ -238,9 +242,7 @@ class McpToolServer:
             requests = {key: elicit_request(request) for key, request in parked.questions.items()}
             return InputRequiredResult(input_requests=dict(requests), request_state=parked.key)
         if parked.result is None:
-            from mcp.types import CallToolResult, TextContent
-
-            return CallToolResult(content=[TextContent(text="The call was cancelled.")], is_error=True)
+            return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
         return call_tool_result(parked.result, structured=self._structured.get(params.name, False))
 
     async def _run_parked(self, parked: ParkedCall, call: Callable[[], Awaitable[ToolResult]]) -> None:
