@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolrig.adapters.mcp_client import MAX_DESCRIPTION, McpServer, McpTool, provider_name
+from toolrig.adapters.mcp_client import McpServer
+from toolrig.adapters.mcp_tool import MAX_DESCRIPTION, McpTool, provider_name
 from toolrig.adapters.mcp_trust import TrustStore
 from toolrig.adapters.openai import function_tool
 from toolrig.config import McpServerConfig
