@@ -1,0 +1,464 @@
+"""Running a child process for a tool: contained, killable, with bounded output and a scrubbed environment.
+
+Trust model: the command is hostile. It runs in its own session and process group (and, where the kernel
+lets us, its own pids cgroup), under resource limits set in the child before the command starts, with an
+environment stripped of secrets; on timeout, cancellation or when it finishes, everything it started dies.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import fnmatch
+import itertools
+import logging
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from toolrig.errors import ErrorType, ToolError
+
+log = logging.getLogger("toolrig.sandbox.process")
+
+DEFAULT_ENV_ALLOW = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "HOSTNAME",
+)  # fmt: skip
+# A glob never lets these through; naming the variable exactly in the allowlist does.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE", re.IGNORECASE)
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-Z\\-_])")
+_CARRY_LIMIT = 256
+_READ_SIZE = 65536
+_DRAIN_SECONDS = 1.0
+
+# Read by bash from $BASH_ENV before the command: join the cgroup, set limits, report the final directory.
+_PRELUDE = """\
+if [ -n "${__TOOLRIG_CGROUP-}" ]; then builtin echo $$ > "$__TOOLRIG_CGROUP" || builtin exit 126; fi
+if [ -n "${__TOOLRIG_ULIMITS-}" ]; then builtin ulimit $__TOOLRIG_ULIMITS || builtin exit 126; fi
+if [ -n "${__TOOLRIG_CWD_FD-}" ]; then
+  builtin trap 'builtin printf "%s" "$PWD" >&'"$__TOOLRIG_CWD_FD"' 2>/dev/null' EXIT
+fi
+builtin unset BASH_ENV __TOOLRIG_CGROUP __TOOLRIG_ULIMITS __TOOLRIG_CWD_FD
+"""
+
+
+# ------------------------------------------------------------------------------------------ output
+
+
+class CappedText:
+    """Decoded, ANSI-free text of a stream, keeping only its head and tail: memory stays bounded.
+
+    What falls between is counted, and ``text()`` puts a marker saying how much was dropped in its place.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._head_cap = cap // 2
+        self._tail_cap = cap - self._head_cap
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self.dropped = 0
+        self.bytes_seen = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._carry = ""
+
+    def feed(self, data: bytes) -> None:
+        self.bytes_seen += len(data)
+        self._add(self._clean(self._decoder.decode(data)))
+
+    def close(self) -> None:
+        rest = self._carry + self._decoder.decode(b"", final=True)
+        self._carry = ""
+        self._add(_ANSI.sub("", rest).replace("\x1b", ""))
+
+    def _clean(self, text: str) -> str:
+        text = self._carry + text
+        self._carry = ""
+        cut = text.rfind("\x1b")
+        if cut >= 0 and len(text) - cut < _CARRY_LIMIT and _ANSI.match(text, cut) is None:
+            text, self._carry = text[:cut], text[cut:]  # an escape sequence split across reads
+        return _ANSI.sub("", text).replace("\x1b", "") if "\x1b" in text else text
+
+    def _add(self, text: str) -> None:
+        if not text:
+            return
+        room = self._head_cap - self._head_len
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_len += min(room, len(text))
+            text = text[room:]
+            if not text:
+                return
+        if len(text) >= self._tail_cap:
+            self.dropped += self._tail_len + len(text) - self._tail_cap
+            self._tail = deque([text[-self._tail_cap :]])
+            self._tail_len = self._tail_cap
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail_len > self._tail_cap:
+            first = self._tail[0]
+            excess = self._tail_len - self._tail_cap
+            if len(first) <= excess:
+                self._tail.popleft()
+                self._tail_len -= len(first)
+                self.dropped += len(first)
+            else:
+                self._tail[0] = first[excess:]
+                self._tail_len -= excess
+                self.dropped += excess
+
+    def text(self) -> str:
+        head = "".join(self._head)
+        tail = "".join(self._tail)
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n[... {self.dropped:,} characters dropped from the middle ...]\n{tail}"
+
+
+# ------------------------------------------------------------------------------------------ environment
+
+
+def scrub_env(
+    environ: Mapping[str, str], allow: Sequence[str] = DEFAULT_ENV_ALLOW, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The variables a child may see: those the allowlist names, never a secret-looking one by glob."""
+    exact = set(allow)
+    env: dict[str, str] = {}
+    for name, value in environ.items():
+        if name in exact or (any(fnmatch.fnmatchcase(name, p) for p in allow) and not SECRET_NAME.search(name)):
+            env[name] = value
+    env.update(extra or {})
+    return env
+
+
+# ------------------------------------------------------------------------------------------ limits
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    cpu_seconds: int | None = None
+    memory_mb: int | None = None  # address space
+    max_processes: int | None = None
+    file_size_mb: int | None = None
+
+    def ulimit_args(self, nproc: int | None) -> str:
+        parts = []
+        if self.cpu_seconds:
+            parts.append(f"-t {int(self.cpu_seconds)}")
+        if self.memory_mb:
+            parts.append(f"-v {int(self.memory_mb) * 1024}")
+        if self.file_size_mb:
+            parts.append(f"-f {int(self.file_size_mb) * 1024}")  # bash counts 1024-byte blocks
+        if nproc:
+            parts.append(f"-u {nproc}")
+        return " ".join(parts)
+
+
+class PidsCgroup:
+    """A pids cgroup per command, where the kernel offers one: caps forks (root ignores RLIMIT_NPROC) and
+    finds every process the command left behind, including those that left its session."""
+
+    _counter = itertools.count(1)
+    _base: Path | None = None
+    _probed = False
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def base(cls) -> Path | None:
+        with cls._lock:
+            if not cls._probed:
+                cls._base = _find_pids_hierarchy()
+                cls._probed = True
+            return cls._base
+
+    @classmethod
+    def create(cls, max_processes: int) -> PidsCgroup | None:
+        base = cls.base()
+        if base is None:
+            return None
+        path = base / f"toolrig-{os.getpid()}-{next(cls._counter)}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(max_processes))
+        except OSError as exc:
+            log.debug("no pids cgroup for this command: %s", exc)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
+        return cls(path)
+
+    @property
+    def procs_file(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    async def kill_all(self) -> None:
+        """SIGKILL everything in the cgroup until it is empty, then remove it (bounded: ~2 s)."""
+        for _ in range(400):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            await anyio.sleep(0.005)
+        else:
+            log.warning("processes still alive in %s after SIGKILL", self.path)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+def _find_pids_hierarchy() -> Path | None:
+    """Our own pids cgroup directory if we may create children in it (v1 pids, or delegated v2)."""
+    if os.environ.get("TOOLRIG_NO_CGROUP"):
+        return None
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            candidate = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+            if (candidate / "pids.max").exists() or candidate == Path("/sys/fs/cgroup/pids"):
+                if os.access(candidate, os.W_OK):
+                    return candidate
+        if controllers == "" and path:
+            candidate = Path("/sys/fs/cgroup") / path.lstrip("/")
+            try:
+                delegated = "pids" in (candidate / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                delegated = False
+            if delegated and os.access(candidate, os.W_OK):
+                return candidate
+    return None
+
+
+def _user_process_count() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
+
+
+_prelude_lock = threading.Lock()
+_prelude_path: Path | None = None
+
+
+def prelude_file() -> Path:
+    """The BASH_ENV script, written once per process into a private directory."""
+    global _prelude_path
+    with _prelude_lock:
+        if _prelude_path is None or not _prelude_path.exists():
+            directory = Path(tempfile.mkdtemp(prefix="toolrig-"))
+            path = directory / "prelude.bash"
+            path.write_text(_PRELUDE)
+            _prelude_path = path
+        return _prelude_path
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+@dataclass
+class ProcessResult:
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: float
+    final_cwd: str | None = None
+    stopped: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    process: Process
+    out: CappedText
+    err: CappedText
+    max_output_bytes: int
+    stopped: str | None = None
+    flooded: anyio.Event = field(default_factory=anyio.Event)
+
+
+async def run_contained(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float | None,
+    limits: Limits = Limits(),
+    output_cap: int = 50_000,
+    max_output_bytes: int = 64 * 1024 * 1024,
+    kill_grace: float = 2.0,
+    report_cwd: bool = False,
+    prelude: bool = True,
+) -> ProcessResult:
+    """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
+
+    With ``prelude`` the child must be bash: it joins the cgroup and applies the limits itself before the
+    command starts, and with ``report_cwd`` says where it finished.
+    """
+    child_env = dict(env)
+    cgroup: PidsCgroup | None = None
+    read_fd = write_fd = -1
+    if prelude:
+        nproc: int | None = None
+        if limits.max_processes:
+            cgroup = PidsCgroup.create(limits.max_processes)
+            if cgroup is None and os.getuid() != 0:
+                nproc = _user_process_count() + limits.max_processes
+        child_env["BASH_ENV"] = str(prelude_file())
+        if cgroup is not None:
+            child_env["__TOOLRIG_CGROUP"] = cgroup.procs_file
+        if args := limits.ulimit_args(nproc):
+            child_env["__TOOLRIG_ULIMITS"] = args
+        if report_cwd:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(read_fd, False)
+            child_env["__TOOLRIG_CWD_FD"] = str(write_fd)
+    started = time.perf_counter()
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=child_env,
+            start_new_session=True,
+            pass_fds=(write_fd,) if write_fd >= 0 else (),
+        )
+    except OSError as exc:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+        if cgroup is not None:
+            await cgroup.kill_all()
+        raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
+    finally:
+        if write_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(write_fd)
+    run = _Run(process, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as group:
+            done = [anyio.Event(), anyio.Event()]
+            assert process.stdout is not None and process.stderr is not None
+            group.start_soon(_pump, process.stdout, run.out, run, done[0])
+            group.start_soon(_pump, process.stderr, run.err, run, done[1])
+            with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+                async with anyio.create_task_group() as waiters:
+                    waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
+                    await process.wait()
+                    waiters.cancel_scope.cancel()
+            if scope.cancelled_caught:
+                timed_out = True
+                run.stopped = "timeout"
+            if process.returncode is None:
+                await _terminate(process, kill_grace)
+            await _kill_tree(process, cgroup)
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                for event in done:
+                    await event.wait()
+            group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                await _terminate(process, min(kill_grace, 1.0))
+            await _kill_tree(process, cgroup)
+            with contextlib.suppress(Exception):
+                await process.aclose()
+            final_cwd = _read_cwd(read_fd) if read_fd >= 0 else None
+    run.out.close()
+    run.err.close()
+    return ProcessResult(
+        stdout=run.out.text(),
+        stderr=run.err.text(),
+        exit_code=process.returncode,
+        timed_out=timed_out,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        final_cwd=final_cwd,
+        stopped=run.stopped,
+    )
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _pump(stream: ByteReceiveStream, sink: CappedText, run: _Run, done: anyio.Event) -> None:
+    try:
+        while True:
+            try:
+                chunk = await stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                break
+            sink.feed(chunk)
+            if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
+                run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
+                run.flooded.set()
+                _signal_group(run.process, signal.SIGKILL)
+    finally:
+        done.set()
+
+
+def _signal_group(process: Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def _terminate(process: Process, grace: float) -> None:
+    """SIGTERM to the group, up to ``grace`` seconds to exit, then SIGKILL."""
+    _signal_group(process, signal.SIGTERM)
+    with anyio.move_on_after(grace):
+        await process.wait()
+    if process.returncode is None:
+        _signal_group(process, signal.SIGKILL)
+        await process.wait()
+
+
+async def _kill_tree(process: Process, cgroup: PidsCgroup | None) -> None:
+    """No orphan survives: the group always, and the whole cgroup when there is one."""
+    _signal_group(process, signal.SIGKILL)
+    if cgroup is not None:
+        await cgroup.kill_all()
+
+
+def _read_cwd(fd: int) -> str | None:
+    try:
+        data = os.read(fd, 65536)
+    except (BlockingIOError, OSError):
+        data = b""
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="surrogateescape")
+    return text or None
