@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.servers import HttpServer
 from toolrig.rig import Rig
 
 
@@ -31,3 +32,22 @@ def rig(workspace: Path) -> Rig:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[HttpServer]:
+    """One real HTTP server on 127.0.0.1 for the session; tests add routes under their own paths."""
+    server = HttpServer().start()
+    yield server
+    server.stop()
+
+
+def static_resolver(table: dict[str, list[str]]) -> Callable[[str], list[str]]:
+    """A stand-in for DNS: answers from the table, fails like DNS for anything else."""
+
+    def resolve(host: str) -> list[str]:
+        if host not in table:
+            raise LookupError(f"cannot resolve '{host}': not in the test's table")
+        return list(table[host])
+
+    return resolve

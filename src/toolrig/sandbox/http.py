@@ -13,7 +13,7 @@ import ipaddress
 import socket
 import ssl
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -74,7 +74,7 @@ async def resolve(host: str, resolver: Resolver | None) -> list[str]:
 
 
 @functools.cache
-def _backend_class() -> type[httpcore2.AsyncNetworkBackend]:
+def _backend_class() -> Callable[[NetworkPolicy, Resolver | None], httpcore2.AsyncNetworkBackend]:
     """Built on first use so that importing this module does not import httpcore2."""
     import httpcore2
 
@@ -90,7 +90,7 @@ def _backend_class() -> type[httpcore2.AsyncNetworkBackend]:
             self,
             host: str,
             port: int,
-            timeout: float | None = None,
+            timeout: float | None = None,  # noqa: ASYNC109 - httpcore2's interface
             local_address: str | None = None,
             socket_options: Iterable[Any] | None = None,
         ) -> httpcore2.AsyncNetworkStream:
@@ -101,14 +101,13 @@ def _backend_class() -> type[httpcore2.AsyncNetworkBackend]:
             decision = check_addresses(host, addresses, self.policy)
             if not decision.allowed:
                 raise NetworkDenied(decision)
-            error: Exception | None = None
-            for address in decision.addresses:
+            *others, last = decision.addresses
+            for address in others:  # try each checked address; the last one's failure is reported
                 try:
                     return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
-                except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                    error = exc
-            assert error is not None
-            raise error
+                except (httpcore2.ConnectError, httpcore2.ConnectTimeout):
+                    continue
+            return await self.inner.connect_tcp(last, port, timeout, local_address, socket_options)
 
         async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
             raise NetworkDenied(UrlDecision(False, "unix sockets are not reachable through the guard"))
@@ -120,7 +119,7 @@ def _backend_class() -> type[httpcore2.AsyncNetworkBackend]:
 
 
 @functools.cache
-def _transport_class() -> type[httpx2.AsyncHTTPTransport]:
+def _transport_class() -> Callable[[NetworkPolicy, Resolver | None, ssl.SSLContext], httpx2.AsyncBaseTransport]:
     import httpcore2
     import httpx2
 

@@ -15,6 +15,8 @@ import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str], list[str]]
@@ -139,15 +141,15 @@ def address_refusal(address: Address, policy: NetworkPolicy | None = None) -> st
     if policy is not None and policy.opens(address):
         return None
     if isinstance(address, ipaddress.IPv4Address):
-        for net, why in _V4_NETS:
-            if address in net:
+        for v4net, why in _V4_NETS:
+            if address in v4net:
                 return f"{address} is {why}"
         return None
     if address.scope_id:
         return f"{address} carries a zone index"
     inner = embedded_ipv4(address)
-    for net, why in _V6_NETS:
-        if address in net:
+    for v6net, why in _V6_NETS:
+        if address in v6net:
             return f"{address} is {why}" + (f" wrapping {inner}" if inner is not None else "")
     if inner is not None:  # NAT64 and 6to4 reach the IPv4 address they wrap: judge that one
         inner_refusal = address_refusal(inner, policy)
@@ -166,7 +168,7 @@ def check_addresses(host: str, addresses: Iterable[str], policy: NetworkPolicy |
         try:
             address = ipaddress.ip_address(text.split("%", 1)[0])
         except ValueError:
-            return UrlDecision(False, f"'{host}' resolved to something that is not an IP address: {text!r}", found, host)
+            return UrlDecision(False, f"'{host}' resolved to a non-address: {text!r}", found, host)
         if "%" in text:
             return UrlDecision(False, f"'{host}' resolved to a link-scoped address {text}", found, host)
         refusal = address_refusal(address, policy)
@@ -285,11 +287,10 @@ def check_host(parsed: ParsedUrl, policy: NetworkPolicy) -> UrlDecision | None:
     if parsed.literal is not None:
         refusal = address_refusal(parsed.literal, policy)
         if refusal is not None:
-            return _refuse(f"the URL points at {refusal}", host)
+            return _refuse(f"the URL names a refused address: {refusal}", host)
         return UrlDecision(True, "allowed", (str(parsed.literal),), host)
-    if host == "localhost" or host.endswith(".localhost"):
-        if not policy.allow_loopback:
-            return _refuse(f"'{host}' is a loopback name", host)
+    if (host == "localhost" or host.endswith(".localhost")) and not policy.allow_loopback:
+        return _refuse(f"'{host}' is a loopback name", host)
     return None
 
 
@@ -328,3 +329,31 @@ def policy_from(
     allow_networks: Sequence[str] = (),
 ) -> NetworkPolicy:
     return NetworkPolicy(tuple(allowed_domains), tuple(blocked_domains), allow_loopback, tuple(allow_networks))
+
+
+class NetworkSettings(BaseModel):
+    """The reach settings every networked tool's config shares (fetch_url, web_search, webhook)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_domains: list[str] = Field(
+        default_factory=list, description="Hosts the tool may reach ('example.com', '*.github.com'); empty: any."
+    )
+    blocked_domains: list[str] = Field(default_factory=list, description="Hosts refused even when allowed.")
+    allow_loopback: bool = Field(default=False, description="Let the tool reach 127.0.0.0/8 and ::1.")
+    allow_networks: list[str] = Field(
+        default_factory=list, description="Non-public networks the tool may reach, as CIDRs ('10.1.0.0/16')."
+    )
+
+    @field_validator("allow_networks")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for net in value:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(f"{net!r} is not a network in CIDR notation (like 10.0.0.0/8)") from None
+        return value
+
+    def policy(self) -> NetworkPolicy:
+        return policy_from(self.allowed_domains, self.blocked_domains, self.allow_loopback, self.allow_networks)

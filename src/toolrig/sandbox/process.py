@@ -169,8 +169,11 @@ class Limits:
 
 
 class PidsCgroup:
-    """A pids cgroup per command, where the kernel offers one: caps forks (root ignores RLIMIT_NPROC) and
-    finds every process the command left behind, including those that left its session."""
+    """A pids cgroup per command, where the kernel offers one.
+
+    It caps forks (root ignores RLIMIT_NPROC) and finds every process the command left behind, including
+    those that left its session or process group.
+    """
 
     _counter = itertools.count(1)
     _base: Path | None = None
@@ -242,9 +245,9 @@ def _find_pids_hierarchy() -> Path | None:
         _, controllers, path = line.split(":", 2)
         if "pids" in controllers.split(","):
             candidate = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
-            if (candidate / "pids.max").exists() or candidate == Path("/sys/fs/cgroup/pids"):
-                if os.access(candidate, os.W_OK):
-                    return candidate
+            exists = (candidate / "pids.max").exists() or candidate == Path("/sys/fs/cgroup/pids")
+            if exists and os.access(candidate, os.W_OK):
+                return candidate
         if controllers == "" and path:
             candidate = Path("/sys/fs/cgroup") / path.lstrip("/")
             try:
@@ -312,7 +315,7 @@ async def run_contained(
     *,
     cwd: Path,
     env: Mapping[str, str],
-    timeout: float | None,
+    timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline, not just abandoned
     limits: Limits = Limits(),
     output_cap: int = 50_000,
     max_output_bytes: int = 64 * 1024 * 1024,
@@ -371,7 +374,8 @@ async def run_contained(
     try:
         async with anyio.create_task_group() as group:
             done = [anyio.Event(), anyio.Event()]
-            assert process.stdout is not None and process.stderr is not None
+            if process.stdout is None or process.stderr is None:  # pragma: no cover - both are always pipes
+                raise RuntimeError("the process has no output pipes")
             group.start_soon(_pump, process.stdout, run.out, run, done[0])
             group.start_soon(_pump, process.stderr, run.err, run, done[1])
             with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:

@@ -288,8 +288,10 @@ _OPTION_VALUES = {
 
 
 def _deny_texts(argv: list[str]) -> tuple[str, ...]:
-    """The command and every wrapper-peeled form of it, each also with a path-named program by its
-    base name (``/bin/rm -rf /`` is ``rm -rf /`` to a deny pattern)."""
+    """The command and every wrapper-peeled form of it.
+
+    Each form also appears with a path-named program by its base name: ``/bin/rm -rf /`` is ``rm -rf /``.
+    """
     forms = [argv]
     rest = list(argv)
     while rest and _base(rest[0]) in _DENY_PEEL:
