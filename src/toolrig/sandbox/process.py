@@ -37,7 +37,8 @@ DEFAULT_ENV_ALLOW = (
 # A glob never lets these through; naming the variable exactly in the allowlist does.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE", re.IGNORECASE)
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-Z\\-_])")
+# CSI, OSC, string sequences (DCS, SOS, PM, APC) and the two-character escapes that introduce none of them.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-OQ-WYZ\\])")
 _CARRY_LIMIT = 256
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 1.0
