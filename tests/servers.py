@@ -109,7 +109,7 @@ class Mailbox:
         return "250 Message accepted for delivery"
 
     def messages(self) -> list[EmailMessage]:
-        return [message_from_bytes(e.content, policy=policy.default) for e in self.envelopes]  # type: ignore[misc]
+        return [message_from_bytes(e.content.replace(b"\r\n", b"\n"), policy=policy.default) for e in self.envelopes]  # type: ignore[misc]
 
 
 @dataclass
@@ -137,9 +137,10 @@ def start_smtp(
 
         def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
             ok = users.get(data.login.decode()) == data.password.decode()
-            return AuthResult(success=ok)
+            return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd sends the 535 itself
 
-        options.update(authenticator=authenticate, auth_require_tls=mode != "plain")
+        # Implicit TLS is TLS from the first byte, but aiosmtpd only counts STARTTLS as "TLS" for AUTH.
+        options.update(authenticator=authenticate, auth_require_tls=mode == "starttls")
     if mode == "starttls":
         options.update(tls_context=tls, require_starttls=True)
     if mode == "tls":

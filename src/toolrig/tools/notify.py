@@ -160,7 +160,7 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
     )
 
     def __init__(self) -> None:
-        self._sent: deque[float] = deque()
+        self._sent: dict[str, deque[float]] = {}  # per workspace: one window for everything sent from it
 
     def subjects(self, input: SendEmailInput) -> list[str]:
         return list(input.to)
@@ -178,23 +178,24 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
                 "Ask the user to set tool_config.send_email.host.",
                 retryable=False,
             )
-        self._take_slot(config)
+        self._take_slot(config, str(ctx.workspace.root))
         message = build_message(config.from_address, recipients, input.subject, input.body, input.html)
         await _deliver(message, recipients, config)
         return SendEmailOutput(message_id=str(message["Message-ID"]))
 
-    def _take_slot(self, config: SendEmailConfig) -> None:
+    def _take_slot(self, config: SendEmailConfig, key: str) -> None:
         now = time.monotonic()
-        while self._sent and now - self._sent[0] >= config.window_seconds:
-            self._sent.popleft()
-        if len(self._sent) >= config.max_messages:
-            wait = config.window_seconds - (now - self._sent[0])
+        sent = self._sent.setdefault(key, deque())
+        while sent and now - sent[0] >= config.window_seconds:
+            sent.popleft()
+        if len(sent) >= config.max_messages:
+            wait = config.window_seconds - (now - sent[0])
             raise ToolError(
                 ErrorType.RATE_LIMITED,
                 f"send_email may send {config.max_messages} messages per {config.window_seconds:g} seconds.",
                 f"Wait about {wait:.0f} seconds before sending another message.",
             )
-        self._sent.append(now)
+        sent.append(now)
 
 
 async def _deliver(message: EmailMessage, recipients: list[str], config: SendEmailConfig) -> None:
