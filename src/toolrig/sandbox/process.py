@@ -10,8 +10,10 @@ from __future__ import annotations
 import codecs
 import contextlib
 import fnmatch
+import functools
 import itertools
 import logging
+import math
 import os
 import re
 import signal
@@ -25,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
 from toolrig.errors import ErrorType, ToolError
 
@@ -137,13 +138,19 @@ def scrub_env(
     environ: Mapping[str, str], allow: Sequence[str] = DEFAULT_ENV_ALLOW, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The variables a child may see: those the allowlist names, never a secret-looking one by glob."""
-    exact = set(allow)
+    exact, globbed = _env_matcher(tuple(allow))
     env: dict[str, str] = {}
     for name, value in environ.items():
-        if name in exact or (any(fnmatch.fnmatchcase(name, p) for p in allow) and not SECRET_NAME.search(name)):
+        if name in exact or (globbed.match(name) and not SECRET_NAME.search(name)):
             env[name] = value
     env.update(extra or {})
     return env
+
+
+@functools.lru_cache(maxsize=64)
+def _env_matcher(allow: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str]]:
+    globs = [fnmatch.translate(p) for p in allow if any(ch in p for ch in "*?[")] or ["(?!)"]
+    return frozenset(allow), re.compile("|".join(globs))
 
 
 # ------------------------------------------------------------------------------------------ limits
@@ -301,9 +308,60 @@ class ProcessResult:
     notes: list[str] = field(default_factory=list)
 
 
+class Child:
+    """A started process, awaited without threads.
+
+    A pidfd says when it exits, so the group can still be signalled while the exited leader holds its pid
+    (no pid-reuse race), and only then is it reaped.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(popen.pid)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    async def exited(self) -> None:
+        """Wait until the process has exited (it stays unreaped until ``reap``)."""
+        if self.pidfd is not None:
+            await anyio.wait_readable(self.pidfd)
+        else:  # pragma: no cover - kernels before 5.3
+            await anyio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True)
+
+    def has_exited(self) -> bool:
+        if self.popen.returncode is not None:
+            return True
+        if self.pidfd is not None:
+            import select
+
+            return bool(select.select([self.pidfd], [], [], 0)[0])
+        return self.popen.poll() is not None  # pragma: no cover
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def reap(self) -> None:
+        if self.has_exited():
+            self.popen.wait()
+
+    def close(self) -> None:
+        for stream in (self.popen.stdout, self.popen.stderr):
+            if stream is not None:
+                stream.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
 @dataclass
 class _Run:
-    process: Process
+    child: Child
     out: CappedText
     err: CappedText
     max_output_bytes: int
@@ -349,7 +407,9 @@ async def run_contained(
             child_env["__TOOLRIG_CWD_FD"] = str(write_fd)
     started = time.perf_counter()
     try:
-        process = await anyio.open_process(
+        # Popen in the loop thread: fork/exec takes about as long as a thread hop would, and the pipes and
+        # the pidfd are then awaited without any helper thread.
+        popen = subprocess.Popen(  # noqa: S603, ASYNC220 - argv comes from the caller; no shell here
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -360,54 +420,50 @@ async def run_contained(
             pass_fds=(write_fd,) if write_fd >= 0 else (),
         )
     except OSError as exc:
-        for fd in (read_fd, write_fd):
-            if fd >= 0:
-                os.close(fd)
+        if read_fd >= 0:
+            os.close(read_fd)
         if cgroup is not None:
             await cgroup.kill_all()
         raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
     finally:
         if write_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(write_fd)
-    run = _Run(process, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
+            os.close(write_fd)
+    child = Child(popen)
+    run = _Run(child, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
     timed_out = False
+    final_cwd: str | None = None
     try:
         async with anyio.create_task_group() as group:
             done = [anyio.Event(), anyio.Event()]
-            if process.stdout is None or process.stderr is None:  # pragma: no cover - both are always pipes
+            if popen.stdout is None or popen.stderr is None:  # pragma: no cover - both are always pipes
                 raise RuntimeError("the process has no output pipes")
-            group.start_soon(_pump, process.stdout, run.out, run, done[0])
-            group.start_soon(_pump, process.stderr, run.err, run, done[1])
-            with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+            group.start_soon(_pump, popen.stdout.fileno(), run.out, run, done[0])
+            group.start_soon(_pump, popen.stderr.fileno(), run.err, run, done[1])
+            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
                 async with anyio.create_task_group() as waiters:
                     waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
-                    await process.wait()
+                    await child.exited()
                     waiters.cancel_scope.cancel()
             if scope.cancelled_caught:
                 timed_out = True
                 run.stopped = "timeout"
-            if process.returncode is None:
-                await _terminate(process, kill_grace)
-            await _kill_tree(process, cgroup)
+            await _stop(child, kill_grace, cgroup)
             with anyio.move_on_after(_DRAIN_SECONDS):
                 for event in done:
                     await event.wait()
             group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                await _terminate(process, min(kill_grace, 1.0))
-            await _kill_tree(process, cgroup)
-            with contextlib.suppress(Exception):
-                await process.aclose()
-            final_cwd = _read_cwd(read_fd) if read_fd >= 0 else None
+            await _stop(child, min(kill_grace, 1.0), cgroup)
+            child.close()
+            if read_fd >= 0:
+                final_cwd = _read_cwd(read_fd)
     run.out.close()
     run.err.close()
     return ProcessResult(
         stdout=run.out.text(),
         stderr=run.err.text(),
-        exit_code=process.returncode,
+        exit_code=child.returncode,
         timed_out=timed_out,
         duration_ms=(time.perf_counter() - started) * 1000,
         final_cwd=final_cwd,
@@ -420,40 +476,42 @@ async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
     scope.cancel()
 
 
-async def _pump(stream: ByteReceiveStream, sink: CappedText, run: _Run, done: anyio.Event) -> None:
+async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None:
+    os.set_blocking(fd, False)
     try:
         while True:
             try:
-                chunk = await stream.receive(_READ_SIZE)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                chunk = os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            except OSError:
+                break
+            if not chunk:
                 break
             sink.feed(chunk)
             if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
                 run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
                 run.flooded.set()
-                _signal_group(run.process, signal.SIGKILL)
+                run.child.signal_group(signal.SIGKILL)
     finally:
         done.set()
 
 
-def _signal_group(process: Process, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
+async def _stop(child: Child, grace: float, cgroup: PidsCgroup | None) -> None:
+    """End the process tree.
 
-
-async def _terminate(process: Process, grace: float) -> None:
-    """SIGTERM to the group, up to ``grace`` seconds to exit, then SIGKILL."""
-    _signal_group(process, signal.SIGTERM)
-    with anyio.move_on_after(grace):
-        await process.wait()
-    if process.returncode is None:
-        _signal_group(process, signal.SIGKILL)
-        await process.wait()
-
-
-async def _kill_tree(process: Process, cgroup: PidsCgroup | None) -> None:
-    """No orphan survives: the group always, and the whole cgroup when there is one."""
-    _signal_group(process, signal.SIGKILL)
+    SIGTERM and ``grace`` seconds if the leader still runs, then SIGKILL for the whole group (and cgroup)
+    while the exited leader still holds its pid, then reap it.
+    """
+    if child.returncode is None and not child.has_exited():
+        child.signal_group(signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            await child.exited()
+    child.signal_group(signal.SIGKILL)
+    if child.returncode is None:
+        await child.exited()
+        child.reap()
     if cgroup is not None:
         await cgroup.kill_all()
 

@@ -216,7 +216,7 @@ def _unquote(word: Any, walk: _Walk) -> str:
     except ValueError:
         parts = []
     if len(parts) != 1:
-        walk.hide(f"quoting not understood in {text!r}")
+        walk.flag(f"quoting not understood in {text!r}")
         return str(word.word)
     return parts[0]
 
