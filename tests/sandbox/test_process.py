@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import select
 from pathlib import Path
 
 import anyio
@@ -156,10 +157,16 @@ async def test_cancelling_the_caller_kills_the_process_group(tmp_path: Path) -> 
     assert not alive(int(pid_file.read_text()))
 
 
-def alive(pid: int) -> bool:
-    """Running (or stopped), not dead; a zombie whose parent has not reaped it yet counts as dead."""
+def alive(pid: int, within: float = 5.0) -> bool:
+    """Whether ``pid`` is still running ``within`` seconds from now; waits on a pidfd, not a sleep.
+
+    A signal is delivered asynchronously, so a killed process may take a moment to die under load.
+    """
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
         return False
-    return state not in ("Z", "X")
+    try:
+        return not select.select([fd], [], [], within)[0]
+    finally:
+        os.close(fd)

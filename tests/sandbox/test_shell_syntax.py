@@ -146,7 +146,7 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["$CMD -rf /", "eval \"$PAYLOAD\"", "bash -c \"$SCRIPT\"", "source ./setup.sh", ". ./setup.sh"],
+    ["$CMD -rf /", 'eval "$PAYLOAD"', 'bash -c "$SCRIPT"', "source ./setup.sh", ". ./setup.sh"],
 )
 def test_commands_that_may_run_unseen_code_are_not_readable(command: str) -> None:
     result = analyse(command)

@@ -154,7 +154,12 @@ BRAVE = {
     "web": {
         "type": "search",
         "results": [
-            {"title": "A", "url": "https://a.example/", "description": "first <strong>hit</strong>", "type": "search_result"},
+            {
+                "title": "A",
+                "url": "https://a.example/",
+                "description": "first <strong>hit</strong>",
+                "type": "search_result",
+            },
             {"title": "B", "url": "https://b.example/", "description": "second hit", "type": "search_result"},
         ],
     },
