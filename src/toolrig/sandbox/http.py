@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import socket
-import ssl
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,8 @@ from toolrig.sandbox.network import (
 )
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpcore2
     import httpx2
 
