@@ -80,7 +80,7 @@ class HttpServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer((self.host, 0), Handler)
+        self._server = _QuietServer((self.host, 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -90,6 +90,16 @@ class HttpServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that stops reading (a capped fetch) resets the connection; that is expected, not news."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def free_port() -> int:
