@@ -173,7 +173,13 @@ class Rig:
 
     # ------------------------------------------------------------------------------ hooks
 
+    def close(self) -> None:
+        """Close the audit and rate-limit databases (they also close when the rig is garbage-collected)."""
+        self.governance.close()
+
     def _add_script_hooks(self) -> None:
+        if not self.config.hooks.enabled:
+            return
         directories = [toolrig_home() / "hooks"]
         if is_trusted(self.workspace.root):
             directories.append(self.workspace.state_dir / "hooks")  # the workspace's own: only once trusted

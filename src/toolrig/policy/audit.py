@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
 from toolrig.policy.redact import redact
 from toolrig.policy.sqlite import SqliteFile
 
@@ -36,11 +38,8 @@ MIGRATIONS = [
         ts REAL NOT NULL, session TEXT, agent TEXT, parent_agent TEXT, call_id TEXT, origin TEXT,
         tool TEXT NOT NULL, subjects TEXT, args TEXT, decision TEXT, rule TEXT, approval TEXT,
         duration_ms REAL, is_error INTEGER NOT NULL, error_type TEXT, output_bytes INTEGER
-    );
-    CREATE INDEX calls_ts ON calls (ts);
-    CREATE INDEX calls_tool ON calls (tool, ts);
-    CREATE INDEX calls_agent ON calls (agent, ts)
-    """
+    )
+    """  # no secondary index: each would add a page write per call; reads walk back from the newest row
 ]
 _INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
 
@@ -82,8 +81,8 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         call.call_id,
         call.origin,
         call.name,
-        json.dumps(redact(call.subjects), ensure_ascii=False),
-        json.dumps(redact(call.raw_args), ensure_ascii=False, default=str),
+        to_json(redact(call.subjects)).decode() if call.subjects else "[]",
+        to_json(redact(call.raw_args), fallback=str).decode(),
         decision,
         call.decided_by,
         call.approval,

@@ -8,6 +8,7 @@ authorization, cookie, credential), and any string is scanned for things that lo
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -47,6 +48,7 @@ _PREFIXED = [re.compile(p) for p in _KEEP_PREFIX_PATTERNS]
 _QUICK = re.compile(r"(?i)sk-|gh|glpat|xox|AKIA|ASIA|AIza|eyJ|BEGIN|auth|bearer|basic|://|[?&=:]|--|[A-Za-z0-9_\-]{32}")
 
 
+@lru_cache(maxsize=4096)
 def secret_key(name: str) -> bool:
     """``api_key``, ``apiKey``, ``X-Auth-Token``, ``password``: keys whose values are never written down."""
     words = [w.lower() for w in _WORD_SPLIT.split(_CAMEL.sub("_", name)) if w]
@@ -75,6 +77,8 @@ def redact(value: Any, *, limit: int = MAX_STRING) -> Any:
             key: REDACTED if isinstance(key, str) and secret_key(key) and item not in (None, "") else redact(item)
             for key, item in value.items()
         }
+    if isinstance(value, int | float | bool) or value is None:
+        return value
     if isinstance(value, list | tuple):
         return [redact(item, limit=limit) for item in value]
     return value

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -110,6 +111,7 @@ class Policy:
     _rules: list[Rule] = field(default_factory=list)
     _agent_rules: dict[str, list[Rule]] = field(default_factory=dict)
     _plans: dict[tuple[str, str | None], _Plan] = field(default_factory=dict)
+    _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._rules = [
@@ -249,12 +251,20 @@ class Policy:
             if unclear and by_subject:
                 reason = f"{first.source} would allow it, but it is not plain ({unclear})"
                 return _with(Decision("ask", first.source, reason, first.keys), trace, subjects=subject_view)
-            sources = ", ".join(dict.fromkeys(r.source for r in covering))
-            return _with(Decision("allow", sources, f"allowed by {sources}", first.keys), trace, subjects=subject_view)
+            return _with(self._allowed(covering), trace, subjects=subject_view)
         if unclear and plan.subject_rules and plan.default.verdict == "allow":
             reason = f"rules about its subjects cannot be checked: {unclear}"
             return _with(Decision("ask", plan.default.rule, reason), trace, subjects=subject_view)
         return _with(plan.default, trace, "no rule decided", subjects=subject_view)
+
+    def _allowed(self, covering: list[Rule]) -> Decision:
+        key = tuple(id(rule) for rule in covering)  # rules live as long as the policy; their args are dicts
+        decision = self._allow_decisions.get(key)
+        if decision is None:
+            sources = ", ".join(dict.fromkeys(r.source for r in covering))
+            decision = Decision("allow", sources, f"allowed by {sources}", covering[0].keys)
+            self._allow_decisions[key] = decision
+        return decision
 
     def _deny(self, rule: Rule, tool: str, hit: str) -> Decision:
         reason = rule.reason or f"{rule.source} ({rule.describe()}) denies {_target(tool, hit)}"
@@ -271,8 +281,9 @@ def _target(tool: str, hit: str) -> str:
 def _with(
     decision: Decision, trace: list[str] | None, note: str = "", *, subjects: SubjectView | None = None
 ) -> Decision:
+    """The decision as is; when explaining, with the trace and the subjects as policy read them."""
     if trace is None:
-        return decision if subjects is None else _replace(decision, subjects=subjects)
+        return decision
     if note:
         trace.append(note)
     return _replace(decision, trace=tuple(trace), subjects=subjects)
@@ -371,6 +382,9 @@ def _holds(condition: Any, value: Any) -> bool:
     return _operator("eq", condition, value)
 
 
+_COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+
+
 def _same(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
@@ -391,5 +405,4 @@ def _operator(op: str, operand: Any, value: Any) -> bool:
         return isinstance(operand, str) and fnmatch.fnmatchcase(text, operand)
     if not (_number(value) and _number(operand)):
         return False
-    compared: bool = {"lt": value < operand, "le": value <= operand, "gt": value > operand, "ge": value >= operand}[op]
-    return compared
+    return bool(_COMPARE[op](value, operand))
