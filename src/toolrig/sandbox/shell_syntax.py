@@ -81,7 +81,7 @@ def analyse(command: str, *, _depth: int = 0) -> ShellAnalysis:
         return ShellAnalysis(command, parsed=False, reasons=("the command is empty",))
     try:
         trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises several unrelated types (ParsingError, NotImplementedError, ...)
+    except Exception as exc:  # bashlex raises several unrelated exception types for syntax it cannot read
         return ShellAnalysis(command, parsed=False, reasons=(f"bash syntax not understood: {exc}",))
     walk = _Walk(command, depth=_depth)
     for tree in trees:
