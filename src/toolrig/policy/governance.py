@@ -17,7 +17,6 @@ from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
 from toolrig.policy.approvals import Answer, ApprovalBroker
-from toolrig.policy.audit import AuditLog
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -25,6 +24,7 @@ from toolrig.policy.subjects import escape, kind_of, view
 if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
     from toolrig.executor import Extensions, ToolCall
+    from toolrig.policy.audit import AuditLog
     from toolrig.result import ToolResult
     from toolrig.sandbox.paths import Workspace
 
@@ -56,7 +56,15 @@ class Governance:
         )
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self.limiter = RateLimiter(config, workspace.state_dir) if limited else None
-        self.audit = AuditLog(workspace.state_dir, sync=config.audit.sync) if config.audit.enabled else None
+        self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+
+    @property
+    def audit(self) -> AuditLog | None:
+        if self._audit is None and self.config.audit.enabled:
+            from toolrig.policy.audit import AuditLog
+
+            self._audit = AuditLog(self.workspace.state_dir, sync=self.config.audit.sync)
+        return self._audit
 
     def install(self, extensions: Extensions) -> None:
         extensions.policy.append(self.check_policy)
@@ -116,8 +124,9 @@ class Governance:
 
     async def record(self, call: ToolCall, result: ToolResult) -> None:
         self.broker.depart(call.call_id)
-        if self.audit is not None:
-            await self.audit.record(call, result)
+        audit = self._audit or self.audit
+        if audit is not None:
+            await audit.record(call, result)
 
     # ------------------------------------------------------------------------------ approvals
 
@@ -183,8 +192,8 @@ class Governance:
         return answer.decision.verdict != "deny"
 
     def close(self) -> None:
-        if self.audit is not None:
-            self.audit.close()
+        if self._audit is not None:
+            self._audit.close()
         if self.limiter is not None:
             self.limiter.db.close()
 

@@ -11,15 +11,14 @@ per tool for that agent. A call draws one token from every bucket that applies, 
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolrig.config import Config, parse_rate
 from toolrig.errors import ErrorType, ToolError
-from toolrig.policy.sqlite import SqliteFile
 from toolrig.registry import AnyTool, matches_any
 
 MIGRATIONS = [
@@ -61,6 +60,8 @@ class RateLimiter:
     def __init__(self, config: Config, state_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.clock = clock  # wall time: buckets are shared with other processes, monotonic clocks are not
+        from toolrig.policy.sqlite import SqliteFile
+
         self.db = SqliteFile(state_dir / "ratelimit.db", MIGRATIONS)
         self._limits: dict[tuple[str, str | None], list[Limit]] = {}
 
@@ -95,7 +96,7 @@ class RateLimiter:
     def acquire_blocking(self, limits: list[Limit]) -> Refusal | None:
         return self.db.write_blocking(lambda conn: self._take(conn, limits))
 
-    def _take(self, conn: sqlite3.Connection, limits: list[Limit]) -> Refusal | None:
+    def _take(self, conn: Any, limits: list[Limit]) -> Refusal | None:  # a sqlite3.Connection
         now = self.clock()
         levels: list[tuple[Limit, float]] = []
         worst: Refusal | None = None

@@ -11,10 +11,8 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass
-from email.utils import getaddresses
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.shell_syntax import analyse
@@ -133,6 +131,8 @@ def _path(subject: str, workspace: Workspace) -> tuple[str, str]:
 
 def _url(subject: str) -> tuple[str, str]:
     """scheme://host[:port]/path?query with userinfo dropped and case folded where case does not matter."""
+    from urllib.parse import urlsplit
+
     if _URL_TRICKS.search(subject):
         return subject, f"the URL {subject!r} contains whitespace, a backslash or a control character"
     try:
@@ -153,6 +153,8 @@ def _url(subject: str) -> tuple[str, str]:
 
 
 def _recipient(subject: str) -> tuple[str, str]:
+    from email.utils import getaddresses
+
     if any(c in subject for c in "\r\n\x00"):
         return subject.lower(), f"the recipient {subject!r} contains a line break"
     found = getaddresses([subject])
