@@ -66,12 +66,27 @@ async def main(rounds: int, per_round: int) -> None:
             await fn()
     series = await alternate_async(contenders, rounds=rounds, per_round=per_round)
     off = series["off"].median
-    rows = [(name, fmt_seconds(s.median), fmt_seconds(s.median - off)) for name, s in series.items()]
-    print_table("rig.call on a trivial async tool (median over rounds)", rows, ("governance", "per call", "added"))
+    best_off = min(series["off"].samples)
+    rows = [
+        (
+            name,
+            fmt_seconds(s.median),
+            fmt_seconds(s.median - off),
+            fmt_seconds(min(s.samples)),
+            fmt_seconds(min(s.samples) - best_off),
+        )
+        for name, s in series.items()
+    ]
+    header = ("governance", "per call", "added", "best round", "added (best rounds)")
+    print_table("rig.call on a trivial async tool (median over rounds; best round)", rows, header)
     audit_cost = series["audit"].median - off
+    audit_best = min(series["audit"].samples) - best_off
     policy_cost = series["policy"].median - off
     both = series["policy + audit"].median
-    print(f"\naudit adds {fmt_seconds(audit_cost)} per call (target <= 50 µs); policy adds {fmt_seconds(policy_cost)}")
+    print(
+        f"\naudit adds {fmt_seconds(audit_cost)} per call (best rounds: {fmt_seconds(audit_best)}; target <= 50 µs);"
+        f" policy adds {fmt_seconds(policy_cost)}"
+    )
     audited = rigs["policy + audit"].governance.audit
     if audited is not None:
         print(f"rows written by the 'policy + audit' rig: {audited.count():,}")
@@ -81,6 +96,7 @@ async def main(rounds: int, per_round: int) -> None:
             both,
             off,
             audit_us=f"{audit_cost * 1e6:.1f}",
+            audit_best_us=f"{audit_best * 1e6:.1f}",
             policy_us=f"{policy_cost * 1e6:.1f}",
             ratelimit_us=f"{(series['policy + audit + rate limit'].median - both) * 1e6:.1f}",
         )

@@ -61,10 +61,12 @@ def test_yes_once_binds_to_the_request(pipe: tuple[int, int]) -> None:
 
 
 def test_always_saves_the_suggested_pattern_or_the_one_typed(pipe: tuple[int, int]) -> None:
-    decisions, shown = answer(pipe, "a\n\nalways\ngit *\n", request(1), request(2, command="git log"))
+    typed = "a\n\nalways\ngit *\na\nshell:git log *\n"
+    decisions, shown = answer(pipe, typed, request(1), request(2, command="git log"), request(3, command="git log -1"))
     assert [(d.verdict, d.patterns) for d in decisions] == [
         ("allow_always", ("shell:ls",)),
-        ("allow_always", ("git *",)),
+        ("allow_always", ("shell:git *",)),  # a bare glob is about this tool's subjects
+        ("allow_always", ("shell:git log *",)),
     ]
     assert "save to the allowlist: shell:ls" in shown
 

@@ -444,6 +444,37 @@ def test_no_spelling_of_an_injected_command_is_allowed(
     assert rules.decide(SHELL, None, [line]).verdict != "allow", line
 
 
+_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+_TARGETS = st.sampled_from(["out.txt", "~/.bashrc", "/etc/passwd", "$HOME/x", "'a b'", "&2x"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    safe=st.sampled_from(_ALLOWED),
+    assignments=st.lists(st.tuples(_NAMES, st.text(alphabet="abc/=:$ ", max_size=8)), max_size=2),
+    through_env=st.booleans(),
+    redirect=st.one_of(st.none(), st.tuples(st.sampled_from([">", ">>", "1>", "2>", "&>", ">|"]), _TARGETS)),
+)
+def test_environment_assignments_and_file_redirections_are_never_allowed_by_a_pattern(
+    workspace: Path,
+    safe: str,
+    assignments: list[tuple[str, str]],
+    through_env: bool,
+    redirect: tuple[str, str] | None,
+) -> None:
+    import shlex
+
+    rules = policy(workspace, approvals={"mode": "always", "allow": [f"shell:{c}" for c in _ALLOWED]})
+    prefix = " ".join(f"{name}={shlex.quote(value)}" for name, value in assignments)
+    if prefix and through_env:
+        prefix = "env " + prefix
+    line = " ".join(part for part in (prefix, safe) if part)
+    if redirect:
+        line += f" {redirect[0]} {redirect[1]}"
+    verdict = rules.decide(SHELL, None, [line]).verdict
+    assert (verdict == "allow") is (not assignments and redirect is None), line
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.text(alphabet="abcdefghijklmnop-_./=0123456789", min_size=1, max_size=12), max_size=5))
 def test_plain_arguments_to_an_allowed_program_are_allowed_however_they_are_quoted(

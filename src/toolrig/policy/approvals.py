@@ -98,6 +98,8 @@ class ApprovalBroker:
             return answer
         if self.channel is None:
             return self._fallback("nobody can be asked here (no approval channel)", "no_channel")
+        if not self._queue and not self._leading:
+            self._changed = None  # nobody waits: never reuse an event made in another event loop
         slot = _Slot(request, events)
         self._queue.append(slot)
         self._notify()

@@ -77,8 +77,13 @@ class TerminalChannel:
 
     async def _always(self, request: ApprovalRequest) -> ApprovalDecision:
         suggested = ", ".join(request.suggested) or request.tool
-        typed = await self._prompt(f"  save to the allowlist: {suggested}  (Enter to accept, or type a pattern) > ")
-        patterns = (typed.strip(),) if typed and typed.strip() else request.suggested or (request.tool,)
+        typed = await self._prompt(
+            f"  save to the allowlist: {suggested}  (Enter to accept, or type a pattern like 'git *') > "
+        )
+        typed = (typed or "").strip()
+        if typed and ":" not in typed and typed != request.tool:
+            typed = f"{request.tool}:{typed}"  # a bare glob is about this tool's subjects
+        patterns = (typed,) if typed else request.suggested or (request.tool,)
         return ApprovalDecision("allow_always", patterns=patterns, fingerprint=request.fingerprint)
 
     async def _prompt(self, text: str) -> str | None:
