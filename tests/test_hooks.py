@@ -176,13 +176,13 @@ async def test_failing_and_slow_scripts_are_logged_and_the_call_goes_on(
     script(user_hooks, "before_tool.1-crash.sh", "echo broken >&2\nexit 1\n")
     script(user_hooks, "before_tool.2-slow.sh", f"sleep 60 &\necho $! > {pid_file}\nwait\n")
     script(user_hooks, "after_tool.block.sh", "exit 2\n")  # exit 2 blocks only before a call
-    rig = Rig(workspace, config={"hooks": {"timeout_seconds": 0.5}}, registry=Registry(all_tools()))
+    rig = Rig(workspace, config={"hooks": {"timeout_seconds": 2}}, registry=Registry(all_tools()))
     with caplog.at_level(logging.WARNING, logger="toolrig.hooks"), anyio.fail_after(20):
         result = await rig.call("echo", {"text": "x"})
     assert not result.is_error
     messages = [r.getMessage() for r in caplog.records]
     assert any("1-crash.sh exited 1: broken" in m for m in messages)
-    assert any("2-slow.sh did not finish within 0.5s" in m for m in messages)
+    assert any("2-slow.sh did not finish within 2s" in m for m in messages)
     assert any("after_tool hook" in m and "exited 2" in m for m in messages)
     child = int(pid_file.read_text())
     status = Path(f"/proc/{child}/status")
