@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
 from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config
+from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, ToolError, UsageError
 from toolrig.events import EventBus, EventSink
 from toolrig.executor import Executor, Extensions, ToolCall
@@ -41,6 +42,7 @@ class Rig:
         registry: Registry | None = None,
         extensions: Extensions | None = None,
         approval_channel: ApprovalChannel | None = None,
+        http: HttpAccess | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
@@ -49,6 +51,7 @@ class Rig:
         ``agent`` names the agent profile (``agents:`` in config) whose permissions this rig's calls and
         schemas follow. ``approval_channel`` answers approval requests (a terminal, an MCP client, a
         program's callback); without one, calls that must ask get ``approvals.fallback``.
+        ``http`` replaces the guarded HTTP access tools get (tests inject one with a fake resolver).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -88,6 +91,7 @@ class Rig:
             extensions=self.extensions,
             stores=self.stores,
             events=self.events,
+            http=http,
             approvals=ToolApprovals(self.governance),
             tool_config=self._config_for,
             timeout_seconds=self.config.limits.timeout_seconds,
