@@ -1,8 +1,9 @@
 """A real ``toolrig mcp serve`` over stdio, with tools that exercise progress, cancellation and approvals.
 
-Run as ``python -m tests.adapters.mcp_fixture_server --root DIR [--fallback allow]``: the same
-McpToolServer the command builds, plus test tools and a test-local approval gate that asks the rig's
-approval channel (the MCP elicitation channel) before ``guarded_write`` runs.
+Run as ``python -m tests.adapters.mcp_fixture_server --root DIR [--fallback allow] [--governance-only]``:
+the same McpToolServer the command builds, plus test tools and a test-local approval gate that asks the
+rig's approval channel (the MCP elicitation channel) before ``guarded_write`` runs. With
+``--governance-only`` the test gate is left out and the config's approval rules decide.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class ApprovalGate:
         if channel is None:
             raise ToolError(ErrorType.DENIED, "no approval channel")
         request = ApprovalRequest(
-            id=f"approve-{call.call_id}",
+            id=call.call_id,  # a request is known by its call's id: that is how the channel finds the client
             tool=call.name,
             args=call.raw_args,
             subjects=tuple(call.subjects),
@@ -161,9 +162,10 @@ def main() -> None:
     parser.add_argument("--root", required=True)
     parser.add_argument("--fallback", choices=["deny", "allow"], default="deny")
     parser.add_argument("--approval-timeout", type=float, default=30.0)
+    parser.add_argument("--governance-only", action="store_true", help="no test gate: config rules decide")
     options = parser.parse_args()
     rig_ref: list[Rig] = []
-    extensions = Extensions(approval=[ApprovalGate(rig_ref)])
+    extensions = Extensions(approval=[] if options.governance_only else [ApprovalGate(rig_ref)])
     rig = Rig(
         options.root,
         tools=[CountUp(), WaitForCancel(), SawCancel(), GuardedWrite(), Noisy()],

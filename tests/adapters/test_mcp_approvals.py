@@ -14,7 +14,6 @@ from toolrig.adapters.mcp_approvals import (
     DECISION_SCHEMA,
     McpApprovalChannel,
     ParkedCall,
-    current_asker,
     decision_from,
     elicit_request,
     question,
@@ -36,17 +35,39 @@ async def test_without_an_asking_client_the_fallback_answers_every_request(fallb
     assert all(d.reason for d in decisions)
 
 
-async def test_with_an_asker_for_the_current_call_the_channel_asks_it() -> None:
-    class Yes:
-        async def ask(self, requests: Any) -> list[ApprovalDecision]:
-            return [ApprovalDecision("allow_always", "asked") for _ in requests]
+class Answers:
+    """A client's user who answers every question the same way, and remembers what was asked."""
 
-    token = current_asker.set(Yes())
-    try:
-        [decision] = await McpApprovalChannel("deny").decide([REQUEST])
-    finally:
-        current_asker.reset(token)
-    assert decision.verdict == "allow_always"
+    def __init__(self, verdict: Any) -> None:
+        self.verdict = verdict
+        self.asked: list[str] = []
+
+    async def ask(self, requests: Any) -> list[ApprovalDecision]:
+        self.asked.extend(r.id for r in requests)
+        return [ApprovalDecision(self.verdict, "asked") for _ in requests]
+
+
+def request(call_id: str) -> ApprovalRequest:
+    return ApprovalRequest(id=call_id, tool="write_file", args={"path": call_id})
+
+
+async def test_a_batch_is_split_so_each_client_is_asked_only_about_its_own_calls() -> None:
+    channel = McpApprovalChannel("deny")
+    alice, bob = Answers("allow_once"), Answers("allow_always")
+    with channel.asking("c1", alice), channel.asking("c2", bob), channel.asking("c3", alice):
+        decisions = await channel.decide([request("c1"), request("c2"), request("c3"), request("c4")])
+    assert [d.verdict for d in decisions] == ["allow_once", "allow_always", "allow_once", "deny"]
+    assert (alice.asked, bob.asked) == (["c1", "c3"], ["c2"])
+    # Once a call is over its client is not asked again on its behalf.
+    [late] = await channel.decide([request("c1")])
+    assert late.verdict == "deny" and alice.asked == ["c1", "c3"]
+
+
+async def test_a_call_whose_client_cannot_ask_gets_the_fallback() -> None:
+    channel = McpApprovalChannel("allow")
+    with channel.asking("c1", None):
+        [decision] = await channel.decide([request("c1")])
+    assert decision.verdict == "allow_once" and "cannot ask" in decision.reason
 
 
 def test_the_question_names_the_tool_its_subjects_reason_and_arguments() -> None:
@@ -77,16 +98,19 @@ async def test_a_parked_call_asks_then_resumes_with_the_answer() -> None:
     parked = ParkedCall("fp", timeout_seconds=30)
     asked: list[ApprovalDecision] = []
 
+    channel = McpApprovalChannel("deny")
+
     async def call() -> ToolResult:
-        asked.extend(await McpApprovalChannel("deny").decide([REQUEST]))
+        asked.extend(await channel.decide([REQUEST]))
         return ToolResult.ok({"done": True})
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(parked.run, call)
-        assert await parked.next() == "questions"
-        assert list(parked.questions) == ["r1"]
-        parked.answer({"r1": ElicitResult(action="accept", content={"decision": "allow_once"}), "other": None})
-        assert await parked.next() == "done"
+    with channel.asking(REQUEST.id, parked):
+        async with anyio.create_task_group() as group:
+            group.start_soon(parked.run, call)
+            assert await parked.next() == "questions"
+            assert list(parked.questions) == ["r1"]
+            parked.answer({"r1": ElicitResult(action="accept", content={"decision": "allow_once"}), "other": None})
+            assert await parked.next() == "done"
     assert [d.verdict for d in asked] == ["allow_once"]
     assert parked.result is not None and parked.result.output == {"done": True}
 
@@ -95,11 +119,13 @@ async def test_a_parked_call_nobody_answers_is_denied_after_its_timeout() -> Non
     parked = ParkedCall("fp", timeout_seconds=0.01)
     asked: list[ApprovalDecision] = []
 
+    channel = McpApprovalChannel("allow")
+
     async def call() -> ToolResult:
-        asked.extend(await McpApprovalChannel("allow").decide([REQUEST]))
+        asked.extend(await channel.decide([REQUEST]))
         return ToolResult.ok({})
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(10), channel.asking(REQUEST.id, parked):
         async with anyio.create_task_group() as group:
             group.start_soon(parked.run, call)
             assert await parked.next() == "questions"

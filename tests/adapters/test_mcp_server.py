@@ -59,14 +59,26 @@ async def test_a_tool_denied_in_config_is_neither_listed_nor_callable(
     workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
     (toolrig_home / "config.yaml").write_text("tools:\n  deny: [calculate]\n", encoding="utf-8")
-    params = serve_params(workspace, toolrig_home, "--agent", "reviewer")
-    async with stdio_session(params, tmp_path / "server.log") as client:
+    async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log") as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert "calculate" not in names
         assert "read_output" in names
         refused = await client.call_tool("calculate", {"expression": "1 + 1"})
         assert refused.is_error is True
         assert text_of(refused)["error_type"] == "unknown_tool"
+
+
+async def test_serving_as_an_agent_offers_only_that_agents_tools(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    config = "agents:\n  reviewer:\n    tools: [read_output]\n"
+    (toolrig_home / "config.yaml").write_text(config, encoding="utf-8")
+    params = serve_params(workspace, toolrig_home, "--agent", "reviewer")
+    async with stdio_session(params, tmp_path / "server.log") as client:
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["read_output"]
+        refused = await client.call_tool("calculate", {"expression": "1 + 1"})
+    assert refused.is_error is True
+    assert text_of(refused)["error_type"] in {"denied", "unknown_tool"}
 
 
 async def test_progress_reported_by_a_tool_reaches_the_client_in_order(
@@ -229,7 +241,8 @@ async def test_calls_reach_the_executor_as_mcp_calls_of_the_serving_agent(worksp
     async def audit(call: ToolCall, result: ToolResult) -> None:
         seen.append(call)
 
-    rig = Rig(workspace, agent="reviewer", extensions=Extensions(audit=[audit]))
+    config = {"agents": {"reviewer": {"tools": ["calculate"]}}}
+    rig = Rig(workspace, config=config, agent="reviewer", extensions=Extensions(audit=[audit]))
     server = McpToolServer(rig)
     async with server.running(), Client(server.server) as client:  # the SDK's in-process connection
         result = await client.call_tool("calculate", {"expression": "1 + 2"})
@@ -237,3 +250,21 @@ async def test_calls_reach_the_executor_as_mcp_calls_of_the_serving_agent(worksp
     [call] = seen
     assert (call.origin, call.agent_id) == ("mcp", "reviewer")
     assert call.session_id is not None and call.session_id.startswith("mcp-")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_governance_rules_that_ask_are_answered_through_the_client(
+    mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    rules = "tools:\n  rules:\n    - {tool: guarded_write, verdict: ask, reason: 'Writing needs a yes.'}\n"
+    (toolrig_home / "config.yaml").write_text(rules, encoding="utf-8")
+    asked: list[str] = []
+    params = fixture_params(workspace, toolrig_home, "--governance-only")
+    log = tmp_path / "server.log"
+    async with stdio_session(params, log, mode=mode, elicitation_callback=answering("allow_once", asked)) as client:
+        allowed = await client.call_tool("guarded_write", {"path": "yes.txt", "text": "ok"})
+        free = await client.call_tool("count_up", {"steps": 1})  # no rule: nobody is asked
+    assert allowed.is_error is False, allowed.content
+    assert free.is_error is False
+    assert (workspace / "yes.txt").read_text() == "ok"
+    assert len(asked) == 1 and "Writing needs a yes." in asked[0]

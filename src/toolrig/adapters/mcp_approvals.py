@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
@@ -52,32 +52,55 @@ _VERDICTS: tuple[Verdict, ...] = ("allow_once", "allow_always", "deny")
 
 
 class Asker(Protocol):
-    """Puts approval questions to the user of the MCP client that made the current call."""
+    """Puts approval questions to the user of the MCP client that made a call."""
 
     async def ask(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]: ...
 
 
-# The asker for the call running in this task: set by the MCP server around each tools/call.
-current_asker: ContextVar[Asker | None] = ContextVar("toolrig_mcp_asker", default=None)
-
-
 class McpApprovalChannel:
-    """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the calling client, else falls back."""
+    """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the client that made each call.
+
+    A request's id is its call's id, and the server registers each call's asker (``asking``) for as long
+    as the call runs: a batch that gathers calls from several clients is split, and each client is asked
+    only about its own calls. A call whose client cannot ask gets the fallback.
+    """
 
     def __init__(self, fallback: Fallback = "deny") -> None:
         self.fallback = fallback
+        self._askers: dict[str, Asker | None] = {}
+
+    @contextmanager
+    def asking(self, call_id: str, asker: Asker | None) -> Iterator[None]:
+        self._askers[call_id] = asker
+        try:
+            yield
+        finally:
+            self._askers.pop(call_id, None)
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        asker = current_asker.get()
-        if asker is None:
-            reason = (
-                "the MCP client cannot ask its user (no elicitation support)"
-                if self.fallback == "deny"
-                else "allowed without asking: the MCP client cannot ask its user and the server allows by default"
-            )
-            verdict: Verdict = "deny" if self.fallback == "deny" else "allow_once"
-            return [ApprovalDecision(verdict, reason) for _ in requests]
-        return await asker.ask(requests)
+        decisions: list[ApprovalDecision | None] = [None] * len(requests)
+        groups: dict[int, tuple[Asker, list[int]]] = {}
+        for index, request in enumerate(requests):
+            asker = self._askers.get(request.id)
+            if asker is None:
+                decisions[index] = self._fallback()
+            else:
+                groups.setdefault(id(asker), (asker, []))[1].append(index)
+
+        async def ask(asker: Asker, indexes: list[int]) -> None:
+            answers = await asker.ask([requests[i] for i in indexes])
+            for i, answer in zip(indexes, answers, strict=True):
+                decisions[i] = answer
+
+        async with anyio.create_task_group() as group:  # two clients' users answer at their own pace
+            for asker, indexes in groups.values():
+                group.start_soon(ask, asker, indexes)
+        return [d if d is not None else self._fallback() for d in decisions]
+
+    def _fallback(self) -> ApprovalDecision:
+        if self.fallback == "deny":
+            return ApprovalDecision("deny", "the MCP client cannot ask its user (no elicitation support)")
+        return ApprovalDecision("allow_once", "allowed without asking: the MCP client cannot ask its user")
 
 
 def question(request: ApprovalRequest) -> str:
@@ -158,9 +181,11 @@ class ParkedCall:
         self._answers, self._answered = {}, anyio.Event()
         if not self._announce("questions"):
             return [ApprovalDecision("deny", "the MCP client went away") for _ in requests]
-        with anyio.move_on_after(self.timeout_seconds):
-            await self._answered.wait()
-        answers, self.questions = self._answers, {}
+        try:
+            with anyio.move_on_after(self.timeout_seconds):
+                await self._answered.wait()
+        finally:
+            answers, self.questions = self._answers, {}
         return [
             decision_from(answers[r.id]) if r.id in answers else ApprovalDecision("deny", "no answer came in time")
             for r in requests
@@ -171,8 +196,7 @@ class ParkedCall:
         self._answered.set()
 
     async def run(self, call: Callable[[], Awaitable[ToolResult]]) -> None:
-        """Run the call with this object as its asker; always ends by announcing the result (or its end)."""
-        current_asker.set(self)
+        """Run the call (registered with this object as its asker); always ends by announcing its end."""
         try:
             with self._scope:
                 self.result = await call()

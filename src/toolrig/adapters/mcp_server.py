@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -25,16 +25,17 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from toolrig.adapters.mcp_approvals import (
+    Asker,
     ElicitingAsker,
     Fallback,
     McpApprovalChannel,
     ParkedCall,
-    current_asker,
     elicit_request,
 )
 from toolrig.approvals import fingerprint
 from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, ToolProgressEvent
+from toolrig.executor import new_call_id
 from toolrig.result import ToolResult
 
 if TYPE_CHECKING:
@@ -131,18 +132,27 @@ class ProgressRelay:
 class McpToolServer:
     """The rig's tools behind one MCP ``Server``; serve it with ``serve_stdio`` or ``mcp_http.serve_http``.
 
-    A rig without an approval channel gets the MCP one (the calling client asks its user).
+    A rig without an approval channel gets the MCP one (the calling client asks its user); its fallback and
+    the time a parked call waits for its client default to the config's ``approvals.fallback`` and
+    ``approvals.timeout_seconds``.
     """
 
-    def __init__(self, rig: Rig, *, approval_fallback: Fallback = "deny", approval_timeout: float = 300.0) -> None:
+    def __init__(
+        self, rig: Rig, *, approval_fallback: Fallback | None = None, approval_timeout: float | None = None
+    ) -> None:
         from mcp.server.lowlevel import Server
 
         from toolrig import __version__
 
         self.rig = rig
+        settings = rig.config.approvals
+        fallback: Fallback = approval_fallback or ("allow" if settings.fallback == "allow" else "deny")
         if rig.approval_channel is None:
-            rig.approval_channel = McpApprovalChannel(approval_fallback)
-        self.approval_timeout = approval_timeout
+            rig.approval_channel = McpApprovalChannel(fallback)
+        channel = rig.approval_channel
+        # A program's own channel stays in charge; only ours is told which client asks for which call.
+        self.channel = channel if isinstance(channel, McpApprovalChannel) else None
+        self.approval_timeout = approval_timeout or settings.timeout_seconds
         self.session_id = f"mcp-{os.getpid()}-{os.urandom(3).hex()}"
         self._tools: ListToolsResult | None = None
         self._structured: dict[str, bool] = {}
@@ -188,19 +198,20 @@ class McpToolServer:
         args = params.arguments or {}
         if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
             return await self._call_parked(ctx, params)
-        reset = current_asker.set(ElicitingAsker(ctx) if _can_elicit(ctx) else None)
-        try:
-            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress)
-        finally:
-            current_asker.reset(reset)
+        call_id = new_call_id()
+        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None):
+            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
         return call_tool_result(result, structured=self._structured.get(params.name, False))
 
+    def _asking(self, call_id: str, asker: Asker | None) -> AbstractContextManager[None]:
+        return self.channel.asking(call_id, asker) if self.channel is not None else nullcontext()
+
     async def _invoke(
-        self, ctx: ServerRequestContext[Any, Any], name: str, args: dict[str, Any], report: Report
+        self, ctx: ServerRequestContext[Any, Any], name: str, args: dict[str, Any], report: Report, call_id: str
     ) -> ToolResult:
         from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
-        call = partial(self.rig.call, name, args, origin="mcp", session_id=self.session_id)
+        call = partial(self.rig.call, name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
         if progress_token_from_params(ctx.params) is None:
             return await call()
         relay = ProgressRelay(self.rig.events, report)
@@ -229,9 +240,9 @@ class McpToolServer:
             parked = ParkedCall(bound, self.approval_timeout)
             if self._group is None:
                 raise RuntimeError("serve inside `async with server.running()`")
-            self._group.start_soon(
-                self._run_parked, parked, partial(self._invoke, ctx, params.name, args, _report_to(parked))
-            )
+            call_id = new_call_id()
+            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id)
+            self._group.start_soon(self._run_parked, parked, call_id, call)
         parked.report = ctx.session.report_progress
         try:
             outcome = await parked.next()
@@ -245,9 +256,10 @@ class McpToolServer:
             return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
         return call_tool_result(parked.result, structured=self._structured.get(params.name, False))
 
-    async def _run_parked(self, parked: ParkedCall, call: Callable[[], Awaitable[ToolResult]]) -> None:
+    async def _run_parked(self, parked: ParkedCall, call_id: str, call: Callable[[], Awaitable[ToolResult]]) -> None:
         try:
-            await parked.run(call)
+            with self._asking(call_id, parked):
+                await parked.run(call)
         finally:
             # Still parked when it ends: no round is waiting for it (its client went away). Forget it.
             if self._parked.get(parked.key) is parked:

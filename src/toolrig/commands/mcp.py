@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from toolrig.adapters.mcp_approvals import Fallback
     from toolrig.config import Config, McpServerConfig
 
 _root = click.option(
@@ -58,8 +59,8 @@ def serve(
     host: str,
     port: int,
     agent: str | None,
-    approval_fallback: str,
-    approval_timeout: float,
+    approval_fallback: str | None,
+    approval_timeout: float | None,
     token_env: str,
     allow_host: tuple[str, ...],
     allow_origin: tuple[str, ...],
@@ -73,11 +74,8 @@ def serve(
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="toolrig: %(levelname)s: %(message)s")
     rig = make_rig(rig_root, agent=agent)
-    server = McpToolServer(
-        rig,
-        approval_fallback="allow" if approval_fallback == "allow" else "deny",
-        approval_timeout=approval_timeout,
-    )
+    fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
+    server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
     if transport == "stdio":
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(server.serve_stdio)
