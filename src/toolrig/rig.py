@@ -49,7 +49,13 @@ class Rig:
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
         settings = self.config.workspace
-        self.workspace = Workspace(root, extra_roots=settings.extra_paths, read_only=settings.read_only)
+        self.workspace = Workspace(
+            root,
+            extra_roots=settings.extra_paths,
+            read_only=settings.read_only,
+            deny_globs=settings.deny_globs,
+            read_only_globs=settings.read_only_globs,
+        )
         self.agent = agent
         self.events = EventBus()
         self.stores = Stores(self.workspace.state_dir)

@@ -1,0 +1,186 @@
+"""Running ripgrep (from the ``ripgrep`` wheel) for searching and listing, with argv built only by us.
+
+Trust model: the pattern, globs and flags come from a model. They reach ripgrep after ``--`` or as the
+value of an allowlisted option; ripgrep's config file is disabled, stdin is closed, toolrig's state and
+``.git`` are always excluded, and the process is killed at the first cap, timeout or cancellation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import IO
+
+from toolrig.cancel import current_token
+from toolrig.errors import ErrorType, ToolError
+
+# Hidden directories worth searching although ripgrep skips hidden files by default.
+HIDDEN_DIRS_SEARCHED = (".github", ".gitlab", ".circleci", ".husky", ".agents")
+ALWAYS_EXCLUDED = ("!.git", "!.toolrig")
+
+
+@lru_cache(maxsize=1)
+def rg_binary() -> str:
+    """The ``rg`` executable shipped by the ``ripgrep`` wheel installed with toolrig (never a system one)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("ripgrep")
+    except PackageNotFoundError:
+        dist = None
+    for file in (dist.files or []) if dist is not None else []:
+        if file.name in ("rg", "rg.exe"):
+            located = Path(str(file.locate())).resolve()
+            if located.is_file() and os.access(located, os.X_OK):
+                return str(located)
+    raise ToolError(
+        ErrorType.UNAVAILABLE,
+        "The ripgrep binary is not installed.",
+        "Install it with `pip install ripgrep==14.1.0` (toolrig depends on it), then retry.",
+        retryable=False,
+    )
+
+
+def _environment() -> dict[str, str]:
+    # RIPGREP_CONFIG_PATH would let a file inject flags; --no-config covers it too, this is belt and braces.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
+    env.setdefault("LC_ALL", "C.UTF-8")
+    return env
+
+
+def base_argv(*, hidden: bool = False) -> list[str]:
+    argv = [rg_binary(), "--no-config", "--no-ignore-global", "--no-ignore-dot"]
+    if hidden:
+        argv.append("--hidden")
+    return argv
+
+
+def exclusions(extra: Sequence[str] = ()) -> list[str]:
+    """``--glob`` arguments that keep .git, toolrig's state and the workspace's deny globs out of sight."""
+    globs = [*ALWAYS_EXCLUDED, *(f"!{pattern}" for pattern in extra if not pattern.startswith("!"))]
+    return [f"--glob={glob}" for glob in globs]
+
+
+@dataclass
+class RgRun:
+    r"""A running ripgrep whose stdout is read line by line (split on ``\\n`` only)."""
+
+    argv: list[str]
+    cwd: Path
+    timeout: float
+    timed_out: bool = False
+    stopped: bool = False
+    _process: subprocess.Popen[bytes] | None = None
+    _stderr: object = None
+    _timer: threading.Timer | None = None
+    lines_read: int = field(default=0)
+
+    def __enter__(self) -> RgRun:
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(  # noqa: S603 - argv is built by us, never a shell
+            self.argv,
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=_environment(),
+            bufsize=1 << 16,
+        )
+        self._timer = threading.Timer(self.timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def _expire(self) -> None:
+        self.timed_out = True
+        self.stop()
+
+    def stop(self) -> None:
+        """Kill ripgrep: the caps are reached, time is up, or the call was cancelled."""
+        self.stopped = True
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        if self._process is None or self._process.stdout is None:
+            raise RuntimeError("ripgrep is not running: use RgRun as a context manager")
+        return self._process.stdout
+
+    def lines(self) -> Iterator[bytes]:
+        token = current_token()
+        for line in self.stdout:
+            if token is not None and token.cancelled:
+                self.stop()
+                break
+            self.lines_read += 1
+            yield line
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        process = self._process
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            if process.stdout is not None:
+                process.stdout.close()
+            process.wait()
+
+    def errors(self) -> str:
+        """What ripgrep printed on stderr (regex errors, unreadable files), trimmed."""
+        handle = self._stderr
+        if handle is None:
+            return ""
+        handle.seek(0)  # type: ignore[attr-defined]
+        text: str = handle.read(8192).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
+        handle.close()  # type: ignore[attr-defined]
+        return text.strip()
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.returncode
+
+
+def list_files(
+    cwd: Path,
+    paths: Sequence[str],
+    *,
+    globs: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    hidden: bool = False,
+    timeout: float = 30.0,
+    limit: int | None = None,
+) -> tuple[list[str], bool]:
+    """Files under ``paths`` that git does not ignore (``rg --files``); relative to ``cwd`` as ripgrep prints them.
+
+    Returns the files and whether the listing was cut short (limit or timeout).
+    """
+    argv = [*base_argv(hidden=hidden), "--files", "--null"]
+    argv += [f"--glob={glob}" for glob in globs]
+    argv += exclusions(deny)
+    argv += ["--", *paths]
+    files: list[str] = []
+    cut = False
+    with RgRun(argv, cwd, timeout) as run:
+        buffer = b""
+        stream = run.stdout
+        while chunk := os.read(stream.fileno(), 1 << 16):
+            buffer += chunk
+            *names, buffer = buffer.split(b"\0")
+            files.extend(os.fsdecode(name) for name in names)
+            if limit is not None and len(files) > limit:
+                run.stop()
+                cut = True
+                break
+        if buffer and not run.stopped:
+            files.append(os.fsdecode(buffer))
+        cut = cut or run.timed_out
+    return files, cut
