@@ -18,10 +18,13 @@ class PatternSet:
 
     __slots__ = ("_spec", "patterns")
 
-    def __init__(self, patterns: Iterable[str]) -> None:
+    def __init__(self, patterns: Iterable[str], *, braces: bool = False) -> None:
         from pathspec import GitIgnoreSpec
 
-        self.patterns = tuple(p for p in patterns if p.strip() and not p.lstrip().startswith("#"))
+        kept = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
+        if braces:
+            kept = [variant for p in kept for variant in expand_braces(p)]
+        self.patterns = tuple(kept)
         self._spec: Any = GitIgnoreSpec.from_lines(self.patterns, backend=BACKEND) if self.patterns else None
 
     def __bool__(self) -> bool:
@@ -48,6 +51,46 @@ class PatternSet:
             if self.matches(prefix, is_dir=True):
                 return prefix
         return rel if self.matches(rel, is_dir=is_dir) else None
+
+
+def expand_braces(pattern: str, limit: int = 256) -> list[str]:
+    """``src/*.{ts,tsx}`` -> ``src/*.ts``, ``src/*.tsx`` (nested braces too); git's wildmatch has no braces."""
+    depth, start = 0, -1
+    for index, char in enumerate(pattern):
+        if char == "\\":
+            continue
+        if char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                options = _split_top(pattern[start + 1 : index])
+                if len(options) < 2:
+                    continue
+                head, tail = pattern[:start], pattern[index + 1 :]
+                out: list[str] = []
+                for option in options:
+                    out.extend(expand_braces(head + option + tail, limit))
+                    if len(out) > limit:
+                        raise ValueError(f"the pattern {pattern!r} expands to more than {limit} globs")
+                return out
+    return [pattern]
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        depth += char == "{"
+        depth -= char == "}" and depth > 0
+        current.append(char)
+    parts.append("".join(current))
+    return parts
 
 
 @lru_cache(maxsize=256)

@@ -19,6 +19,7 @@ from typing import IO
 
 from toolrig.cancel import current_token
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.patterns import PatternSet
 
 # Hidden directories worth searching although ripgrep skips hidden files by default.
 HIDDEN_DIRS_SEARCHED = (".github", ".gitlab", ".circleci", ".husky", ".agents")
@@ -153,7 +154,7 @@ def list_files(
     cwd: Path,
     paths: Sequence[str],
     *,
-    globs: Sequence[str] = (),
+    extra: Sequence[str] = (),
     deny: Sequence[str] = (),
     hidden: bool = False,
     timeout: float = 30.0,
@@ -164,7 +165,7 @@ def list_files(
     Returns the files and whether the listing was cut short (limit or timeout).
     """
     argv = [*base_argv(hidden=hidden), "--files", "--null"]
-    argv += [f"--glob={glob}" for glob in globs]
+    argv += extra  # trusted arguments (a GlobFilter's)
     argv += exclusions(deny)
     argv += ["--", *paths]
     files: list[str] = []
@@ -184,3 +185,57 @@ def list_files(
             files.append(os.fsdecode(buffer))
         cut = cut or run.timed_out
     return files, cut
+
+
+@dataclass
+class GlobFilter:
+    """A model's globs as ripgrep arguments that keep .gitignore in force, plus a check ripgrep cannot do.
+
+    ripgrep's own ``--glob`` whitelists a matching file even when it is gitignored or hidden, so positive
+    globs go in as a file type (which filters names after the ignore rules); the directory part of a glob
+    like ``src/**/*.py`` is checked here, on the paths ripgrep prints. Negations stay ``--glob=!...``.
+    """
+
+    argv: list[str]
+    directories: PatternSet | None = None
+    typed: bool = False
+
+    def accepts(self, rel: str) -> bool:
+        rel = rel.removeprefix("./")
+        if self.typed and "/." in "/" + rel and not _visible(rel):
+            return False  # a file type lets hidden files through; keep them out as a plain listing does
+        return self.directories is None or self.directories.matches(rel)
+
+
+TYPE_NAME = "toolrigglob"
+
+
+def glob_filter(patterns: Sequence[str], prefix: str, *, hidden: bool = False) -> GlobFilter:
+    """Build the filter for globs written relative to ``prefix`` (a directory relative to ripgrep's cwd)."""
+    from toolrig.sandbox.rgflags import rebase_glob
+
+    positives = [p.removeprefix("./") for p in patterns if not p.startswith("!")]
+    argv = [f"--glob={rebase_glob(p, prefix)}" for p in patterns if p.startswith("!")]
+    if not positives:
+        return GlobFilter(argv)
+    typed = not hidden
+    names = []
+    with_dirs = False
+    for pattern in positives:
+        body = pattern.rstrip("/")
+        last = body.rsplit("/", 1)[-1]
+        names.append("*" if last == "**" else last)
+        with_dirs |= "/" in body.removeprefix("**/")
+    argv += [f"--type-add={TYPE_NAME}:{name}" for name in dict.fromkeys(names)]
+    argv.append(f"--type={TYPE_NAME}")
+    directories = None
+    if with_dirs:
+        # Name-only globs stay as they are (any directory under the search path); the rest anchor at prefix.
+        rebased = [rebase_glob(p, prefix) for p in positives]
+        directories = PatternSet(rebased, braces=True)
+    return GlobFilter(argv, directories, typed=typed)
+
+
+def _visible(rel: str) -> bool:
+    """No hidden component, except the hidden directories searched on purpose."""
+    return all(not part.startswith(".") or part in HIDDEN_DIRS_SEARCHED for part in rel.split("/"))

@@ -287,7 +287,7 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
         return [request.path for request in input.directories]
 
     def execute(self, input: ListDirectoryInput, ctx: ToolContext) -> ListDirectoryOutput:
-        matcher = PatternSet([input.pattern]) if input.pattern else None
+        matcher = PatternSet([input.pattern], braces=True) if input.pattern else None
         rules = ctx.workspace.ignore_rules()
         budget = 2000
         listings: dict[str, list[DirectoryEntry]] = {}

@@ -20,7 +20,15 @@ from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.rgflags import parse_flags, rebase_glob
-from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED, RgRun, base_argv, exclusions, list_files
+from toolrig.sandbox.ripgrep import (
+    HIDDEN_DIRS_SEARCHED,
+    GlobFilter,
+    RgRun,
+    base_argv,
+    exclusions,
+    glob_filter,
+    list_files,
+)
 
 MAX_LINE_CHARS = 300
 
@@ -126,7 +134,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
                 )
             argv.append("--follow")
         argv += flags.argv
-        argv += [f"--glob={rebase_glob(glob, rel)}" for glob in input.glob or ()]
+        selection = glob_filter(input.glob or (), rel, hidden=flags.hidden)
+        argv += selection.argv
         argv += flags.globs
         argv += exclusions(ctx.workspace.exclusion_globs(root))
         if input.multiline:
@@ -137,12 +146,14 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         paths = _search_paths(start, rel, flags.hidden)
         if input.output_mode == "content":
             argv += ["--json", "--", input.pattern, *paths]
-            return self._content(ctx, root, argv, input)
+            return self._content(ctx, root, argv, input, selection)
         mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
         argv += [mode, "--null", "--", input.pattern, *paths]
-        return self._listing(ctx, root, argv, input)
+        return self._listing(ctx, root, argv, input, selection)
 
-    def _content(self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput) -> CodeSearchOutput:
+    def _content(
+        self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput, selection: GlobFilter
+    ) -> CodeSearchOutput:
         lines: list[str] = []
         matches = 0
         files: set[str] = set()
@@ -156,7 +167,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
                 record = json.loads(raw)
                 data = record["data"]
                 if record["type"] == "begin":
-                    shown = _shown(ctx, root, _text(data["path"]))
+                    printed = _text(data["path"])
+                    shown = _shown(ctx, root, printed) if selection.accepts(printed) else None
                     if shown is not None and input.context and lines:
                         lines.append("--")
                     continue
@@ -187,14 +199,17 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             message=_message(matches, len(files), truncated, run.timed_out, input),
         )
 
-    def _listing(self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput) -> CodeSearchOutput:
+    def _listing(
+        self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput, selection: GlobFilter
+    ) -> CodeSearchOutput:
         rows: list[str] = []
         total = 0
         truncated = False
         with RgRun(argv, root, input.timeout_seconds) as run:
             for raw in run.lines():
                 name, _, count = raw.rstrip(b"\n").partition(b"\0")
-                shown = _shown(ctx, root, os.fsdecode(name))
+                printed = os.fsdecode(name)
+                shown = _shown(ctx, root, printed) if selection.accepts(printed) else None
                 if shown is None:
                     continue
                 if input.output_mode == "count":
@@ -293,15 +308,17 @@ class Glob(Tool[GlobInput, GlobOutput]):
             raise ToolError(ErrorType.INVALID_INPUT, f"'{input.cwd}' is not a directory.")
         hidden = any(part.startswith(".") and part not in (".", "..")
                      for p in patterns if not p.startswith("!") for part in p.split("/"))  # fmt: skip
-        globs = [rebase_glob(p.removeprefix("./"), rel) for p in patterns]
+        selection = glob_filter(patterns, rel, hidden=hidden)
         paths = _search_paths(start, rel, hidden)
         deny = ctx.workspace.exclusion_globs(root)
-        found, cut = list_files(root, paths, globs=globs, deny=deny, hidden=hidden)
+        found, cut = list_files(root, paths, extra=selection.argv, deny=deny, hidden=hidden)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         stamped: list[tuple[float, str]] = []
         try:
-            for name in found:
+            for name in dict.fromkeys(found):
                 name = name.removeprefix("./")
+                if not selection.accepts(name):
+                    continue
                 try:
                     mtime = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime
                 except OSError:
