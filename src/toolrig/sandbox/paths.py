@@ -102,7 +102,7 @@ class Workspace:
             candidate = self.root / candidate
         lexical = Path(os.path.normpath(candidate))
         resolved = Path(os.path.realpath(candidate))
-        if os.path.islink(resolved):  # realpath leaves a link in place only when it loops
+        if _loops(resolved):
             raise _denied(f"'{path}' leads into a symlink loop.", "Use the real path of the file.")
         if not any(is_within(resolved, root) for root in self.roots):
             if resolved != lexical:
@@ -250,6 +250,11 @@ class Workspace:
             os.rmdir(parts[-1], dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _loops(resolved: Path) -> bool:
+    """realpath leaves a symlink in its result only when the link loops (on the path or a parent)."""
+    return any(os.path.islink(p) for p in (resolved, *resolved.parents))
 
 
 def _check_spelling(path: str) -> None:

@@ -80,7 +80,9 @@ def expand_braces(pattern: str, limit: int = 256) -> list[str]:
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "," and depth == 0:
             parts.append("".join(current))

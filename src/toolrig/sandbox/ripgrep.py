@@ -78,7 +78,8 @@ class RgRun:
     timed_out: bool = False
     stopped: bool = False
     _process: subprocess.Popen[bytes] | None = None
-    _stderr: object = None
+    _stderr: IO[bytes] | None = None
+    _errors: str = ""
     _timer: threading.Timer | None = None
     lines_read: int = field(default=0)
 
@@ -134,16 +135,15 @@ class RgRun:
             if process.stdout is not None:
                 process.stdout.close()
             process.wait()
+        handle = self._stderr
+        if handle is not None:
+            handle.seek(0)
+            self._errors = handle.read(8192).decode("utf-8", errors="replace").strip()
+            handle.close()
 
     def errors(self) -> str:
-        """What ripgrep printed on stderr (regex errors, unreadable files), trimmed."""
-        handle = self._stderr
-        if handle is None:
-            return ""
-        handle.seek(0)  # type: ignore[attr-defined]
-        text: str = handle.read(8192).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
-        handle.close()  # type: ignore[attr-defined]
-        return text.strip()
+        """What ripgrep printed on stderr (regex errors, unreadable files), trimmed; read after the run."""
+        return self._errors
 
     @property
     def returncode(self) -> int | None:
