@@ -116,6 +116,20 @@ class RgRun:
             raise RuntimeError("ripgrep is not running: use RgRun as a context manager")
         return self._process.stdout
 
+    def records(self, separator: bytes) -> Iterator[bytes]:
+        """Output split on ``separator`` (NUL for ``--null`` file lists), streamed as it arrives."""
+        token = current_token()
+        buffer = b""
+        fd = self.stdout.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            if token is not None and token.cancelled:
+                self.stop()
+                return
+            *done, buffer = (buffer + chunk).split(separator)
+            yield from done
+        if buffer and not self.stopped:
+            yield buffer
+
     def lines(self) -> Iterator[bytes]:
         token = current_token()
         for line in self.stdout:
@@ -171,18 +185,12 @@ def list_files(
     files: list[str] = []
     cut = False
     with RgRun(argv, cwd, timeout) as run:
-        buffer = b""
-        stream = run.stdout
-        while chunk := os.read(stream.fileno(), 1 << 16):
-            buffer += chunk
-            *names, buffer = buffer.split(b"\0")
-            files.extend(os.fsdecode(name) for name in names)
+        for name in run.records(b"\0"):
+            files.append(os.fsdecode(name))
             if limit is not None and len(files) > limit:
                 run.stop()
                 cut = True
                 break
-        if buffer and not run.stopped:
-            files.append(os.fsdecode(buffer))
         cut = cut or run.timed_out
     return files, cut
 

@@ -142,7 +142,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             argv += ["--multiline", "--multiline-dotall"]
         if input.context:
             argv.append(f"--context={input.context}")
-        argv.append(f"--max-count={input.max_results_per_file}")
+        if input.output_mode == "content":
+            argv.append(f"--max-count={input.max_results_per_file}")
         paths = _search_paths(start, rel, flags.hidden)
         if input.output_mode == "content":
             argv += ["--json", "--", input.pattern, *paths]
@@ -206,7 +207,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         total = 0
         truncated = False
         with RgRun(argv, root, input.timeout_seconds) as run:
-            for raw in run.lines():
+            records = run.lines() if input.output_mode == "count" else run.records(b"\0")
+            for raw in records:
                 name, _, count = raw.rstrip(b"\n").partition(b"\0")
                 printed = os.fsdecode(name)
                 shown = _shown(ctx, root, printed) if selection.accepts(printed) else None
