@@ -47,7 +47,7 @@ def test_matching_prefers_exact_then_trailing_then_surrounding_whitespace_then_p
     assert seek(lines, ["x"], 0, False) == 2  # exact beats the lenient hits above it
     assert seek(["a  ", "  a"], ["a"], 0, False) == 0  # trailing whitespace pass
     assert seek(["  a"], ["a"], 0, False) == 0
-    assert seek(["it\u2019s \u201cok\u201d \u2014 fine\u00a0now"], ["it's \"ok\" - fine now"], 0, False) == 0
+    assert seek(["it\u2019s \u201cok\u201d \u2014 fine\u00a0now"], ['it\'s "ok" - fine now'], 0, False) == 0
     assert seek(["a", "b", "a"], ["a"], 1, False) == 2
     assert seek(["a", "b", "a"], ["a"], 0, True) == 2  # end-of-file anchor tries only the last position
     assert seek(["a", "b"], ["a"], 0, True) is None

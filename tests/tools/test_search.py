@@ -103,7 +103,11 @@ def test_glob_lists_matches_newest_first(call: Caller, project: Path) -> None:
 
 
 def test_glob_braces_negation_cwd_and_hidden_directories(call: Caller, project: Path) -> None:
-    assert sorted(call.ok("glob", pattern="src/**/*.{py,ts}")["files"]) == ["src/app.py", "src/deep/x.ts", "src/util.py"]
+    assert sorted(call.ok("glob", pattern="src/**/*.{py,ts}")["files"]) == [
+        "src/app.py",
+        "src/deep/x.ts",
+        "src/util.py",
+    ]
     assert call.ok("glob", pattern=["**/*.py", "!**/util.py"])["files"] == ["src/app.py"]
     assert call.ok("glob", pattern="*.ts", cwd="src/deep")["files"] == ["src/deep/x.ts"]
     assert call.ok("glob", pattern=".github/**/*.yml")["files"] == [".github/workflows/ci.yml"]
