@@ -34,7 +34,7 @@ def test_verdicts_agree_with_git_check_ignore_on_every_path(tmp_path: Path) -> N
     git_init(root)
     (root / ".git/info").mkdir(exist_ok=True)
     (root / ".git/info/exclude").write_text("excluded.txt\n")
-    paths = sorted(name for name in TREE if not name.endswith(".gitignore")) + ["build", "sub/build", "doc/a"]
+    paths = [*sorted(name for name in TREE if not name.endswith(".gitignore")), "build", "sub/build", "doc/a"]
     git = subprocess.run(
         ["git", "-C", str(root), "check-ignore", "--no-index", "--stdin"],
         input="\n".join(paths) + "\n",

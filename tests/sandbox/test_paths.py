@@ -89,7 +89,7 @@ def test_a_symlink_to_a_denied_file_is_denied_through_its_target(workspace: Path
     (workspace / ".env").write_text("TOKEN=1")
     os.symlink(".env", workspace / "harmless.txt")
     ws = Workspace(workspace, deny_globs=[".env"])
-    with pytest.raises(ToolError, match="through a symlink to '.env'"):
+    with pytest.raises(ToolError, match=r"through a symlink to '\.env'"):
         ws.resolve("harmless.txt")
 
 

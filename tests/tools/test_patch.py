@@ -51,7 +51,7 @@ def test_a_failure_in_a_later_hunk_writes_nothing(call: Caller, workspace: Path)
             "*** Update File: b.txt",
             "-zzz",
             "+B",
-        ),  # fmt: skip
+        ),
     )
     assert message.startswith("Failed to find expected lines in b.txt:\nzzz")
     assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt"]
@@ -86,7 +86,7 @@ def test_a_write_failing_midway_rolls_every_file_back(
             "*** Update File: b.txt",
             "-b",
             "+B",
-        ),  # fmt: skip
+        ),
     )
     assert "No space left on device" in message and "restored" in message
     assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt", "gone.txt"]
