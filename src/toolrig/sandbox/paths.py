@@ -253,7 +253,7 @@ class Workspace:
 
 
 def _loops(resolved: Path) -> bool:
-    """realpath leaves a symlink in its result only when the link loops (on the path or a parent)."""
+    """Whether a symlink is left in a realpath result: realpath leaves one only where links loop."""
     return any(os.path.islink(p) for p in (resolved, *resolved.parents))
 
 
