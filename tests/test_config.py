@@ -150,3 +150,21 @@ def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, too
     with pytest.raises(ConfigError) as caught:
         Rig(workspace, registry=Registry([Greet()])).registry  # noqa: B018
     assert (caught.value.file, caught.value.line, caught.value.key) == (path, 3, "tool_config.greet.greting")
+
+
+def test_an_untrusted_workspace_may_add_deny_and_read_only_globs_and_they_reach_the_tools(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "workspace:\n  deny_globs: ['*.pem']\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "workspace:\n  deny_globs: ['.env']\n  read_only_globs: ['vendor/']\n",
+    )
+    config = load_config(workspace).config
+    assert config.workspace.deny_globs == ["*.pem", ".env"]
+    assert config.workspace.read_only_globs == ["vendor/"]
+    write(workspace / "vendor/lib.py", "x = 1\n")
+    rig = Rig(workspace)
+    assert rig.call_sync("read_files", {"paths": [".env"]}).error_type == "denied"
+    assert rig.call_sync("write_file", {"path": "vendor/lib.py", "content": "y"}).error_type == "denied"
+    assert not rig.call_sync("read_files", {"paths": ["vendor/lib.py"]}).is_error
