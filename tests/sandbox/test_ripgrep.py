@@ -21,8 +21,13 @@ def test_positive_globs_become_a_file_type_and_directory_parts_a_check() -> None
     assert not selection.accepts("lib/b.py") and not selection.accepts("src/.hidden/b.py")
 
 
-def test_list_files_stops_at_its_limit(tmp_path: Path) -> None:
-    for index in range(30):
-        (tmp_path / f"f{index}.txt").write_text("x")
-    files, cut = list_files(tmp_path, ["."], limit=10)
-    assert cut and 10 < len(files) <= 30
+def test_list_files_yields_every_file_in_batches_and_stops_when_closed(tmp_path: Path) -> None:
+    for index in range(300):
+        (tmp_path / f"file-with-a-longish-name-{index:04}.txt").write_text("x")
+    batches = list(list_files(tmp_path, ["."]))
+    assert sorted(name for batch in batches for name in batch) == sorted(
+        f"./file-with-a-longish-name-{index:04}.txt" for index in range(300)
+    )
+    listing = list_files(tmp_path, ["."])
+    next(listing)
+    listing.close()  # kills ripgrep; no warning about an unwaited process (warnings are errors)

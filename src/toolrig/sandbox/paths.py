@@ -39,7 +39,9 @@ def _denied(message: str, hint: str | None = None) -> ToolError:
 
 
 def is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """``path`` is ``root`` or below it (both absolute and normalised); string work, no filesystem access."""
+    inner, outer = str(path), str(root)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 class Workspace:
@@ -101,9 +103,7 @@ class Workspace:
         if not candidate.is_absolute():
             candidate = self.root / candidate
         lexical = Path(os.path.normpath(candidate))
-        resolved = Path(os.path.realpath(candidate))
-        if _loops(resolved):
-            raise _denied(f"'{path}' leads into a symlink loop.", "Use the real path of the file.")
+        resolved = _realpath(candidate, path)
         if not any(is_within(resolved, root) for root in self.roots):
             if resolved != lexical:
                 raise _denied(f"'{path}' leads through a symlink to {resolved}, outside the workspace.")
@@ -122,6 +122,8 @@ class Workspace:
         return resolved
 
     def _check_globs(self, spelled: str, lexical: Path, resolved: Path, *, write: bool) -> None:
+        if self._deny is None and not write:
+            return
         is_dir = os.path.isdir(resolved)
         for candidate in dict.fromkeys((lexical, resolved)):
             rel = self._relative_or_none(candidate)
@@ -154,11 +156,15 @@ class Workspace:
         return max(found, key=lambda r: len(r.parts))
 
     def _relative_or_none(self, path: Path) -> str | None:
-        found = [root for root in self.roots if is_within(path, root)]
-        if not found:
+        text = str(path)
+        best = ""
+        for root in self.roots:
+            outer = str(root)
+            if (text == outer or text.startswith(outer.rstrip("/") + "/")) and len(outer) > len(best):
+                best = outer
+        if not best:
             return None
-        root = max(found, key=lambda r: len(r.parts))
-        return path.relative_to(root).as_posix() or "."
+        return text[len(best) :].lstrip("/") or "."
 
     def relative(self, path: Path) -> str:
         """``path`` relative to its root, ``/``-separated (what deny globs and .gitignore match)."""
@@ -252,9 +258,20 @@ class Workspace:
             os.close(dir_fd)
 
 
-def _loops(resolved: Path) -> bool:
-    """Whether a symlink is left in a realpath result: realpath leaves one only where links loop."""
-    return any(os.path.islink(p) for p in (resolved, *resolved.parents))
+def _realpath(candidate: Path, spelled: str) -> Path:
+    """Resolve every symlink; a loop is refused. Paths that do not exist yet (new files) resolve as far as they can."""
+    try:
+        return Path(os.path.realpath(candidate, strict=True))
+    except FileNotFoundError:
+        resolved = Path(os.path.realpath(candidate))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.") from None
+        resolved = Path(os.path.realpath(candidate))  # e.g. a file used as a directory: not found later
+    # Non-strict realpath leaves a symlink in its result only where links loop.
+    if any(os.path.islink(p) for p in (resolved, *resolved.parents)):
+        raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.")
+    return resolved
 
 
 def _check_spelling(path: str) -> None:

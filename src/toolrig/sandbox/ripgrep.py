@@ -172,27 +172,33 @@ def list_files(
     deny: Sequence[str] = (),
     hidden: bool = False,
     timeout: float = 30.0,
-    limit: int | None = None,
-) -> tuple[list[str], bool]:
-    """Files under ``paths`` that git does not ignore (``rg --files``); relative to ``cwd`` as ripgrep prints them.
+) -> Iterator[list[str]]:
+    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` as ripgrep prints them.
 
-    Returns the files and whether the listing was cut short (limit or timeout).
+    Yields batches as ripgrep finds them, so a caller can work on them (stat, filter) while ripgrep walks on;
+    closing the generator stops ripgrep. Raises ``timeout`` if the walk takes longer than ``timeout``.
     """
     argv = [*base_argv(hidden=hidden), "--files", "--null"]
     argv += extra  # trusted arguments (a GlobFilter's)
     argv += exclusions(deny)
     argv += ["--", *paths]
-    files: list[str] = []
-    cut = False
     with RgRun(argv, cwd, timeout) as run:
-        for name in run.records(b"\0"):
-            files.append(os.fsdecode(name))
-            if limit is not None and len(files) > limit:
+        buffer = b""
+        fd = run.stdout.fileno()
+        token = current_token()
+        while chunk := os.read(fd, 1 << 17):
+            if token is not None and token.cancelled:
                 run.stop()
-                cut = True
-                break
-        cut = cut or run.timed_out
-    return files, cut
+                return
+            complete, _, buffer = (buffer + chunk).rpartition(b"\0")
+            if complete:
+                yield os.fsdecode(complete).split("\0")  # one decode per chunk, not per name
+    if run.timed_out:
+        raise ToolError(
+            ErrorType.TIMEOUT,
+            f"Listing files took longer than {timeout:g} seconds and was stopped.",
+            "Use a narrower cwd or pattern.",
+        )
 
 
 @dataclass
@@ -209,10 +215,9 @@ class GlobFilter:
     typed: bool = False
 
     def accepts(self, rel: str) -> bool:
-        rel = rel.removeprefix("./")
-        if self.typed and "/." in "/" + rel and not _visible(rel):
+        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel.removeprefix("./")):
             return False  # a file type lets hidden files through; keep them out as a plain listing does
-        return self.directories is None or self.directories.matches(rel)
+        return self.directories is None or self.directories.matches(rel.removeprefix("./"))
 
 
 TYPE_NAME = "toolrigglob"

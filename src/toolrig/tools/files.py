@@ -61,7 +61,7 @@ def _missing(ctx: ToolContext, path: Path) -> str:
 
 
 class ReadFilesInput(ToolInput):
-    paths: list[str] = Field(min_length=1, max_length=100, description="Files to read, relative to the workspace.")
+    paths: list[str] = Field(min_length=1, max_length=200, description="Files to read, relative to the workspace.")
     offset: int | None = Field(default=None, ge=1, description="First line to show (1-based); default 1.")
     limit: int | None = Field(default=None, ge=1, le=20_000, description="How many lines per file; default 2000.")
 

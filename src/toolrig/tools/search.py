@@ -7,11 +7,10 @@ against the workspace before it is shown.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +30,7 @@ from toolrig.sandbox.ripgrep import (
 )
 
 MAX_LINE_CHARS = 300
+_LINE = re.compile(rb"(\d+)([:-])")
 
 
 def _start(ctx: ToolContext, cwd: str | None) -> tuple[Path, Path, str]:
@@ -146,7 +146,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             argv.append(f"--max-count={input.max_results_per_file}")
         paths = _search_paths(start, rel, flags.hidden)
         if input.output_mode == "content":
-            argv += ["--json", "--", input.pattern, *paths]
+            argv += ["--null", "--line-number", "--with-filename", "--no-heading", "--color=never"]
+            argv += ["--", input.pattern, *paths]
             return self._content(ctx, root, argv, input, selection)
         mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
         argv += [mode, "--null", "--", input.pattern, *paths]
@@ -159,37 +160,38 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         matches = 0
         files: set[str] = set()
         truncated = False
-        shown: str | None = None
+        seen: dict[bytes, str | None] = {}  # path as ripgrep printed it -> as shown, None = hidden
         with RgRun(argv, root, input.timeout_seconds) as run:
-            for raw in run.lines():
-                kind = raw[9:14]  # b'{"type":"match"...' -> the record type without parsing every record
-                if kind not in (b"match", b"conte", b"begin"):
-                    continue
-                record = json.loads(raw)
-                data = record["data"]
-                if record["type"] == "begin":
-                    printed = _text(data["path"])
-                    shown = _shown(ctx, root, printed) if selection.accepts(printed) else None
-                    if shown is not None and input.context and lines:
+            shown: str | None = None
+            for raw in run.lines():  # 'path\0N:text' for a match, 'path\0N-text' for context, '--' between groups
+                printed, nul, rest = raw.partition(b"\0")
+                if not nul:
+                    if shown is not None and lines and lines[-1] != "--":
                         lines.append("--")
                     continue
+                if printed not in seen:
+                    name = os.fsdecode(printed)
+                    seen[printed] = _shown(ctx, root, name) if selection.accepts(name) else None
+                shown = seen[printed]
                 if shown is None:
                     continue
-                separator = ":" if record["type"] == "match" else "-"
-                number = data["line_number"]
-                for offset, text in enumerate(_text(data["lines"]).split("\n")):
-                    if offset and not text:
-                        continue
-                    if len(text) > MAX_LINE_CHARS:
-                        text = text[:MAX_LINE_CHARS] + f"… [{len(text):,} chars]"
-                    lines.append(f"{shown}{separator}{number + offset}{separator} {text.rstrip(chr(13))}")
-                if record["type"] == "match":
+                found = _LINE.match(rest)
+                if found is None:
+                    continue
+                separator = found.group(2).decode()
+                text = rest[found.end() :].rstrip(b"\r\n").decode("utf-8", errors="replace")
+                if len(text) > MAX_LINE_CHARS:
+                    text = text[:MAX_LINE_CHARS] + f"… [{len(text):,} chars]"
+                lines.append(f"{shown}{separator}{found.group(1).decode()}{separator} {text}")
+                if separator == ":":
                     matches += 1
                     files.add(shown)
                     if matches >= input.global_max_results:
                         truncated = True
                         run.stop()
                         break
+        while lines and lines[-1] == "--":
+            lines.pop()
         _raise_for_errors(run, matches, input.timeout_seconds)
         truncated = truncated or run.timed_out
         return CodeSearchOutput(
@@ -233,12 +235,6 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             truncated=truncated,
             message=_message(total, len(rows), truncated, run.timed_out, input),
         )
-
-
-def _text(value: dict[str, Any]) -> str:
-    if "text" in value:
-        return str(value["text"])
-    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
 
 
 def _raise_for_errors(run: RgRun, found: int, timeout: float) -> None:
@@ -313,23 +309,27 @@ class Glob(Tool[GlobInput, GlobOutput]):
         selection = glob_filter(patterns, rel, hidden=hidden)
         paths = _search_paths(start, rel, hidden)
         deny = ctx.workspace.exclusion_globs(root)
-        found, cut = list_files(root, paths, extra=selection.argv, deny=deny, hidden=hidden)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         stamped: list[tuple[float, str]] = []
+        seen: set[str] = set()
+        stat = os.stat
         try:
-            for name in dict.fromkeys(found):
-                name = name.removeprefix("./")
-                if not selection.accepts(name):
-                    continue
-                try:
-                    mtime = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime
-                except OSError:
-                    continue
-                stamped.append((-mtime, name))
+            # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
+            for batch in list_files(root, paths, extra=selection.argv, deny=deny, hidden=hidden):
+                for name in batch:
+                    name = name.removeprefix("./")
+                    if name in seen or not selection.accepts(name):
+                        continue
+                    seen.add(name)
+                    try:
+                        stamped.append((-stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime, name))
+                    except OSError:
+                        continue
         finally:
             os.close(dir_fd)
         stamped.sort()
-        files = [ctx.workspace.display(root / name) for _, name in stamped[: config.max_files]]
+        prefix = "" if root == ctx.workspace.root else f"{root}/"  # ripgrep printed paths relative to root
+        files = [prefix + name for _, name in stamped[: config.max_files]]
         count = len(stamped)
         if not count:
             message = "No files match."
@@ -337,8 +337,6 @@ class Glob(Tool[GlobInput, GlobOutput]):
             message = f"Showing the {len(files)} newest of {count} matching files; narrow the pattern to see the rest."
         else:
             message = f"{count} matching files, newest first."
-        if cut:
-            message += " The listing timed out; results are partial."
         return GlobOutput(files=files, count=count, message=message)
 
 
