@@ -14,7 +14,7 @@ import subprocess
 import anyio
 
 from _corpus import make_corpus, warm_up
-from _harness import Series, alternate_async, fmt_seconds, print_table, result_line
+from _harness import Series, alternate_async, fmt_seconds, print_table
 from toolrig import Rig
 from toolrig.sandbox.ripgrep import rg_binary
 

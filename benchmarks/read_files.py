@@ -44,7 +44,7 @@ async def main(rounds: int) -> None:
     series = await alternate_async({"toolrig": ours, "cat": peer}, rounds=rounds, per_round=1)
     ratio = series["toolrig"].median / series["cat"].median
     rows = [(name, fmt_seconds(s.median), fmt_seconds(s.p99)) for name, s in series.items()]
-    print_table(f"read_files vs cat: 200 files, {total / 1e6:.1f} MB, {rounds} rounds", rows,
+    print_table(f"read_files vs cat: 200 files, {total / 1e6:.1f} MB (corpus {count:,} files), {rounds} rounds", rows,
                 ("contender", "median", "p99"))  # fmt: skip
     print(f"RESULT read_files ratio={ratio:.3f} ours={series['toolrig'].median:.6g}s peer={series['cat'].median:.6g}s "
           f"files=200 bytes={total}")  # fmt: skip
