@@ -85,3 +85,11 @@ def test_deny_globs_hide_files_from_search_and_glob(ws: Path) -> None:
     assert caller.ok("code_search", pattern="needle")["output"] == "a.txt:1: needle"
     assert "doc.md" not in caller.ok("glob", pattern="*")["files"]
     assert caller.error("read_files", "denied", paths=["doc.md"])
+
+
+def test_a_pattern_is_never_taken_for_a_path(ws: Path, tmp_path: Path) -> None:
+    secret = str(tmp_path / "outside/secret.txt")
+    caller = Caller(ws)
+    assert caller.ok("code_search", pattern=secret)["output"] == ""
+    assert caller.error("code_search", "invalid_input", pattern=secret, flags=["-e", "needle"])
+    assert caller.error("code_search", "invalid_input", pattern=secret, flags=["--regexp=needle"])

@@ -18,7 +18,6 @@ def same(glob: str) -> str:
         (["-C3"], ["--context=3"]),
         (["-t", "py"], ["--type=py"]),
         (["--type=py"], ["--type=py"]),
-        (["-e", "--pre"], ["--regexp=--pre"]),
         (["-F"], ["--fixed-strings"]),
     ],
 )
@@ -45,7 +44,9 @@ def test_flags_that_run_programs_are_denied(flags: list[str]) -> None:
     assert caught.value.error_type.value == "denied" and "not allowed" in caught.value.message
 
 
-@pytest.mark.parametrize("flags", [["--files"], ["--json"], ["-u"], ["--no-config"], ["-C", "x"], ["-t"]])
+@pytest.mark.parametrize(
+    "flags", [["--files"], ["--json"], ["-u"], ["--no-config"], ["-C", "x"], ["-t"], ["-e", "x"], ["-f", "p"]]
+)
 def test_unknown_or_malformed_flags_are_invalid_input(flags: list[str]) -> None:
     with pytest.raises(ToolError) as caught:
         parse_flags(flags, same)

@@ -28,10 +28,12 @@ VALUED = {
     "--glob": "--glob", "--iglob": "--iglob", "-A": "--after-context", "--after-context": "--after-context",
     "-B": "--before-context", "--before-context": "--before-context", "-C": "--context", "--context": "--context",
     "-m": "--max-count", "--max-count": "--max-count", "-d": "--max-depth", "--max-depth": "--max-depth",
-    "--max-filesize": "--max-filesize", "-e": "--regexp", "--regexp": "--regexp", "-E": "--encoding",
+    "--max-filesize": "--max-filesize", "-E": "--encoding",
     "--encoding": "--encoding", "--ignore-file": "--ignore-file", "--sort": "--sort", "--sortr": "--sortr",
 }  # fmt: skip
 NUMERIC = {"--after-context", "--before-context", "--context", "--max-count", "--max-depth"}
+# Not allowed either, though they run nothing: -e/--regexp and -f/--file would turn the positional pattern
+# after "--" into a path to search, and --type-add/--pre-glob change what ripgrep reads.
 REFUSED = {
     "--pre": "it runs a program on every file",
     "--pre-glob": "it chooses files for --pre, which runs programs",

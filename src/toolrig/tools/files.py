@@ -18,7 +18,7 @@ from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.gitignore import IgnoreRules
-from toolrig.sandbox.listing import Entry, walk
+from toolrig.sandbox.listing import Entry, scan, walk
 from toolrig.sandbox.patterns import PatternSet
 from toolrig.sandbox.text import decode, numbered, sha256
 
@@ -49,8 +49,10 @@ def _size(n: int) -> str:
 def _missing(ctx: ToolContext, path: Path) -> str:
     parent = path.parent
     try:
-        names = [] if ctx.workspace.hidden(parent, is_dir=True) else os.listdir(parent)
-    except OSError:
+        names = (
+            [] if ctx.workspace.hidden(parent, is_dir=True) else [name for name, _, _ in scan(ctx.workspace, parent)]
+        )
+    except (OSError, ToolError):
         names = []
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
     hint = f" Similar names there: {', '.join(close)}." if close else ""
