@@ -119,3 +119,14 @@ def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> Non
     write(workspace, {f"f{n:02}.txt": "" for n in range(25)})
     out = Caller(workspace, {"tool_config": {"glob": {"max_files": 10}}}).ok("glob", pattern="*.txt")
     assert len(out["files"]) == 10 and out["count"] == 25 and "10 newest of 25" in out["message"]
+
+
+def test_non_utf8_lines_are_shown_with_replacement_characters(call: Caller, workspace: Path) -> None:
+    write(workspace, {"latin.txt": "caf\xe9 needle\n".encode("latin-1")})
+    assert call.ok("code_search", pattern="needle")["output"] == "latin.txt:1: caf\ufffd needle"
+
+
+def test_context_groups_are_separated_where_lines_are_not_adjacent(call: Caller, workspace: Path) -> None:
+    write(workspace, {"a.txt": "hit\nx\nx\nx\nx\nx\nhit\n", "b.txt": "hit\n"})
+    out = call.ok("code_search", pattern="hit", context=1, cwd="a.txt")["output"]
+    assert out == "a.txt:1: hit\na.txt-2- x\n--\na.txt-6- x\na.txt:7: hit"

@@ -7,10 +7,11 @@ against the workspace before it is shown.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
-import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +31,6 @@ from toolrig.sandbox.ripgrep import (
 )
 
 MAX_LINE_CHARS = 300
-_LINE = re.compile(rb"(\d+)([:-])")
 
 
 def _start(ctx: ToolContext, cwd: str | None) -> tuple[Path, Path, str]:
@@ -146,8 +146,7 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             argv.append(f"--max-count={input.max_results_per_file}")
         paths = _search_paths(start, rel, flags.hidden)
         if input.output_mode == "content":
-            argv += ["--null", "--line-number", "--with-filename", "--no-heading", "--color=never"]
-            argv += ["--", input.pattern, *paths]
+            argv += ["--json", "--", input.pattern, *paths]
             return self._content(ctx, root, argv, input, selection)
         mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
         argv += [mode, "--null", "--", input.pattern, *paths]
@@ -160,38 +159,38 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         matches = 0
         files: set[str] = set()
         truncated = False
-        seen: dict[bytes, str | None] = {}  # path as ripgrep printed it -> as shown, None = hidden
+        seen: dict[str, str | None] = {}  # path as ripgrep printed it -> as shown, None = hidden
+        last: tuple[str, int] = ("", 0)
         with RgRun(argv, root, input.timeout_seconds) as run:
-            shown: str | None = None
-            for raw in run.lines():  # 'path\0N:text' for a match, 'path\0N-text' for context, '--' between groups
-                printed, nul, rest = raw.partition(b"\0")
-                if not nul:
-                    if shown is not None and lines and lines[-1] != "--":
-                        lines.append("--")
+            for raw in run.lines():
+                kind = raw[9:14]  # b'{"type":"match"...': the record type without parsing begin/end records
+                if kind not in (b"match", b"conte"):
                     continue
+                data = json.loads(raw)["data"]
+                printed = _text(data["path"])
                 if printed not in seen:
-                    name = os.fsdecode(printed)
-                    seen[printed] = _shown(ctx, root, name) if selection.accepts(name) else None
+                    seen[printed] = _shown(ctx, root, printed) if selection.accepts(printed) else None
                 shown = seen[printed]
                 if shown is None:
                     continue
-                found = _LINE.match(rest)
-                if found is None:
-                    continue
-                separator = found.group(2).decode()
-                text = rest[found.end() :].rstrip(b"\r\n").decode("utf-8", errors="replace")
-                if len(text) > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + f"… [{len(text):,} chars]"
-                lines.append(f"{shown}{separator}{found.group(1).decode()}{separator} {text}")
-                if separator == ":":
+                number = data["line_number"]
+                if input.context and lines and (printed, number - 1) != last:
+                    lines.append("--")  # a gap: another file, or a distant part of this one
+                separator = ":" if kind == b"match" else "-"
+                for offset, text in enumerate(_text(data["lines"]).split("\n")):
+                    if offset and not text:
+                        continue
+                    if len(text) > MAX_LINE_CHARS:
+                        text = text[:MAX_LINE_CHARS] + f"… [{len(text):,} chars]"
+                    lines.append(f"{shown}{separator}{number + offset}{separator} {text.rstrip(chr(13))}")
+                    last = (printed, number + offset)
+                if kind == b"match":
                     matches += 1
                     files.add(shown)
                     if matches >= input.global_max_results:
                         truncated = True
                         run.stop()
                         break
-        while lines and lines[-1] == "--":
-            lines.pop()
         _raise_for_errors(run, matches, input.timeout_seconds)
         truncated = truncated or run.timed_out
         return CodeSearchOutput(
@@ -235,6 +234,13 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             truncated=truncated,
             message=_message(total, len(rows), truncated, run.timed_out, input),
         )
+
+
+def _text(value: dict[str, Any]) -> str:
+    """A ripgrep JSON string: ``text``, or ``bytes`` (base64) when it is not valid UTF-8."""
+    if "text" in value:
+        return str(value["text"])
+    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
 
 
 def _raise_for_errors(run: RgRun, found: int, timeout: float) -> None:
