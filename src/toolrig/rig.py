@@ -110,8 +110,19 @@ class Rig:
         try:
             anyio.get_current_task()
         except RuntimeError:
-            return anyio.run(lambda: self.call(name, args, **options))
-        raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+            pass
+        else:
+            raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+        # The main task returns nothing on purpose: on the way out, Python 3.11's asyncio.Runner builds the
+        # repr of the main task, result included (signal.getsignal -> ValueError message), which for a
+        # multi-megabyte result cost longer than the call itself.
+        box: list[ToolResult] = []
+
+        async def main() -> None:
+            box.append(await self.call(name, args, **options))
+
+        anyio.run(main)
+        return box[0]
 
     def schemas(self, format: SchemaFormat = "json", *, strict: bool | None = None) -> list[dict[str, Any]]:
         tools = self.registry.list()

@@ -20,7 +20,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
-_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\x1b")
+_CONTROLS = bytes(byte for byte in range(32) if byte not in b"\t\n\r\f\v\x1b")  # control bytes text rarely has
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def looks_binary(data: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    controls = sum(1 for byte in head if byte < 32 and byte not in _TEXT_CONTROLS)
+    controls = len(head) - len(head.translate(None, _CONTROLS))
     return bool(head) and controls * 10 > len(head)
 
 
@@ -99,17 +99,19 @@ def split_lines(text: str) -> list[str]:
 
 
 def numbered(text: str, offset: int = 1, limit: int | None = None) -> tuple[str, int, int]:
-    r"""``text`` as ``     N\\tline`` rows from line ``offset``; returns the view, total lines and last line shown."""
+    r"""``text`` as ``     N\tline`` rows from line ``offset``; returns the view, total lines and last line shown."""
     lines = split_lines(text)
     start = max(offset, 1) - 1
     end = len(lines) if limit is None else min(len(lines), start + limit)
-    rows = []
-    for number in range(start, end):
-        line = lines[number].rstrip("\r")
-        if len(line) > MAX_LINE_CHARS:
-            line = line[:MAX_LINE_CHARS] + f"… [line cut: {len(line):,} characters]"
-        rows.append(f"{number + 1:>6}\t{line}")
-    return "\n".join(rows), len(lines), end
+    shown = lines[start:end]
+    if "\r" in text:
+        shown = [line.rstrip("\r") for line in shown]
+    if shown and max(map(len, shown)) > MAX_LINE_CHARS:
+        shown = [
+            line if len(line) <= MAX_LINE_CHARS else f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line):,} characters]"
+            for line in shown
+        ]
+    return "\n".join([f"{number:>6}\t{line}" for number, line in enumerate(shown, start + 1)]), len(lines), end
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
