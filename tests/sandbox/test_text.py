@@ -70,3 +70,18 @@ def test_divergence_names_the_first_differing_line() -> None:
 def test_divergence_suggests_close_lines_when_nothing_starts_matching() -> None:
     hint = divergence("alpha\nbeta_value = 10\n", "beta_valeu = 10")
     assert "closest lines" in hint and "line 2" in hint
+
+
+def test_numbering_far_into_a_file_and_from_many_threads_stays_right() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = "".join(f"{n}\n" for n in range(1, 150_001))
+    view, total, _ = numbered(text, offset=120_000, limit=2)
+    assert view == "120000\t120000\n120001\t120001" and total == 150_000
+
+    def check(offset: int) -> bool:
+        rows = numbered(text, offset=offset, limit=300)[0].split("\n")
+        return all(row.split("\t")[0].strip() == row.split("\t")[1] for row in rows)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(check, range(1, 90_000, 7_001)))
