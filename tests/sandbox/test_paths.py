@@ -4,10 +4,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolrig.errors import ToolError
 from toolrig.sandbox.atomic import atomic_write_text
-from toolrig.sandbox.paths import Workspace
+from toolrig.sandbox.paths import Workspace, is_within
 
 
 def test_relative_paths_resolve_inside_the_root(workspace: Path) -> None:
@@ -221,3 +223,36 @@ def test_hidden_and_exclusion_globs_cover_state_git_and_deny_globs(
     assert ws.hidden(root / ".toolrig/x") and ws.hidden(root / ".git/config") and ws.hidden(root / "a.key")
     assert ws.hidden(root / "home-state/config.yaml") and not ws.hidden(root / "src/a.py")
     assert ws.exclusion_globs(root) == ["*.key", "/.toolrig", "/home-state"]
+
+
+SEGMENTS = ["..", ".", "a", "b", "link_out", "link_in", "loop", "", "~", "é", "x\x00y", "...", ".git", ".toolrig"]
+
+
+@given(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=8), st.booleans(), st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_spelling_resolves_inside_the_workspace_or_is_refused(
+    tree: tuple[Path, Path], parts: list[str], absolute: bool, write: bool
+) -> None:
+    root, outside = tree
+    spelled = ("/" if absolute else "") + "/".join(parts)
+    ws = Workspace(root)
+    try:
+        resolved = ws.resolve(spelled, write=write)
+    except ToolError as err:
+        assert err.error_type.value in {"denied", "invalid_input"} and err.message
+        return
+    assert is_within(resolved, root.resolve()) and not is_within(resolved, outside)
+    assert not is_within(resolved, root.resolve() / ".toolrig")  # the root's state; a nested .toolrig is data
+    if write:
+        assert ".git" not in resolved.relative_to(root.resolve()).parts
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "a/b").mkdir(parents=True)
+    outside.mkdir()
+    os.symlink(outside, root / "link_out")
+    os.symlink("a", root / "link_in")
+    os.symlink("loop", root / "loop")
+    return root, outside.resolve()

@@ -149,6 +149,7 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
     name = "write_file"
     group = "edit"
     destructive = True
+    sequential = True  # two edits of one file side by side would lose one of them
     description = (
         "Create a file or replace its whole content (mode 'append' adds to its end). Prefer str_replace for "
         "changing part of an existing file. Keeps the file's line endings (CRLF stays CRLF), encoding and mode; "
@@ -201,6 +202,7 @@ class StrReplace(Tool[StrReplaceInput, EditOutput]):
     name = "str_replace"
     group = "edit"
     destructive = True
+    sequential = True  # two edits of one file side by side would lose one of them
     description = (
         "Edit a file by exact text replacement: each 'old' must occur exactly once (or set replace_all) and "
         "is replaced by 'new'. Several replacements apply in order, all or none. Plain text, not regex. On a "
@@ -250,6 +252,7 @@ class Edit(Tool[EditInput, EditOutput]):
     name = "edit"
     group = "edit"
     destructive = True
+    sequential = True  # two edits of one file side by side would lose one of them
     description = (
         "Performs exact string replacements in files. old_string must match the file exactly (indentation "
         "included) and be unique unless replace_all is set. Plain text, not regex. Keeps line endings and "

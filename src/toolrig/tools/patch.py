@@ -50,6 +50,7 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
     name = "apply_patch"
     group = "patch"
     destructive = True
+    sequential = True  # a patch must not interleave with other edits of the same files
     description = (
         "Add, delete, update and move files with one patch in the Codex format:\n"
         "*** Begin Patch\n*** Update File: src/app.py\n@@ def main():\n-    print('hi')\n+    print('hello')\n"
