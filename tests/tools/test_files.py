@@ -108,3 +108,9 @@ def test_list_directory_recursive_with_a_pattern(call: Caller, workspace: Path) 
 def test_list_directory_of_a_file_is_not_found(call: Caller, workspace: Path) -> None:
     write(workspace, {"a.txt": ""})
     assert "is not a directory" in call.error("list_directory", "not_found", directories=[{"path": "a.txt"}])
+
+
+def test_list_directory_stops_at_its_budget_and_says_so(call: Caller, workspace: Path) -> None:
+    write(workspace, {f"d{n // 100}/f{n}.txt": "" for n in range(1_100)})
+    out = call.ok("list_directory", directories=[{"path": ".", "recursive": True}])
+    assert len(out["listings"]["."]) == 1_000 and "More entries were not shown" in out["message"]

@@ -7,6 +7,7 @@ ignored, binary, oversized and out-of-bounds files come back as markers, so one 
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +31,8 @@ TEMPLATE = "[TEMPLATE FILE]"
 BINARY = "[BINARY FILE]"
 NOT_A_FILE = "[NOT A FILE]"
 TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".tmpl", ".dist")
+MAX_TREE_ENTRIES = 5000
+MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, within the default output cap
 
 
 class FilesConfig(BaseModel):
@@ -200,15 +203,16 @@ class ReadSubtree(Tool[ReadSubtreeInput, ReadSubtreeOutput]):
                 candidates.append(Entry(start, start.name, "file", info.st_size, info.st_mtime, 0))
                 continue
             tree.append(f"{shown}/")
-            entries = sorted(walk(ctx.workspace, start, max_depth=input.max_depth, rules=rules, counts=counts),
-                             key=lambda e: e.rel)  # fmt: skip
-            for entry in entries[:5000]:
+            walked = walk(ctx.workspace, start, max_depth=input.max_depth, rules=rules, counts=counts)
+            entries = sorted(itertools.islice(walked, MAX_TREE_ENTRIES + 1), key=lambda e: e.rel)
+            for entry in entries[:MAX_TREE_ENTRIES]:
                 name = entry.rel.rsplit("/", 1)[-1]
                 suffix = "/" if entry.kind == "dir" else f" -> {entry.target}" if entry.kind == "symlink" else ""
                 tree.append(f"{'  ' * entry.depth}{name}{suffix}")
                 if entry.kind == "file":
                     candidates.append(entry)
-            counts["entries"] = counts.get("entries", 0) + max(0, len(entries) - 5000)
+            if len(entries) > MAX_TREE_ENTRIES:
+                counts["entries"] = counts.get("entries", 0) + 1
         files, cut = self._contents(ctx, candidates, input.max_bytes)
         return ReadSubtreeOutput(tree="\n".join(tree), files=files, message=self._message(counts, cut))
 
@@ -245,7 +249,7 @@ class ReadSubtree(Tool[ReadSubtreeInput, ReadSubtreeOutput]):
         if counts.get("deeper"):
             notes.append(f"{counts['deeper']} directories below max_depth not expanded.")
         if counts.get("entries"):
-            notes.append(f"{counts['entries']} more entries not listed.")
+            notes.append(f"The tree was cut at {MAX_TREE_ENTRIES:,} entries; read a smaller directory for the rest.")
         return " ".join(notes) or "Everything was shown."
 
 
@@ -281,7 +285,7 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
     read_only = True
     description = (
         "List directories: each entry's name, type (file/dir/symlink), size in bytes and modification time. "
-        "Set recursive to include everything below (gitignored entries are left out; at most 2000 entries per "
+        "Set recursive to include everything below (gitignored entries are left out; at most 1000 entries per "
         "call). pattern filters names with a glob such as '*.py' or 'src/**/test_*'."
     )
 
@@ -291,7 +295,7 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
     def execute(self, input: ListDirectoryInput, ctx: ToolContext) -> ListDirectoryOutput:
         matcher = PatternSet([input.pattern], braces=True) if input.pattern else None
         rules = ctx.workspace.ignore_rules()
-        budget = 2000
+        budget = MAX_LISTED
         listings: dict[str, list[DirectoryEntry]] = {}
         counts: dict[str, int] = {}
         for request in input.directories:
@@ -305,8 +309,8 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
                 if matcher is not None and not matcher.matches(entry.rel, is_dir=entry.kind == "dir"):
                     continue
                 if len(found) >= budget:
-                    counts["over"] = counts.get("over", 0) + 1
-                    continue
+                    counts["over"] = 1  # stop walking: a huge tree must not cost the whole walk
+                    break
                 found.append(_entry(entry))
             budget -= len(found)
             listings[ctx.workspace.display(directory)] = found
@@ -314,7 +318,7 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
         if counts.get("ignored"):
             notes.append(f"{counts['ignored']} gitignored entries left out.")
         if counts.get("over"):
-            notes.append(f"{counts['over']} more entries not shown; list a narrower directory or use a pattern.")
+            notes.append(f"More entries were not shown ({MAX_LISTED:,} per call); list a narrower directory or use a pattern.")
         return ListDirectoryOutput(listings=listings, message=" ".join(notes) or "Complete.")
 
 
