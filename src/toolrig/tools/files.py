@@ -318,7 +318,9 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
         if counts.get("ignored"):
             notes.append(f"{counts['ignored']} gitignored entries left out.")
         if counts.get("over"):
-            notes.append(f"More entries were not shown ({MAX_LISTED:,} per call); list a narrower directory or use a pattern.")
+            notes.append(
+                f"More entries were not shown ({MAX_LISTED:,} per call); list a narrower directory or use a pattern."
+            )
         return ListDirectoryOutput(listings=listings, message=" ".join(notes) or "Complete.")
 
 
