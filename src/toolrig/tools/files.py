@@ -31,7 +31,7 @@ TEMPLATE = "[TEMPLATE FILE]"
 BINARY = "[BINARY FILE]"
 NOT_A_FILE = "[NOT A FILE]"
 TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".tmpl", ".dist")
-MAX_TREE_ENTRIES = 5000
+MAX_TREE_ENTRIES = 2000
 MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, within the default output cap
 
 
