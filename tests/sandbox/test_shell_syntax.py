@@ -142,3 +142,33 @@ def test_quoted_words_joined_by_operators_are_read_back_exactly(commands: list[l
 def test_arbitrary_text_never_raises(text: str) -> None:
     result = analyse(text)
     assert result.parsed or result.reasons
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["$CMD -rf /", 'eval "$PAYLOAD"', 'bash -c "$SCRIPT"', "source ./setup.sh", ". ./setup.sh"],
+)
+def test_commands_that_may_run_unseen_code_are_not_readable(command: str) -> None:
+    result = analyse(command)
+    assert result.parsed and not result.readable and result.opaque
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $(rm -rf /)", "echo $(date +%s)", "for f in *; do rm $f; done", "eval 'rm -rf /'", "sleep 1 &"],
+)
+def test_not_plain_is_not_the_same_as_unreadable(command: str) -> None:
+    result = analyse(command)
+    assert result.readable and not result.plain
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("/bin/rm -rf /", "rm -rf /"),
+        ("/usr/bin/sudo /bin/rm -rf /", "rm -rf /"),
+        ("./node_modules/.bin/eslint .", "eslint ."),
+    ],
+)
+def test_deny_texts_name_path_programs_by_their_base_name(command: str, expected: str) -> None:
+    assert expected in analyse(command).commands[0].deny_texts

@@ -52,6 +52,12 @@ class ShellAnalysis:
     parsed: bool
     commands: tuple[SimpleCommand, ...] = ()
     reasons: tuple[str, ...] = ()  # why it is not plain (or why it could not be parsed)
+    opaque: tuple[str, ...] = ()  # the reasons that mean something may run that ``commands`` does not show
+
+    @property
+    def readable(self) -> bool:
+        """True when every command that could run is in ``commands`` (deny patterns can judge it)."""
+        return self.parsed and not self.opaque
 
     @property
     def plain(self) -> bool:
@@ -64,11 +70,18 @@ class _Walk:
     source: str
     commands: list[SimpleCommand] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    opaque: list[str] = field(default_factory=list)
     depth: int = 0
 
     def flag(self, reason: str) -> None:
         if reason not in self.reasons:
             self.reasons.append(reason)
+
+    def hide(self, reason: str) -> None:
+        """Flag a construct that can run something this reading cannot see."""
+        self.flag(reason)
+        if reason not in self.opaque:
+            self.opaque.append(reason)
 
 
 def analyse(command: str, *, _depth: int = 0) -> ShellAnalysis:
@@ -88,7 +101,9 @@ def analyse(command: str, *, _depth: int = 0) -> ShellAnalysis:
         _visit(tree, walk)
     if not walk.commands:
         walk.flag("no command to run")
-    return ShellAnalysis(command, parsed=True, commands=tuple(walk.commands), reasons=tuple(walk.reasons))
+    return ShellAnalysis(
+        command, parsed=True, commands=tuple(walk.commands), reasons=tuple(walk.reasons), opaque=tuple(walk.opaque)
+    )
 
 
 def _visit(node: Any, walk: _Walk) -> None:
@@ -122,7 +137,7 @@ def _visit(node: Any, walk: _Walk) -> None:
     elif kind in ("reservedword", "operator", "pipe"):
         return
     else:
-        walk.flag(f"uses shell syntax '{kind}'")
+        walk.hide(f"uses shell syntax '{kind}'")
 
 
 def _word_parts(word: Any, walk: _Walk) -> None:
@@ -138,7 +153,7 @@ def _word_parts(word: Any, walk: _Walk) -> None:
         elif part.kind == "tilde":
             continue
         else:
-            walk.flag(f"uses shell syntax '{part.kind}'")
+            walk.hide(f"uses shell syntax '{part.kind}'")
 
 
 def _redirect(node: Any, walk: _Walk) -> None:
@@ -175,13 +190,13 @@ def _command(node: Any, walk: _Walk) -> None:
         elif part.kind == "redirect":
             _redirect(part, walk)
         else:
-            walk.flag(f"uses shell syntax '{part.kind}'")
+            walk.hide(f"uses shell syntax '{part.kind}'")
     if not words:
         if assignments:
             walk.flag("only sets shell variables")
         return
     if any(p.kind == "parameter" for p in getattr(words[0], "parts", []) or []):
-        walk.flag("the command name comes from a variable")
+        walk.hide("the command name comes from a variable")
     argv = [_unquote(w, walk) for w in words]
     peeled, rest = _peel(argv, _ALLOW_PEEL)
     if not rest:  # `env` or `timeout 5` alone: the wrapper is the command
@@ -218,16 +233,22 @@ def _nested_script(argv: list[str], walk: _Walk) -> None:
         script = rest[index + 1] if index + 1 < len(rest) else None
     elif name in ("eval", "source", "."):
         script = " ".join(rest[1:]) if name == "eval" else None
-        walk.flag(f"runs code through '{name}'")
+        if name == "eval":
+            walk.flag("runs code through 'eval'")
+        else:
+            walk.hide(f"runs code from a file through '{name}'")
     if name in _SHELLS:
         walk.flag(f"starts a nested shell ({name})")
     if script and walk.depth >= 4:
-        walk.flag("nests shells too deeply to read")
+        walk.hide("nests shells too deeply to read")
     elif script:
         nested = analyse(script, _depth=walk.depth + 1)
         walk.commands.extend(nested.commands)
         for reason in nested.reasons:
-            walk.flag(reason)
+            if reason in nested.opaque or not nested.parsed:
+                walk.hide(reason)
+            else:
+                walk.flag(reason)
 
 
 def _peel(argv: list[str], wrappers: frozenset[str]) -> tuple[list[str], list[str]]:
@@ -267,15 +288,29 @@ _OPTION_VALUES = {
 
 
 def _deny_texts(argv: list[str]) -> tuple[str, ...]:
-    texts = [" ".join(argv)]
+    """The command and every wrapper-peeled form of it.
+
+    Each form also appears with a path-named program by its base name: ``/bin/rm -rf /`` is ``rm -rf /``.
+    """
+    forms = [argv]
     rest = list(argv)
-    while rest and rest[0] in _DENY_PEEL:
+    while rest and _base(rest[0]) in _DENY_PEEL:
+        rest[0] = _base(rest[0])
         _, rest = _peel(rest, frozenset({rest[0]}))
         if rest and rest[0] not in _DENY_PEEL and rest[0].isdigit():
             rest = rest[1:]  # `nice 5 cmd`, `chrt 10 cmd`: a bare number before the command
         if rest:
-            texts.append(" ".join(rest))
+            forms.append(rest)
+    texts: list[str] = []
+    for form in forms:
+        texts.append(" ".join(form))
+        if "/" in form[0] and _base(form[0]):
+            texts.append(" ".join([_base(form[0]), *form[1:]]))
     return tuple(dict.fromkeys(texts))
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
 
 
 def matches(pattern: str, text: str) -> bool:
