@@ -8,6 +8,11 @@ import pytest
 from tests.file_helpers import Caller, write
 
 
+def names(workspace: Path) -> list[str]:
+    """What is in the workspace, leaving out toolrig's own state (the audit log lives there)."""
+    return sorted(p.name for p in workspace.iterdir() if p.name != ".toolrig")
+
+
 def patch(*body: str) -> str:
     return "\n".join(["*** Begin Patch", *body, "*** End Patch"])
 
@@ -54,7 +59,7 @@ def test_a_failure_in_a_later_hunk_writes_nothing(call: Caller, workspace: Path)
         ),
     )
     assert message.startswith("Failed to find expected lines in b.txt:\nzzz")
-    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt"]
+    assert names(workspace) == ["a.txt", "b.txt"]
     assert (workspace / "a.txt").read_text() == "a\n"
 
 
@@ -89,7 +94,7 @@ def test_a_write_failing_midway_rolls_every_file_back(
         ),
     )
     assert "No space left on device" in message and "restored" in message
-    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt", "b.txt", "gone.txt"]
+    assert names(workspace) == ["a.txt", "b.txt", "gone.txt"]
     assert (workspace / "a.txt").read_text() == "a\n" and (workspace / "gone.txt").read_text() == "keep me\n"
     assert (workspace / "gone.txt").stat().st_mode & 0o777 == 0o640
 
@@ -120,3 +125,14 @@ def test_binary_targets_and_directories_are_refused(call: Caller, workspace: Pat
     call.error("apply_patch", "conflict", patch=patch("*** Add File: d", "+x"))
     os.symlink("d", workspace / "dlink")
     call.error("apply_patch", "not_found", patch=patch("*** Delete File: dlink"))
+
+
+def test_policy_rules_see_every_path_of_a_patch_including_move_to(workspace: Path) -> None:
+    write(workspace, {"src/a.py": "x\n"})
+    caller = Caller(
+        workspace, {"tools": {"rules": [{"tool": "apply_patch", "subject": "secrets/**", "verdict": "deny"}]}}
+    )
+    moved = patch("*** Update File: src/a.py", "*** Move to: secrets/a.py", "@@", "-x", "+y")
+    assert caller("apply_patch", patch=moved).error_type == "denied"
+    assert (workspace / "src/a.py").read_text() == "x\n" and not (workspace / "secrets").exists()
+    caller.ok("apply_patch", patch=patch("*** Update File: src/a.py", "@@", "-x", "+y"))
