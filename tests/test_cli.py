@@ -152,3 +152,14 @@ def test_help_lists_the_governance_commands() -> None:
     assert code == 0 and "audit" in out and "policy" in out
     code, out, _ = run("call", "--help")
     assert "--agent NAME" in out and "approvals.fallback" in out
+
+
+def test_an_ignored_workspace_setting_is_warned_about_once(workspace: Path) -> None:
+    (workspace / ".toolrig").mkdir()
+    (workspace / ".toolrig/config.yaml").write_text("workspace:\n  extra_paths: [/]\n")
+    env = {**os.environ, "TOOLRIG_HOME": str(workspace / "home")}
+    argv = [sys.executable, "-m", "toolrig", "call", "calculate", "--json", '{"expression": "1"}']
+    out = subprocess.run([*argv, "--root", str(workspace)], capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0
+    assert out.stderr.count("workspace.extra_paths") == 1
+    assert out.stderr.startswith("toolrig: warning: ")

@@ -68,8 +68,6 @@ def make_rig(root: Path, *, agent: str | None = None, approval_channel: Approval
         rig.registry  # noqa: B018 - validates per-tool config now, so errors surface before any call
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
-    for warning in rig.loaded.warnings:
-        click.echo(f"toolrig: warning: {warning}", err=True)
     return rig
 
 
@@ -279,4 +277,10 @@ def trust(directory: Path, remove: bool, show: bool) -> None:
 
 
 def main() -> None:
+    import logging
+
+    # Library warnings (an ignored setting in an untrusted workspace, a broken plugin) reach the terminal once.
+    logging.basicConfig(format="toolrig: %(levelname)s: %(message)s", level=logging.WARNING)
+    logging.addLevelName(logging.WARNING, "warning")
+    logging.addLevelName(logging.ERROR, "error")
     app(prog_name="toolrig")
