@@ -152,6 +152,24 @@ def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, too
     assert (caught.value.file, caught.value.line, caught.value.key) == (path, 3, "tool_config.greet.greting")
 
 
+def test_an_untrusted_workspace_may_add_deny_and_read_only_globs_and_they_reach_the_tools(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "workspace:\n  deny_globs: ['*.pem']\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "workspace:\n  deny_globs: ['.env']\n  read_only_globs: ['vendor/']\n",
+    )
+    config = load_config(workspace).config
+    assert config.workspace.deny_globs == ["*.pem", ".env"]
+    assert config.workspace.read_only_globs == ["vendor/"]
+    write(workspace / "vendor/lib.py", "x = 1\n")
+    rig = Rig(workspace)
+    assert rig.call_sync("read_files", {"paths": [".env"]}).error_type == "denied"
+    assert rig.call_sync("write_file", {"path": "vendor/lib.py", "content": "y"}).error_type == "denied"
+    assert not rig.call_sync("read_files", {"paths": ["vendor/lib.py"]}).is_error
+
+
 def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
     workspace: Path, toolrig_home: Path
 ) -> None:

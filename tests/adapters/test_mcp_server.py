@@ -268,3 +268,19 @@ async def test_governance_rules_that_ask_are_answered_through_the_client(
     assert free.is_error is False
     assert (workspace / "yes.txt").read_text() == "ok"
     assert len(asked) == 1 and "Writing needs a yes." in asked[0]
+
+
+async def test_file_and_search_tools_work_through_the_official_client(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    # The client checks every structured result against the tool's listed output schema.
+    async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log") as client:
+        written = await client.call_tool("write_file", {"path": "src/a.py", "content": "needle = 1\n"})
+        assert written.is_error is False, written.content
+        read = await client.call_tool("read_files", {"paths": ["src/a.py"]})
+        assert read.is_error is False and "needle = 1" in json.dumps(read.structured_content)
+        found = await client.call_tool("code_search", {"pattern": "needle"})
+        assert found.is_error is False and "src/a.py" in json.dumps(found.structured_content)
+        outside = await client.call_tool("read_files", {"paths": ["/etc/passwd"]})
+        assert outside.is_error is True and text_of(outside)["error_type"] == "denied"
+    assert (workspace / "src/a.py").read_text() == "needle = 1\n"
