@@ -284,3 +284,19 @@ async def test_file_and_search_tools_work_through_the_official_client(
         outside = await client.call_tool("read_files", {"paths": ["/etc/passwd"]})
         assert outside.is_error is True and text_of(outside)["error_type"] == "denied"
     assert (workspace / "src/a.py").read_text() == "needle = 1\n"
+
+
+async def test_a_search_reports_progress_to_a_client_that_asks(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    for index in range(20):
+        (workspace / f"f{index}.txt").write_text("needle\n" * 5, encoding="utf-8")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log") as client:
+        found = await client.call_tool("code_search", {"pattern": "needle"}, progress_callback=on_progress)
+    assert found.is_error is False
+    assert seen and seen[0][0] >= 1 and seen[0][2] is not None and "matches in" in seen[0][2]
