@@ -61,6 +61,7 @@ class ToolCall:
     decided_by: str = ""
     approval: str = ""
     started: float = 0.0
+    events: EventSink | None = None  # the caller's sink: gates emit approval events to the run that asked
 
 
 class Gate(Protocol):
@@ -152,6 +153,7 @@ class Executor:
             parent_agent_id=parent_agent_id,
             session_id=session_id,
             started=time.perf_counter(),
+            events=events or self.events,
         )
         token = CancelToken()
         try:

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.fake_llm import FakeLLM
+from tests.agent.sample_tools import agent_tools
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLM]:
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The shared fake provider with an empty script; a test that leaves replies unused fails."""
+    llm_server.reset()
+    yield llm_server
+    left = llm_server.reset()
+    assert not left, f"{len(left)} scripted replies were never requested"
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def agent_config(llm: FakeLLM, provider: str, **agent: Any) -> dict[str, Any]:
+    """Config that points the provider's real SDK at the fake server."""
+    base = {
+        "provider": provider,
+        "model": "claude-test" if provider == "anthropic" else "gpt-test",
+        "base_url": llm.anthropic_url if provider == "anthropic" else llm.openai_url,
+        "api_key": "test-key",
+        "max_retries": 0,
+        "request_timeout_seconds": 20,
+    }
+    return {"agent": {**base, **agent}}
+
+
+@pytest.fixture
+def make_rig(workspace: Path, llm: FakeLLM, provider: str) -> Any:
+    def make(**agent: Any) -> Rig:
+        extra = agent.pop("rig_options", {})
+        return Rig(workspace, config=agent_config(llm, provider, **agent), registry=Registry(agent_tools()), **extra)
+
+    return make
