@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from toolrig.rig import Rig
+
+if TYPE_CHECKING:
+    from tests.agent.fake_llm import FakeLLM
 
 
 @pytest.fixture(autouse=True)
@@ -31,3 +35,22 @@ def rig(workspace: Path) -> Rig:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLM]:
+    """A local server speaking the Anthropic and OpenAI wire protocols (tests/agent/fake_llm.py)."""
+    from tests.agent.fake_llm import FakeLLM
+
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The shared fake provider with an empty script; a test that leaves replies unused fails."""
+    llm_server.reset()
+    yield llm_server
+    left = llm_server.reset()
+    assert not left, f"{len(left)} scripted replies were never requested"

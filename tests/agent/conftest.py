@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,22 +9,6 @@ from tests.agent.fake_llm import FakeLLM
 from tests.agent.sample_tools import agent_tools
 from toolrig.registry import Registry
 from toolrig.rig import Rig
-
-
-@pytest.fixture(scope="session")
-def llm_server() -> Iterator[FakeLLM]:
-    server = FakeLLM().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
-    """The shared fake provider with an empty script; a test that leaves replies unused fails."""
-    llm_server.reset()
-    yield llm_server
-    left = llm_server.reset()
-    assert not left, f"{len(left)} scripted replies were never requested"
 
 
 @pytest.fixture(params=["anthropic", "openai"])
