@@ -69,6 +69,7 @@ class Reply:
     error_after: int | None = None  # send a mid-stream error event after this many events
     usage: tuple[int, int, int, int] = (100, 20, 0, 0)  # input, output, cache_read, cache_write
     stop: str | None = None  # override the stop reason
+    raw: list[Any] | None = None  # exact SSE data payloads (OpenAI form), for odd streams from compatible servers
 
 
 def reply(*blocks: Block, **options: Any) -> Reply:
@@ -275,7 +276,10 @@ class FakeLLM:
                 _error_body(kind, script.status, script.error_type), script.status, headers=script.headers
             )
         model = str(body.get("model", "fake"))
-        events = anthropic_events(script, model) if kind == "anthropic" else openai_events(script, model)
+        if script.raw is not None:
+            events = [_sse(None, item) for item in script.raw]
+        else:
+            events = anthropic_events(script, model) if kind == "anthropic" else openai_events(script, model)
 
         async def stream() -> Any:
             try:

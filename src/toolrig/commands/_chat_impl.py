@@ -194,8 +194,8 @@ class Chat:
         if name == "/tools":
             for item in self.rig.tools():
                 summary = item.description.split(". ")[0].rstrip(".")
-                line = Text.assemble((f"{item.name:<20}", "cyan"), f" {summary}")
-                self.console.print(line, no_wrap=True, overflow="ellipsis")
+                row = Text.assemble((f"{item.name:<20}", "cyan"), f" {summary}")
+                self.console.print(row, no_wrap=True, overflow="ellipsis")
         elif name == "/usage":
             u = self.usage
             self.console.print(

@@ -140,8 +140,8 @@ class AnthropicProvider:
         return params
 
     async def stream(self, request: TurnRequest) -> AsyncIterator[Event | TurnComplete]:
-        import httpx2
         import anthropic
+        import httpx2
 
         try:
             stream = await self.client().messages.create(**self.params(request), stream=True)

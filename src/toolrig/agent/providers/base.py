@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from toolrig.agent.errors import RunError
+from toolrig.agent.errors import RunError, RunErrorKind
 from toolrig.agent.messages import Message, ToolCallBlock
 from toolrig.agent.usage import Usage
 from toolrig.events import Event
@@ -70,28 +70,61 @@ def call_args(block: ToolCallBlock) -> dict[str, Any]:
     return parsed if parsed is not None else {"_invalid_json": block.arguments}
 
 
+_BY_CLASS: dict[str, RunErrorKind] = {
+    "APITimeoutError": "timeout",
+    "APIConnectionError": "connection",
+    "AuthenticationError": "auth",
+    "PermissionDeniedError": "auth",
+    "RateLimitError": "rate_limited",
+    "InternalServerError": "overloaded",
+    "OverloadedError": "overloaded",
+    "ServiceUnavailableError": "overloaded",
+    "GatewayTimeoutError": "overloaded",
+    "BadRequestError": "bad_request",
+    "NotFoundError": "bad_request",
+    "UnprocessableEntityError": "bad_request",
+    # httpx2's own errors, raised while a stream is being read
+    "ReadTimeout": "timeout",
+    "WriteTimeout": "timeout",
+    "PoolTimeout": "timeout",
+    "ConnectTimeout": "timeout",
+    "RemoteProtocolError": "connection",
+    "ReadError": "connection",
+    "WriteError": "connection",
+    "ConnectError": "connection",
+}
+# Error events inside a 200 stream name their type in the body (Anthropic's `event: error`).
+_BY_ERROR_TYPE: dict[str, RunErrorKind] = {
+    "overloaded_error": "overloaded",
+    "api_error": "overloaded",
+    "rate_limit_error": "rate_limited",
+    "authentication_error": "auth",
+    "invalid_request_error": "bad_request",
+}
+_WHAT: dict[RunErrorKind, str] = {
+    "timeout": "timed out (after the SDK's retries)",
+    "connection": "cannot be reached or dropped the connection",
+    "auth": "refused the API key",
+    "rate_limited": "rate limited the request (after the SDK's retries)",
+    "overloaded": "is overloaded or failing (after the SDK's retries)",
+    "bad_request": "rejected the request",
+    "provider": "failed",
+}
+
+
 def provider_error(exc: Exception, provider: str) -> RunError:
-    """A provider SDK exception as a RunError; both SDKs name their exceptions alike."""
-    kind = type(exc).__name__
+    """A provider SDK (or httpx2) exception as a RunError whose ``kind`` scripts can branch on."""
     status = getattr(exc, "status_code", None)
-    message = getattr(exc, "message", None) or str(exc) or kind
-    label = f"{provider} returned {status}" if status else provider
-    if kind.endswith("Timeout") and kind != "APITimeoutError":  # httpx2 errors raised mid-stream
-        return RunError("timeout", f"{provider}: the stream stalled and timed out")
-    if kind in ("RemoteProtocolError", "ReadError", "WriteError", "NetworkError", "ProtocolError"):
-        return RunError("connection", f"{provider}: the connection broke mid-stream: {message}")
-    if kind == "APITimeoutError":
-        return RunError("timeout", f"{provider}: the request timed out (after the SDK's retries)")
-    if kind == "APIConnectionError":
-        return RunError("connection", f"{provider}: cannot reach the endpoint: {message}")
-    if kind in ("AuthenticationError", "PermissionDeniedError"):
-        return RunError("auth", f"{label}: the API key was refused: {message}")
-    if kind == "RateLimitError":
-        return RunError("rate_limited", f"{label}: rate limited (after the SDK's retries): {message}")
-    if kind in ("OverloadedError", "InternalServerError", "ServiceUnavailableError", "GatewayTimeoutError") or (
-        isinstance(status, int) and status >= 500
-    ):
-        return RunError("overloaded", f"{label}: the provider is overloaded or failing: {message}")
-    if kind in ("BadRequestError", "NotFoundError", "UnprocessableEntityError"):
-        return RunError("bad_request", f"{label}: the request was rejected: {message}")
-    return RunError("provider", f"{label}: {message}")
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    error_type = str(error.get("type", "")) if isinstance(error, dict) else ""
+    kind: RunErrorKind = _BY_CLASS.get(type(exc).__name__, "provider")
+    if status == 200 and error_type:
+        kind = _BY_ERROR_TYPE.get(error_type, "provider")
+        status = None
+    elif kind == "provider" and isinstance(status, int) and status >= 500:
+        kind = "overloaded"
+    detail = str(error.get("message")) if isinstance(error, dict) and error.get("message") else ""
+    detail = detail or getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    label = f"{provider} ({status})" if status else provider
+    return RunError(kind, f"{label} {_WHAT[kind]}: {detail}")
