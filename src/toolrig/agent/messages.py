@@ -66,6 +66,8 @@ _BLOCKS: dict[str, type[Block]] = {
     "tool_result": ToolResultBlock,
 }
 
+_OPTIONAL = frozenset({"signature", "redacted", "provider"})  # left out of the JSON when empty
+
 
 @dataclass(slots=True)
 class Message:
@@ -92,7 +94,7 @@ class Message:
         blocks = []
         for block in self.content:
             data = {name: getattr(block, name) for name in block.__slots__}
-            blocks.append({k: v for k, v in data.items() if v != "" or k in ("text", "arguments", "content")})
+            blocks.append({k: v for k, v in data.items() if v != "" or k not in _OPTIONAL})
         return {"role": self.role, "content": blocks}
 
     @classmethod
