@@ -260,17 +260,18 @@ async def test_a_stalled_stream_times_out_as_a_run_error(llm: FakeLLM, make_rig:
     llm.script(reply(Text("a", "b"), hang_after=3))
     events, on_event = collect()
     with anyio.fail_after(15), pytest.raises(RunError) as caught:
-        await run_agent("hi", rig=make_rig(request_timeout_seconds=0.3), on_event=on_event)
+        await run_agent("hi", rig=make_rig(request_timeout_seconds=1.0), on_event=on_event)
     assert caught.value.kind == "timeout"
     assert events[-1].type == "error" and events[-1].kind == "timeout"  # type: ignore[union-attr]
 
 
 async def test_the_run_timeout_stops_a_run_that_takes_too_long(llm: FakeLLM, make_rig: Any) -> None:
-    sample_tools.reset_probe()
+    probe = sample_tools.reset_probe()
     llm.script(reply(Call("c1", "hang", "{}")))
     with anyio.fail_after(15), pytest.raises(RunError) as caught:
-        await run_agent("wait", RunOptions(timeout=0.3), rig=make_rig())
-    assert caught.value.kind == "timeout" and "0.3 seconds" in caught.value.message
+        await run_agent("wait", RunOptions(timeout=1.5), rig=make_rig())
+    assert caught.value.kind == "timeout" and "1.5 seconds" in caught.value.message
+    assert probe.log == ["hang:start", "hang:stopped"]
 
 
 async def test_429_is_retried_by_the_sdk_then_succeeds(llm: FakeLLM, make_rig: Any) -> None:

@@ -16,6 +16,9 @@ class Terminal:
             raise RuntimeError("tmux is not installed: `apt-get install -y tmux` (.ci/run does this)")
         self.socket = str(socket_dir / "tmux.sock")
         self.name = name
+        # remain-on-exit keeps the pane (and the program's last screen) after the program exits.
+        self.conf = socket_dir / "tmux.conf"
+        self.conf.write_text("set -g remain-on-exit on\nset -g history-limit 5000\n")
 
     def _tmux(self, *args: str) -> str:
         done = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=10)
@@ -64,8 +67,23 @@ class Terminal:
                 raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
             time.sleep(0.05)  # a terminal can only be read by polling
 
-    def exited(self) -> bool:
-        return self._tmux("display-message", "-p", "-t", self.name, "#{pane_dead}").strip() == "1"
+    def pid(self) -> int:
+        return int(self._tmux("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
+
+    def wait_exit(self, pid: int, timeout: float = 20.0) -> None:
+        """Wait for the program itself to end (tmux can take seconds to reap it on a busy machine)."""
+        deadline = time.monotonic() + timeout
+        stat = Path(f"/proc/{pid}/stat")
+        while True:
+            try:
+                state = stat.read_text().rsplit(")", 1)[1].split()[0]
+            except (FileNotFoundError, IndexError):
+                return
+            if state in ("Z", "X"):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the program did not exit within {timeout}s; the screen was:\n{self.screen()}")
+            time.sleep(0.05)
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)

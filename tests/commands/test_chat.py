@@ -77,9 +77,11 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     terminal.wait_for("(cancelled)")
     terminal.type_line("/tools")
     terminal.wait_for("calculate")
+    pid = terminal.pid()
     terminal.type_line("/exit")
-    deadline_screen = terminal.wait_for("Pane is dead")
-    assert "Traceback" not in deadline_screen
+    terminal.wait_exit(pid)
+    final = terminal.screen()
+    assert "Traceback" not in final
     assert len(llm.requests) == 3
 
 

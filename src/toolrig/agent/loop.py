@@ -217,7 +217,8 @@ class _Run:
             current_channel.reset(reset)
             current_hooks.reset(reset_hooks)
             if self.owns_provider:
-                with anyio.CancelScope(shield=True):
+                # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.provider.aclose()
             if self.store is not None:
                 self.store.close()

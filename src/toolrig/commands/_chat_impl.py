@@ -132,7 +132,7 @@ class Chat:
                         continue
                     self.turn(portal, line)
             finally:
-                portal.call(self.provider.aclose)
+                portal.call(self._close)
 
     def turn(self, portal: anyio.from_thread.BlockingPortal, line: str) -> None:
         abort = portal.call(anyio.Event)
@@ -180,6 +180,10 @@ class Chat:
             else:
                 self.questions.put(item)
                 return
+
+    async def _close(self) -> None:
+        with anyio.move_on_after(5):
+            await self.provider.aclose()
 
     async def _run(self, line: str, options: RunOptions) -> RunResult:
         from toolrig.agent.loop import run_agent
