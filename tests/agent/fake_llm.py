@@ -227,14 +227,17 @@ class Received:
 class FakeLLM:
     """The server and its script; ``anthropic_url`` / ``openai_url`` are the SDKs' base URLs."""
 
-    def __init__(self) -> None:
+    def __init__(self, cycle: list[Reply] | None = None) -> None:
         self._script: deque[Reply] = deque()
+        self._cycle = cycle or []  # replies served in turn once the script is empty (benchmarks)
+        self._served = 0
         self._lock = threading.Lock()
         self.requests: list[Received] = []
         self.disconnects = 0
         # Bound and listening before the server thread starts: a client can connect at once (the kernel
         # queues it), so nobody has to wait for the server to come up.
         self._socket = socket.socket()
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind(("127.0.0.1", 0))
         self._socket.listen(64)
         self.port = int(self._socket.getsockname()[1])
@@ -269,6 +272,9 @@ class FakeLLM:
         with self._lock:
             self.requests.append(Received(path, body, dict(request.headers)))
             script = self._script.popleft() if self._script else None
+            if script is None and self._cycle:
+                script = self._cycle[self._served % len(self._cycle)]
+                self._served += 1
         if script is None:
             return JSONResponse(_error_body(kind, 500, "no_script"), status_code=500)
         if script.status != 200:
@@ -314,3 +320,30 @@ class FakeLLM:
         if self._thread is not None:
             self._thread.join(10)
         self._socket.close()
+
+
+SCENARIOS: dict[str, list[Reply]] = {
+    # One answer of 50 streamed fragments.
+    "text": [reply(Text(*[f"word{i} " for i in range(50)]))],
+    # Three turns that each call a tool, then the answer: four model turns per run.
+    "tools": [
+        reply(Text("Adding."), Call("c1", "add", '{"a": 1,', ' "b": 2}')),
+        reply(Call("c2", "add", '{"a": 3, "b": 4}')),
+        reply(Call("c3", "add", '{"a": 5, "b": 6}')),
+        reply(Text(*[f"word{i} " for i in range(50)])),
+    ],
+}
+
+
+def main() -> None:
+    """``python -m tests.agent.fake_llm SCENARIO``: serve until stdin closes; prints the port first."""
+    import sys
+
+    server = FakeLLM(cycle=SCENARIOS[sys.argv[1]]).start()
+    print(server.port, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -62,6 +62,7 @@ class _Progress:
     turns_used: int = 0
     session_turn: int = 0
     partial: list[str] = field(default_factory=list)
+    unsaved: list[Message] = field(default_factory=list)  # written with the next record, in one transaction
     open_turn: bool = False  # an assistant turn with calls whose results are not recorded yet
 
 
@@ -86,7 +87,7 @@ class _Run:
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
-        self.store = SessionStore.for_state_dir(rig.workspace.state_dir) if options.persist else None
+        self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
         self.hooks = HookChain()
         for hook in options.hooks:
             self.hooks.add(hook)
@@ -129,6 +130,9 @@ class _Run:
 
     def _record(self, progress: _Progress, messages: list[Message], **fields: Any) -> None:
         if self.store is not None:
+            if progress.unsaved:
+                messages = [*progress.unsaved, *messages]
+                progress.unsaved = []
             self.store.record(self.session_id, turn=progress.session_turn, messages=messages, **fields)
 
     # ------------------------------------------------------------------------------ entry points
@@ -144,7 +148,7 @@ class _Run:
         if closing is not None:
             first = Message("user", [*closing.content, *first.content])
         progress.messages.append(first)
-        self._record(progress, [first])
+        progress.unsaved.append(first)
         return await self._guarded(progress, None, self._channel())
 
     async def resume(self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]) -> RunResult:
@@ -220,8 +224,6 @@ class _Run:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.provider.aclose()
-            if self.store is not None:
-                self.store.close()
 
     @staticmethod
     async def _watch_abort(abort: anyio.Event, scope: anyio.CancelScope) -> None:
@@ -259,7 +261,6 @@ class _Run:
             calls = complete.message.tool_calls
             if not calls:
                 response = complete.message.text
-                self._record(progress, [], status="done")
                 await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
                 return self._result(progress, response, "completed")
             outcome = await self._tool_phase(progress, {})
@@ -294,7 +295,13 @@ class _Run:
             emit(ChunkEvent(text))
         s = self.provider.settings
         self._record(
-            progress, [message], usage=usage, model=s.model, provider=s.provider, stop_reason=complete.stop_reason
+            progress,
+            [message],
+            usage=usage,
+            model=s.model,
+            provider=s.provider,
+            stop_reason=complete.stop_reason,
+            status=None if message.tool_calls else "done",
         )
         progress.session_turn += 1
         if self.budget is not None and progress.usage.cost_usd > self.budget:
@@ -334,17 +341,15 @@ class _Run:
             message.content.append(TextBlock(SUMMARY_REQUEST.format(turns=self.max_turns)))
         progress.messages.append(message)
         progress.open_turn = False
-        self._record(progress, [message], tool_calls=records)
+        self._record(progress, [message], tool_calls=records, status="done" if terminal is not None else None)
         if terminal is not None:
             output = (terminal.result.output if terminal.result else None) or {}
             response = _terminal_text(output)
-            self._record(progress, [], status="done")
             await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
             return self._result(progress, response, "terminal", output=output)
         if progress.turns_used >= self.max_turns:
             complete = await self._model_turn(progress, tool_choice="none")
             response = complete.message.text
-            self._record(progress, [], status="done")
             await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
             return self._result(progress, response, "max_turns")
         return None

@@ -47,6 +47,10 @@ CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
 """
 
 
+_SHARED: dict[Path, SessionStore] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 def new_session_id() -> str:
     """Sortable by start time, unique without coordination."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
@@ -97,6 +101,22 @@ class SessionStore:
     @classmethod
     def for_state_dir(cls, state_dir: Path) -> SessionStore:
         return cls(state_dir / DB_NAME)
+
+    @classmethod
+    def shared(cls, state_dir: Path) -> SessionStore:
+        """One open store per database for the whole process.
+
+        Closing the last connection to a WAL database checkpoints and syncs it (~20 ms here), which a run
+        should not pay at its end; the shared connection stays open until the process exits.
+        """
+        store = _SHARED.get(state_dir)
+        if store is not None:
+            return store
+        with _SHARED_LOCK:
+            path = (state_dir / DB_NAME).resolve()
+            store = next((s for s in _SHARED.values() if s.path == path), None) or cls(path)
+            _SHARED[state_dir] = store
+            return store
 
     def close(self) -> None:
         self._db.close()
@@ -151,13 +171,12 @@ class SessionStore:
                             usage.cache_write, usage.cost_usd, stop_reason, now,
                         ),
                     )  # fmt: skip
-                db.executemany(
-                    "INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (session_id, c.call_id, c.turn, c.name, c.args, int(c.is_error), c.preview, c.duration_ms)
-                        for c in tool_calls
-                    ],
-                )
+                calls = [
+                    (session_id, c.call_id, c.turn, c.name, c.args, int(c.is_error), c.preview, c.duration_ms)
+                    for c in tool_calls
+                ]
+                if calls:
+                    db.executemany("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)", calls)
                 sets: list[str] = ["updated = ?"]
                 values: list[Any] = [now]
                 if model:
