@@ -106,27 +106,7 @@ async def _measure(kind: str, scenario: str, port: int, rounds: int, runs: int) 
     _install_transport(bare, peer_timing)
     workspace = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     rig = Rig(workspace, config={}, registry=Registry([add]))
-    params = bare.params(_request(rig, kind))  # type: ignore[attr-defined]
     first_text: dict[str, list[float]] = {"ours": [], "peer": []}
-
-    async def peer() -> None:
-        for _ in range(turns):
-            peer_timing.first = None
-            seen = False
-            if kind == "anthropic":
-                stream = await bare.client().messages.create(**params, stream=True)  # type: ignore[attr-defined]
-                async with stream:
-                    async for event in stream:
-                        if not seen and event.type == "content_block_delta" and event.delta.type == "text_delta":
-                            seen = True
-                            first_text["peer"].append(time.perf_counter() - (peer_timing.first or 0))
-            else:
-                stream = await bare.client().chat.completions.create(**params)  # type: ignore[attr-defined]
-                async with stream:
-                    async for chunk in stream:
-                        if not seen and chunk.choices and chunk.choices[0].delta.content:
-                            seen = True
-                            first_text["peer"].append(time.perf_counter() - (peer_timing.first or 0))
 
     def make_ours(persist: bool) -> Any:
         async def ours() -> None:
@@ -146,6 +126,39 @@ async def _measure(kind: str, scenario: str, port: int, rounds: int, runs: int) 
             assert result.turns == turns, result
 
         return ours
+
+    # The peer sends exactly the request bodies the loop sent, turn by turn (the history grows per turn).
+    recorded: list[dict[str, Any]] = []
+    original = provider.params  # type: ignore[attr-defined]
+
+    def recording(request: Any) -> dict[str, Any]:
+        made: dict[str, Any] = original(request)
+        if len(recorded) < turns:
+            recorded.append(made)
+        return made
+
+    provider.params = recording  # type: ignore[attr-defined]
+    await make_ours(False)()
+    provider.params = original  # type: ignore[attr-defined]
+
+    async def peer() -> None:
+        for params in recorded:
+            peer_timing.first = None
+            seen = False
+            if kind == "anthropic":
+                stream = await bare.client().messages.create(**params, stream=True)  # type: ignore[attr-defined]
+                async with stream:
+                    async for event in stream:
+                        if not seen and event.type == "content_block_delta" and event.delta.type == "text_delta":
+                            seen = True
+                            first_text["peer"].append(time.perf_counter() - (peer_timing.first or 0))
+            else:
+                stream = await bare.client().chat.completions.create(**params)  # type: ignore[attr-defined]
+                async with stream:
+                    async for chunk in stream:
+                        if not seen and chunk.choices and chunk.choices[0].delta.content:
+                            seen = True
+                            first_text["peer"].append(time.perf_counter() - (peer_timing.first or 0))
 
     contenders = {
         "raw SDK stream": peer,
@@ -176,11 +189,50 @@ def _install_transport(provider: Any, transport: FirstByte) -> None:
         provider._client = AsyncOpenAI(api_key=s.api_key, base_url=s.base_url, max_retries=0, http_client=client)
 
 
-def _request(rig: Rig, kind: str) -> Any:
-    from toolrig.agent.messages import Message
-    from toolrig.agent.providers.base import TurnRequest
+class ReplayProvider:
+    """Replays finished turns with no network, to isolate the loop's own cost per turn."""
 
-    return TurnRequest("You are a benchmark.", [Message.user("go")], rig.registry.list())
+    name = "anthropic"
+
+    def __init__(self) -> None:
+        from toolrig.agent.providers.base import ProviderSettings
+
+        self.settings = ProviderSettings("anthropic", "claude-bench", "k")
+        self.count = 0
+
+    async def stream(self, request: Any) -> Any:
+        from toolrig.agent.messages import Message, TextBlock, ToolCallBlock
+        from toolrig.agent.providers.base import TurnComplete
+        from toolrig.agent.usage import Usage
+        from toolrig.events import StreamTextEvent
+
+        self.count += 1
+        if self.count % 2:
+            call = ToolCallBlock(f"c{self.count}", "add", '{"a": 1, "b": 2}')
+            yield TurnComplete(Message("assistant", [call]), Usage(100, 20, calls=1), "tool_calls")
+        else:
+            for i in range(50):
+                yield StreamTextEvent(f"word{i} ")
+            text = "".join(f"word{i} " for i in range(50))
+            yield TurnComplete(Message("assistant", [TextBlock(text)]), Usage(100, 20, calls=1), "end")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def loop_cost(persist: bool, runs: int = 400) -> float:
+    """Seconds per turn of a two-turn run (a tool call, then 50 text fragments) with no network."""
+    rig = Rig(Path(tempfile.mkdtemp(prefix="bench-loop-")), config={}, registry=Registry([add]))
+    options = RunOptions(provider=ReplayProvider(), persist=persist, system_prompt="x")  # type: ignore[arg-type]
+    for _ in range(20):
+        await run_agent("go", options, rig=rig, on_event=lambda event: None)
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(runs // 5):
+            await run_agent("go", options, rig=rig, on_event=lambda event: None)
+        samples.append((time.perf_counter() - start) / (runs // 5) / 2)
+    return statistics.median(samples)
 
 
 async def main(rounds: int, runs: int) -> None:
@@ -230,6 +282,11 @@ async def main(rounds: int, runs: int) -> None:
         f"Agent loop vs raw SDK stream ({rounds} rounds x {runs} runs, medians)",
         rows,
         ("provider", "scenario", "path", "ours/turn", "peer/turn", "added/turn", "ratio"),
+    )
+    off, on = await loop_cost(False), await loop_cost(True)
+    print(
+        f"\nLoop cost with no network, per turn of a two-turn run: "
+        f"sessions off {fmt_seconds(off)}, on {fmt_seconds(on)}"
     )
     assert headline is not None
     print(
