@@ -190,14 +190,14 @@ class _Run:
             with anyio.CancelScope() as scope:
                 if self.options.timeout is not None:
                     scope.deadline = anyio.current_time() + self.options.timeout
-                failure: RunError | None = None
+                failure: Exception | None = None
                 async with anyio.create_task_group() as tasks:
                     if self.options.abort is not None:
                         tasks.start_soon(self._watch_abort, self.options.abort, scope)
                     try:
                         result = await self._loop(progress, done)
-                    except RunError as exc:
-                        failure = exc  # raised outside the task group, so it is not wrapped in a group
+                    except Exception as exc:  # re-raised below, outside the group, so it is not wrapped in one
+                        failure = exc
                     finally:
                         tasks.cancel_scope.cancel()
                 if failure is not None:
