@@ -77,6 +77,9 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     terminal.wait_for("(cancelled)")
     terminal.type_line("/tools")
     terminal.wait_for("calculate")
+    terminal.type_line("/sessions")
+    screen = terminal.wait_for("turns  what is six")
+    assert "\n* 2" in screen and "claude-test" in screen  # the current session is marked
     pid = terminal.pid()
     terminal.type_line("/exit")
     terminal.wait_exit(pid)

@@ -199,59 +199,63 @@ class SessionStore:
 
     # ------------------------------------------------------------------------------ reading
 
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """One query under the lock: the connection is shared by the threads of a process."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
     def exists(self, session_id: str) -> bool:
-        row = self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return row is not None
+        return bool(self._rows("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
 
     def latest(self) -> str | None:
-        row = self._db.execute("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT 1").fetchone()
-        return row[0] if row else None
+        rows = self._rows("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT 1", ())
+        return str(rows[0][0]) if rows else None
 
     def messages(self, session_id: str) -> list[Message]:
-        rows = self._db.execute(
-            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
-        ).fetchall()
+        rows = self._rows("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
         return [Message.from_json({"role": role, "content": json.loads(content)}) for role, content in rows]
 
     def next_turn(self, session_id: str) -> int:
-        row = self._db.execute(
+        [row] = self._rows(
             "SELECT MAX(t) FROM (SELECT MAX(turn) AS t FROM turns WHERE session_id = ?1 "
             "UNION ALL SELECT MAX(turn) FROM messages WHERE session_id = ?1)",
             (session_id,),
-        ).fetchone()
+        )
         return 0 if row[0] is None else row[0] + 1
 
     def usage(self, session_id: str) -> Usage:
-        row = self._db.execute(
+        [row] = self._rows(
             "SELECT COALESCE(SUM(input),0), COALESCE(SUM(output),0), COALESCE(SUM(cache_read),0), "
             "COALESCE(SUM(cache_write),0), COALESCE(SUM(cost_usd),0), COUNT(*) FROM turns WHERE session_id = ?",
             (session_id,),
-        ).fetchone()
+        )
         return Usage(int(row[0]), int(row[1]), int(row[2]), int(row[3]), float(row[4]), int(row[5]))
 
     def recent(self, limit: int = 50) -> list[SessionInfo]:
-        rows = self._db.execute("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,)).fetchall()
+        rows = self._rows("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
         return [info for (sid,) in rows if (info := self.info(sid)) is not None]
 
     def info(self, session_id: str) -> SessionInfo | None:
-        row = self._db.execute(
+        rows = self._rows(
             "SELECT id, created, updated, title, model, provider, status FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        if row is None:
+        )
+        if not rows:
             return None
+        row = rows[0]
         usage = self.usage(session_id)
         sid, created, updated, title, model, provider, status = row
         return SessionInfo(sid, created, updated, title, model, provider, status, usage.calls, usage)
 
     def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
-        rows = self._db.execute(
+        rows = self._rows(
             "SELECT call_id, turn, name, args, is_error, preview, duration_ms FROM tool_calls "
             "WHERE session_id = ? ORDER BY turn, rowid",
             (session_id,),
-        ).fetchall()
+        )
         return [ToolCallRecord(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
-        cursor = self._db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY turn", (session_id,))
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        with self._lock:
+            cursor = self._db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY turn", (session_id,))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

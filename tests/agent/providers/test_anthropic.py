@@ -57,6 +57,8 @@ async def test_usage_counts_cache_reads_and_writes(llm: FakeLLM, make_rig: Any) 
     assert (usage.input, usage.output, usage.cache_read, usage.cache_write) == (10, 5, 1000, 200)
     assert usage.cost_usd == pytest.approx((10 * 3 + 5 * 15 + 1000 * 0.3 + 200 * 3.75) / 1e6)
     assert result.usage.cost_usd == pytest.approx(usage.cost_usd)
+    body = llm.bodies()[0]
+    assert "thinking" not in body and "output_config" not in body  # thinking off and no effort: not sent
 
 
 async def test_an_overloaded_error_mid_stream_is_a_run_error(llm: FakeLLM, make_rig: Any) -> None:
