@@ -211,8 +211,8 @@ class Chat:
             for info in store.recent(10):
                 mark = "*" if info.id == self.session_id else " "
                 title = info.title.replace("\n", " ")[:50]
-                row = f"{mark} {info.id}  {info.model:<20} {info.turns:>3} turns  {title}"
-                self.console.print(row, no_wrap=True, overflow="ellipsis", markup=False)
+                line = f"{mark} {info.id}  {info.model:<20} {info.turns:>3} turns  {title}"
+                self.console.print(line, no_wrap=True, overflow="ellipsis", markup=False)
             store.close()
         else:
             self.console.print(Text(f"unknown command {name}: {HELP}", "yellow"))

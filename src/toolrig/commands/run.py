@@ -16,7 +16,10 @@ from toolrig.commands._agent_common import agent_options
 @click.option("--max-budget", "max_budget", type=float, help="Stop the run when it has cost more than this (USD).")
 @agent_options
 def command(prompt: str, as_json: bool, max_budget: float | None, rig_root: Path, **options: Any) -> None:
-    """Run the agent once on PROMPT and print its answer (exit 1 when the run fails)."""
+    """Run the agent once on PROMPT and print its answer.
+
+    Exit codes: 0 done, 1 the run failed (provider, timeout, budget), 2 bad usage or config, 130 interrupted.
+    """
     from toolrig.commands._run_impl import run_once
 
     run_once(prompt, as_json=as_json, max_budget=max_budget, rig_root=rig_root, **options)
