@@ -22,7 +22,7 @@ from toolrig.agent.errors import RunError
 from toolrig.agent.hooks import current_hooks, install_run_hooks
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
-from toolrig.agent.session import SessionStore, ToolCallRecord
+from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
 from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
@@ -95,6 +95,7 @@ class _Run:
         install_run_hooks(rig)
         self.pause = PauseChannel() if options.approvals == "pause" else None
         self.session_id = ""
+        self._new_title: str | None = None
         self.owns_provider = options.provider is None
 
     def _make_provider(self) -> Provider:
@@ -111,10 +112,7 @@ class _Run:
     # ------------------------------------------------------------------------------ session
 
     def _open_session(self, title: str, session_id: str | None) -> list[Message]:
-        s = self.provider.settings
         if self.store is None:
-            from toolrig.agent.session import new_session_id
-
             self.session_id = session_id or new_session_id()
             return []
         sid = session_id
@@ -125,7 +123,9 @@ class _Run:
             return self.store.messages(sid)
         if sid is not None and self.options.session_id is not None:
             raise RunError("config", f"no session {sid!r} in {self.store.path} (see `toolrig sessions list`)")
-        self.session_id = self.store.create(model=s.model, provider=s.provider, title=title, session_id=sid)
+        # Created with the first record, in its transaction: one write less per run.
+        self.session_id = sid or new_session_id()
+        self._new_title = title
         return []
 
     def _record(self, progress: _Progress, messages: list[Message], **fields: Any) -> None:
@@ -133,6 +133,10 @@ class _Run:
             if progress.unsaved:
                 messages = [*progress.unsaved, *messages]
                 progress.unsaved = []
+            if self._new_title is not None:
+                s = self.provider.settings
+                fields = {"model": s.model, "provider": s.provider, **fields, "title": self._new_title}
+                self._new_title = None
             self.store.record(self.session_id, turn=progress.session_turn, messages=messages, **fields)
 
     # ------------------------------------------------------------------------------ entry points

@@ -125,13 +125,16 @@ class SessionStore:
 
     def create(self, *, model: str, provider: str, title: str = "", session_id: str | None = None) -> str:
         sid = session_id or new_session_id()
-        now = time.time()
         with self._lock:
-            self._db.execute(
-                "INSERT INTO sessions (id, created, updated, title, model, provider) VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, now, now, title[:200], model, provider),
-            )
+            self._insert_session(sid, model, provider, title)
         return sid
+
+    def _insert_session(self, sid: str, model: str, provider: str, title: str) -> None:
+        now = time.time()
+        self._db.execute(
+            "INSERT OR IGNORE INTO sessions (id, created, updated, title, model, provider) VALUES (?, ?, ?, ?, ?, ?)",
+            (sid, now, now, title[:200], model, provider),
+        )
 
     def record(
         self,
@@ -145,13 +148,16 @@ class SessionStore:
         stop_reason: str = "",
         tool_calls: Iterable[ToolCallRecord] = (),
         status: str | None = None,
+        title: str | None = None,
     ) -> None:
-        """Append what one turn produced, in one transaction."""
+        """Append what one turn produced, in one transaction; with ``title`` the session is created first."""
         now = time.time()
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
+                if title is not None:
+                    self._insert_session(session_id, model, provider, title)
                 if messages:
                     seq = db.execute(
                         "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
