@@ -180,3 +180,32 @@ def test_a_bad_agent_setting_names_file_key_and_line(workspace: Path, toolrig_ho
     with pytest.raises(ConfigError) as caught:
         load_config(workspace)
     assert caught.value.file == path and caught.value.key == "agent.thinking" and caught.value.line == 3
+
+
+def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "tools:\n  rules:\n    - {tool: a, verdict: deny}\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "tools:\n  rules:\n    - {tool: b, verdict: ask}\n    - {tool: c, verdict: allow}\n"
+        "    - {tool: d, verdict: deny}\n"
+        "approvals: {mode: 'off', allow: [run_command]}\nagents:\n  x: {tools: ['*']}\nhooks: {enabled: false}\n"
+        "audit: {enabled: false}\nrate_limits: {a: 1/hour}\n",
+    )
+    loaded = load_config(workspace)
+    rules = loaded.config.tools.rules
+    assert [(r.tool, r.verdict) for r in rules] == [("a", "deny"), ("b", "ask"), ("d", "deny")]
+    assert any("1 allow rule(s) ignored" in w for w in loaded.warnings)
+    config = loaded.config
+    assert config.approvals.allow == [] and config.agents == {} and config.hooks.enabled and config.audit.enabled
+    assert config.rate_limits == {}
+    ignored = " ".join(loaded.warnings)
+    for key in ("approvals.allow", "agents", "hooks.enabled", "audit.enabled", "rate_limits"):
+        assert f"'{key}' is ignored" in ignored
+
+
+def test_a_trusted_workspace_may_allow(workspace: Path, toolrig_home: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "tools:\n  rules:\n    - {tool: c, verdict: allow}\n")
+    set_trust(workspace)
+    assert [r.verdict for r in load_config(workspace).config.tools.rules] == ["allow"]

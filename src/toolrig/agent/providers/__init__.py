@@ -16,7 +16,7 @@ from toolrig.agent.errors import MissingKeyError, RunError
 from toolrig.agent.providers.base import Provider, ProviderName, ProviderSettings, TurnComplete, TurnRequest
 
 if TYPE_CHECKING:
-    from toolrig.config import AgentConfig
+    from toolrig.config import AgentRunConfig
 
 __all__ = [
     "NOT_CONFIGURED",
@@ -48,7 +48,7 @@ def choose_provider(model: str, base_url: str | None, forced: str = "auto") -> P
 
 
 def settings_from(
-    config: AgentConfig, *, model: str | None = None, environ: Mapping[str, str] | None = None
+    config: AgentRunConfig, *, model: str | None = None, environ: Mapping[str, str] | None = None
 ) -> ProviderSettings:
     """Resolve model, provider and key from config, a ``--model`` override and the environment."""
     environ = os.environ if environ is None else environ
