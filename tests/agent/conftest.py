@@ -31,8 +31,9 @@ def agent_config(llm: FakeLLM, provider: str, **agent: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def make_rig(workspace: Path, llm: FakeLLM, provider: str) -> Any:
-    def make(**agent: Any) -> Rig:
-        extra = agent.pop("rig_options", {})
-        return Rig(workspace, config=agent_config(llm, provider, **agent), registry=Registry(agent_tools()), **extra)
+    def make(*, rig_options: dict[str, Any] | None = None, config: dict[str, Any] | None = None, **agent: Any) -> Rig:
+        """A Rig on the fake provider; ``agent`` overrides agent settings, ``config`` adds other sections."""
+        full = {**agent_config(llm, provider, **agent), **(config or {})}
+        return Rig(workspace, config=full, registry=Registry(agent_tools()), **(rig_options or {}))
 
     return make

@@ -12,7 +12,6 @@ import pytest
 from tests.agent import sample_tools
 from tests.agent.conftest import agent_config
 from tests.agent.fake_llm import Call, FakeLLM, Text, reply
-from tests.agent.gate import with_gate
 from tests.agent.test_loop import tool_results
 from toolrig.agent import RunOptions, RunState, resume_run, run_agent
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
@@ -21,6 +20,8 @@ from toolrig.events import Event
 pytestmark = pytest.mark.anyio
 
 REPO = Path(__file__).resolve().parents[2]
+# Governance's own gate decides: `wipe` asks, everything else is allowed.
+ASK_WIPE = {"tools": {"rules": [{"tool": "wipe", "verdict": "ask", "reason": "wipe is destructive"}]}}
 
 
 def channel(verdict: str, reason: str = "") -> tuple[CallbackChannel, list[ApprovalRequest]]:
@@ -41,7 +42,7 @@ async def test_an_approved_call_runs_and_the_events_show_the_question(
     approve, asked = channel("allow_once")
     events: list[Event] = []
     result = await run_agent(
-        "wipe tmp", RunOptions(approvals=approve), rig=with_gate(make_rig()), on_event=events.append
+        "wipe tmp", RunOptions(approvals=approve), rig=make_rig(config=ASK_WIPE), on_event=events.append
     )
     assert result.response == "Wiped." and probe.log == ["wipe:tmp"]
     assert [r.tool for r in asked] == ["wipe"] and asked[0].args == {"target": "tmp"}
@@ -53,7 +54,7 @@ async def test_a_denied_call_tells_the_model_the_reason(llm: FakeLLM, make_rig: 
     probe = sample_tools.reset_probe()
     llm.script(reply(Call("c1", "wipe", '{"target": "home"}')), reply(Text("Understood.")))
     deny, _ = channel("deny", "not my home directory")
-    result = await run_agent("wipe", RunOptions(approvals=deny), rig=with_gate(make_rig()))
+    result = await run_agent("wipe", RunOptions(approvals=deny), rig=make_rig(config=ASK_WIPE))
     assert result.response == "Understood." and probe.log == []
     [(_, sent)] = tool_results(llm.bodies()[1], provider)
     assert sent["error_type"] == "denied" and "not my home directory" in sent["message"]
@@ -62,7 +63,7 @@ async def test_a_denied_call_tells_the_model_the_reason(llm: FakeLLM, make_rig: 
 async def test_the_rig_channel_answers_when_the_run_brings_none(llm: FakeLLM, make_rig: Any) -> None:
     sample_tools.reset_probe()
     approve, asked = channel("allow_once")
-    rig = with_gate(make_rig(rig_options={"approval_channel": approve}))
+    rig = make_rig(config=ASK_WIPE, rig_options={"approval_channel": approve})
     llm.script(reply(Call("c1", "wipe", '{"target": "a"}')), reply(Text("ok")))
     await run_agent("wipe", rig=rig)
     assert len(asked) == 1
@@ -79,7 +80,7 @@ async def test_a_paused_run_saves_plain_json_and_resumes_in_another_process(
             Call("c3", "step", '{"name": "after"}'),
         )
     )
-    result = await run_agent("clean up", RunOptions(approvals="pause"), rig=with_gate(make_rig()))
+    result = await run_agent("clean up", RunOptions(approvals="pause"), rig=make_rig(config=ASK_WIPE))
     assert result.stop_reason == "paused" and result.state is not None
     state = result.state
     assert [(p.call_id, p.tool, p.needs_approval) for p in state.pending] == [
@@ -95,7 +96,7 @@ async def test_a_paused_run_saves_plain_json_and_resumes_in_another_process(
     # Another process resumes it with the person's decision, against the same fake provider.
     state_file = workspace / "state.json"
     state_file.write_text(text)
-    config = agent_config(llm, provider)
+    config = {**agent_config(llm, provider), **ASK_WIPE}
     llm.script(reply(Text("Cleaned.")))
     script = RESUME_SCRIPT.format(root=str(workspace), state=str(state_file), config=json.dumps(config))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -116,13 +117,12 @@ async def test_a_paused_run_saves_plain_json_and_resumes_in_another_process(
 RESUME_SCRIPT = """
 import json, anyio
 from tests.agent import sample_tools
-from tests.agent.gate import with_gate
 from toolrig.agent import RunState, resume_run
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 
 async def main():
-    rig = with_gate(Rig({root!r}, config=json.loads({config!r}), registry=Registry(sample_tools.agent_tools())))
+    rig = Rig({root!r}, config=json.loads({config!r}), registry=Registry(sample_tools.agent_tools()))
     state = RunState.from_json(open({state!r}).read())
     result = await resume_run(state, {{"c2": "allow_once"}}, rig=rig)
     print(json.dumps({{"response": result.response, "stop_reason": result.stop_reason,
@@ -136,7 +136,7 @@ async def test_resuming_with_a_denial_runs_nothing_and_the_model_hears_why(
     llm: FakeLLM, make_rig: Any, provider: str
 ) -> None:
     probe = sample_tools.reset_probe()
-    rig = with_gate(make_rig())
+    rig = make_rig(config=ASK_WIPE)
     llm.script(reply(Call("c1", "wipe", '{"target": "x"}')))
     paused = await run_agent("wipe", RunOptions(approvals="pause"), rig=rig)
     assert paused.state is not None

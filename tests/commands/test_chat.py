@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import os
 import sys
 from collections.abc import Iterator
@@ -8,12 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rich.console import Console
 
 from tests.agent.fake_llm import Call, FakeLLM, Text, Thinking, reply
 from tests.commands.terminal import Terminal
-from toolrig.approvals import ApprovalRequest
-from toolrig.commands._chat_impl import ask
 
 TOOLRIG = str(Path(sys.executable).parent / "toolrig")
 
@@ -34,7 +30,9 @@ def write_config(home: Path, llm: FakeLLM, provider: str) -> None:
         "max_retries": 0,
         "thinking": "adaptive",
     }
-    (home / "config.yaml").write_text(yaml.safe_dump({"agent": agent}))
+    # Governance asks before every calculation: the approval prompt is part of the conversation.
+    rules = [{"tool": "calculate", "verdict": "ask", "reason": "checking arithmetic"}]
+    (home / "config.yaml").write_text(yaml.safe_dump({"agent": agent, "tools": {"rules": rules}}))
 
 
 def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctrl_c(
@@ -59,14 +57,29 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     terminal.wait_for("toolrig chat · claude-test · new session")
     terminal.wait_for("› ")
     terminal.type_line("what is six times seven?")
+    screen = terminal.wait_for("allow calculate? [y]es once, [a]lways, [n]o > ")
+    assert 'calculate {"expression": "6 * 7"}' in screen and "why asked: checking arithmetic" in screen
+    terminal.type_line("y")
     screen = terminal.wait_for("The answer is 42.")
     assert "thinking… The user wants arithmetic." in screen
     assert "Let me compute." in screen
     assert '✓ calculate(expression="6 * 7")  → {"result":42}' in screen
 
+    # No, with a reason: the model reads the refusal and answers without the tool.
+    llm.script(reply(Call("toolu_2", "calculate", '{"expression": "2 + 2"}')), reply(Text("4, by heart.")))
+    terminal.type_line("and two plus two?")
+    mark = len(terminal.screen())
+    terminal.wait_for("allow calculate?", after=mark - 100)
+    terminal.type_line("n")
+    terminal.wait_for("reason for the model (optional) > ")
+    terminal.type_line("do it in your head")
+    screen = terminal.wait_for("4, by heart.")
+    assert '✗ calculate(expression="2 + 2")  → denied:' in screen
+    assert "do it in your head" in str(llm.bodies()[-1]["messages"][-1])
+
     terminal.type_line("/usage")
     screen = terminal.wait_for("model calls")
-    assert "2 model calls · 200 in · 40 out" in screen
+    assert "4 model calls · 400 in · 80 out" in screen
 
     # Ctrl-C cancels a turn that is stuck mid-stream, and the chat goes on.
     llm.script(reply(Text("I will think about this for a very long"), hang_after=5))
@@ -75,6 +88,16 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     terminal.wait_for("I will think", after=mark - 200)
     terminal.send("C-c")
     terminal.wait_for("(cancelled)")
+    # Ctrl-C at an approval question cancels the turn too, and nothing runs.
+    llm.script(reply(Call("toolu_3", "calculate", '{"expression": "1 / 0"}')))
+    terminal.type_line("divide by zero")
+    mark = len(terminal.screen())
+    terminal.wait_for('[1] calculate {"expression": "1 / 0"}', after=mark - 100)
+    terminal.wait_for("allow calculate?", after=mark - 100)
+    terminal.send("C-c")
+    screen = terminal.wait_for("(cancelled)", after=mark - 100)
+    assert '✓ calculate(expression="1 / 0")' not in screen
+
     terminal.type_line("/tools")
     terminal.wait_for("calculate")
     terminal.type_line("/sessions")
@@ -85,21 +108,4 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     terminal.wait_exit(pid)
     final = terminal.screen()
     assert "Traceback" not in final
-    assert len(llm.requests) == 3
-
-
-def test_the_approval_prompt_takes_yes_always_and_no_with_a_reason() -> None:
-    out = io.StringIO()
-    console = Console(file=out, width=100)
-    answers = iter(["maybe", "y", "a", "n", "looks risky"])
-    requests = [
-        ApprovalRequest("r1", "wipe", {"target": "a"}, reason="destructive"),
-        ApprovalRequest("r2", "run_command", {"command": "ls"}, subjects=("ls",)),
-        ApprovalRequest("r3", "wipe", {"target": "b"}),
-    ]
-    decisions = ask(console, requests, read=lambda prompt: next(answers))
-    assert [d.verdict for d in decisions] == ["allow_once", "allow_always", "deny"]
-    assert decisions[1].patterns == ("ls",)
-    assert decisions[2].reason == "looks risky"
-    shown = out.getvalue()
-    assert "wipe wants approval" in shown and "target='a'" in shown and "(destructive)" in shown
+    assert len(llm.requests) == 6

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from toolrig.agent.approvals import PauseChannel, current_call
+from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.errors import ErrorType
 from toolrig.events import EventSink, ToolResultEvent
@@ -79,25 +79,21 @@ async def run_calls(
 
     async def one(index: int) -> None:
         call = calls[index]
-        reset = current_call.set(call.id)
-        try:
-            if call.name not in offered:
-                result = _not_offered(call.name, offered)
-            else:
-                result = await rig.executor.invoke(
-                    call.name,
-                    call.arguments,
-                    call_id=call.id,
-                    origin="agent",
-                    agent_id=rig.agent,
-                    session_id=session_id,
-                    events=events,
-                )
-        finally:
-            current_call.reset(reset)
+        if call.name not in offered:
+            result = _not_offered(call.name, offered)
+        else:
+            result = await rig.executor.invoke(
+                call.name,
+                call.arguments,
+                call_id=call.id,
+                origin="agent",
+                agent_id=rig.agent,
+                session_id=session_id,
+                events=events,
+            )
         outcome = outcomes[index]
         outcome.result = result
-        if pause is not None and call.id in pause.paused_calls():
+        if pause is not None and call.id in pause.pending:
             outcome.paused = True
             return
         events.emit(ToolResultEvent(call.id, call.name, preview(result), result.is_error))

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from toolrig.agent.approvals import PauseChannel, ReplayChannel, current_channel, install_router
+from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.errors import RunError
 from toolrig.agent.hooks import current_hooks, install_run_hooks
@@ -91,7 +91,7 @@ class _Run:
         self.hooks = HookChain()
         for hook in options.hooks:
             self.hooks.add(hook)
-        install_router(rig)
+        self.router = install_router(rig)
         install_run_hooks(rig)
         self.pause = PauseChannel() if options.approvals == "pause" else None
         self.session_id = ""
@@ -188,7 +188,8 @@ class _Run:
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
     async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
-        reset = current_channel.set(channel)
+        if channel is not None:
+            self.router.runs[self.session_id] = channel
         reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
         try:
             with anyio.CancelScope() as scope:
@@ -222,7 +223,7 @@ class _Run:
             self.sink.emit(ErrorEvent(exc.kind, exc.message))
             raise
         finally:
-            current_channel.reset(reset)
+            self.router.runs.pop(self.session_id, None)
             current_hooks.reset(reset_hooks)
             if self.owns_provider:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
@@ -366,7 +367,7 @@ class _Run:
         by_id: dict[str, CallOutcome],
     ) -> RunResult:
         paused = self.pause or PauseChannel()
-        requests = {p.call_id: p.request for p in paused.pending}
+        requests = paused.pending
         pending: list[PendingCall] = []
         results: dict[str, dict[str, Any]] = {
             k: {"content": v.content, "is_error": v.is_error} for k, v in done.items()

@@ -1,17 +1,13 @@
-"""The chat's control flow: the terminal belongs to the main thread, the agent runs on an event loop thread.
+"""The chat's control flow: the main thread reads prompts, the agent runs on an event loop thread.
 
-The main thread reads prompts, answers approval questions the loop sends it, and turns Ctrl-C into the
-run's abort event, so Ctrl-C cancels the turn rather than the program. Everything shown comes from events.
+Ctrl-C reaches the main thread, which turns it into the run's abort event: it cancels the turn (and any
+approval question being asked), not the program. Everything shown comes from events.
 """
 
 from __future__ import annotations
 
-import queue
 import signal
 import sys
-from collections.abc import Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,73 +16,18 @@ import anyio.from_thread
 from rich.console import Console
 from rich.text import Text
 
+from toolrig.agent.errors import RunError
 from toolrig.agent.providers import ProviderSettings, make_provider
 from toolrig.agent.session import SessionStore
 from toolrig.agent.state import RunOptions, RunResult
 from toolrig.agent.usage import Usage
-from toolrig.approvals import ApprovalDecision, ApprovalRequest
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
 from toolrig.commands._chat_ui import ChatScreen
+from toolrig.policy.prompt import TerminalChannel
 from toolrig.rig import Rig
 
 HELP = "/tools  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"
-
-
-@dataclass
-class Question:
-    requests: Sequence[ApprovalRequest]
-    answer: Future[list[ApprovalDecision]] = field(default_factory=Future)
-
-
-_TURN_DONE = object()
-
-
-class TerminalApprovals:
-    """The chat's approval channel: the loop asks, the main thread prompts (yes / always / no + reason)."""
-
-    def __init__(self, questions: queue.Queue[object], screen: ChatScreen) -> None:
-        self.questions = questions
-        self.screen = screen
-        self.always: set[str] = set()
-
-    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        if all(r.tool in self.always for r in requests):
-            return [ApprovalDecision("allow_always", "allowed for this chat") for _ in requests]
-        self.screen.stop_spinners()
-        question = Question(requests)
-        self.questions.put(question)
-        answers = await anyio.to_thread.run_sync(question.answer.result, abandon_on_cancel=True)
-        for request, answer in zip(requests, answers, strict=True):
-            if answer.verdict == "allow_always":
-                self.always.add(request.tool)
-        return answers
-
-
-def ask(console: Console, requests: Sequence[ApprovalRequest], read: Any = None) -> list[ApprovalDecision]:
-    """Prompt for each request: y(es) / a(lways) / n(o), with an optional reason after a no."""
-    read = read or console.input
-    decisions = []
-    for request in requests:
-        console.print(Text.assemble(("? ", "bold yellow"), (f"{request.tool} wants approval", "bold")))
-        details = ", ".join(request.subjects) or ", ".join(f"{k}={v!r}" for k, v in request.args.items())
-        if details:
-            console.print(Text(f"  {details}", "yellow"))
-        if request.reason:
-            console.print(Text(f"  ({request.reason})", "dim"))
-        while True:
-            answer = read("  allow? [y]es / [a]lways / [n]o: ").strip().lower()
-            if answer in ("y", "yes"):
-                decisions.append(ApprovalDecision("allow_once"))
-            elif answer in ("a", "always"):
-                decisions.append(ApprovalDecision("allow_always", patterns=tuple(request.subjects)))
-            elif answer in ("n", "no"):
-                reason = read("  reason (optional, the model reads it): ").strip()
-                decisions.append(ApprovalDecision("deny", reason or "the user said no"))
-            else:
-                continue
-            break
-    return decisions
 
 
 class Chat:
@@ -96,8 +37,9 @@ class Chat:
         self.options = options
         self.console = console
         self.screen = ChatScreen(console)
-        self.questions: queue.Queue[object] = queue.Queue()
-        self.approvals = TerminalApprovals(self.questions, self.screen)
+        # Governance's terminal prompt (yes / always / no + reason), asked from the event loop's thread:
+        # it reads the terminal without a thread of its own, so Ctrl-C (the run's abort) ends a question.
+        self.approvals = TerminalChannel()
         self.session_id: str | None = options.get("resume")
         self.continue_latest: bool = bool(options.get("continue_latest"))
         self.usage = Usage()
@@ -145,41 +87,26 @@ class Chat:
             provider=self.provider,
         )
         future = portal.start_task_soon(self._run, line, options)
-        future.add_done_callback(lambda _: self.questions.put(_TURN_DONE))
-        interrupts = 0
+        interrupted = False
         while True:
             try:
-                item = self.questions.get()
-                if item is _TURN_DONE:
-                    break
-                if isinstance(item, Question):
-                    item.answer.set_result(ask(self.console, item.requests))
+                result: RunResult = future.result()
+                break
             except KeyboardInterrupt:
-                interrupts += 1
-                if interrupts > 1:
-                    raise
+                if interrupted:
+                    raise  # a second Ctrl-C while the turn winds down quits the chat
+                interrupted = True
                 portal.call(abort.set)
-                self._refuse_pending()
+            except RunError:
+                self.screen.finish_turn()
+                return  # the screen already showed it, from the run's error event
+            except Exception as exc:
+                self.screen.finish_turn()
+                self.console.print(Text(f"internal error: {type(exc).__name__}: {exc}", "bold red"))
+                return
         self.screen.finish_turn()
-        try:
-            result: RunResult = future.result()
-        except Exception:
-            return
         self.session_id = result.session_id
         self.usage.add(result.usage)
-
-    def _refuse_pending(self) -> None:
-        """Answer questions still waiting after a Ctrl-C, so no worker thread waits forever."""
-        while True:
-            try:
-                item = self.questions.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(item, Question):
-                item.answer.set_result([ApprovalDecision("deny", "cancelled") for _ in item.requests])
-            else:
-                self.questions.put(item)
-                return
 
     async def _close(self) -> None:
         with anyio.move_on_after(5):
@@ -220,7 +147,7 @@ class Chat:
 
 
 def chat(rig_root: Path, **options: Any) -> None:
-    rig = make_rig(rig_root)
+    rig = make_rig(rig_root, agent=options.get("agent"))
     settings = check_provider(rig, options.get("model"))
     updates = {k: options[k] for k in ("thinking", "effort") if options.get(k)}
     if updates:

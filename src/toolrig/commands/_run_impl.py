@@ -12,7 +12,7 @@ import click
 
 from toolrig.agent.errors import RunError
 from toolrig.agent.state import RunOptions
-from toolrig.cli import make_rig
+from toolrig.cli import make_rig, terminal_channel
 from toolrig.commands._agent_common import EXIT_ABORTED, EXIT_RUN_FAILED, check_provider, fail, short_args
 from toolrig.events import Event, event_to_json
 
@@ -61,10 +61,12 @@ def run_once(
     max_turns: int | None,
     thinking: Any,
     effort: Any,
+    agent: str | None,
 ) -> None:
     from toolrig.agent.loop import run_agent
 
-    rig = make_rig(rig_root)
+    # A person at the terminal answers approvals; otherwise governance's `approvals.fallback` does.
+    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
     check_provider(rig, model)
     if resume and continue_latest:
         fail("use either --resume ID or --continue, not both")
