@@ -182,6 +182,24 @@ def test_a_bad_agent_setting_names_file_key_and_line(workspace: Path, toolrig_ho
     assert caught.value.file == path and caught.value.key == "agent.thinking" and caught.value.line == 3
 
 
+def test_an_untrusted_workspace_may_add_deny_and_read_only_globs_and_they_reach_the_tools(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "workspace:\n  deny_globs: ['*.pem']\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "workspace:\n  deny_globs: ['.env']\n  read_only_globs: ['vendor/']\n",
+    )
+    config = load_config(workspace).config
+    assert config.workspace.deny_globs == ["*.pem", ".env"]
+    assert config.workspace.read_only_globs == ["vendor/"]
+    write(workspace / "vendor/lib.py", "x = 1\n")
+    rig = Rig(workspace)
+    assert rig.call_sync("read_files", {"paths": [".env"]}).error_type == "denied"
+    assert rig.call_sync("write_file", {"path": "vendor/lib.py", "content": "y"}).error_type == "denied"
+    assert not rig.call_sync("read_files", {"paths": ["vendor/lib.py"]}).is_error
+
+
 def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
     workspace: Path, toolrig_home: Path
 ) -> None:

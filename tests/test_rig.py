@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from tests.conftest import Call
 from toolrig.errors import ConfigError
+from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
 SETTINGS = """\
@@ -78,3 +80,22 @@ def test_an_agent_without_a_profile_gets_the_global_settings(
     rig = Rig(workspace)
     result = rig.call_sync("greet", {"name": "sub"}, agent_id="subagent-7", parent_agent_id="formal")
     assert result.output == {"text": "Hello, sub"}
+
+
+def test_call_sync_never_builds_the_repr_of_its_result(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python 3.11's asyncio.Runner formats the main task (result included) when it restores SIGINT handling;
+    # for a large output that repr cost more than the call itself.
+    built: list[str] = []
+
+    def record(self: ToolResult) -> str:
+        built.append("repr")  # reprlib swallows exceptions, so record rather than raise
+        return "ToolResult(...)"
+
+    monkeypatch.setattr(ToolResult, "__repr__", record)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a plain script
+    try:
+        result = Rig(workspace, config={}).call_sync("calculate", {"expression": "1 + 1"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.output == {"result": 2}
+    assert built == []

@@ -178,6 +178,14 @@ class LimitsConfig(Section):
 class WorkspaceConfig(Section):
     extra_paths: list[str] = Field(default_factory=list, description="More directories tools may use.")
     read_only: Annotated[bool, Narrow.TRUE_WINS] = False
+    deny_globs: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="Gitignore-style globs (relative to the root) that tools may neither read nor write.",
+    )
+    read_only_globs: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="Gitignore-style globs that tools may read but not change (.git/ is always read-only).",
+    )
 
 
 class PriceConfig(Section):

@@ -56,7 +56,13 @@ class Rig:
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
         settings = self.config.workspace
-        self.workspace = Workspace(root, extra_roots=settings.extra_paths, read_only=settings.read_only)
+        self.workspace = Workspace(
+            root,
+            extra_roots=settings.extra_paths,
+            read_only=settings.read_only,
+            deny_globs=settings.deny_globs,
+            read_only_globs=settings.read_only_globs,
+        )
         if agent is not None and agent not in self.config.agents:
             known = ", ".join(sorted(self.config.agents)) or "none"
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
@@ -153,8 +159,19 @@ class Rig:
         try:
             anyio.get_current_task()
         except RuntimeError:
-            return anyio.run(lambda: self.call(name, args, **options))
-        raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+            pass
+        else:
+            raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+        # The main task returns nothing on purpose: on the way out, Python 3.11's asyncio.Runner builds the
+        # repr of the main task, result included (signal.getsignal -> ValueError message), which for a
+        # multi-megabyte result cost longer than the call itself.
+        box: list[ToolResult] = []
+
+        async def main() -> None:
+            box.append(await self.call(name, args, **options))
+
+        anyio.run(main)
+        return box[0]
 
     def schemas(
         self, format: SchemaFormat = "json", *, strict: bool | None = None, agent: str | None = None
