@@ -4,13 +4,16 @@ import json
 import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
 
 from tests.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
+
+if TYPE_CHECKING:
+    from tests.agent.fake_llm import FakeLLM
 
 Call = Callable[..., dict[str, Any]]
 
@@ -135,3 +138,22 @@ def smtp_servers(tls_ca: tuple[ssl.SSLContext, str]) -> Iterator[dict[str, SmtpS
     yield servers
     for server in servers.values():
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLM]:
+    """A local server speaking the Anthropic and OpenAI wire protocols (tests/agent/fake_llm.py)."""
+    from tests.agent.fake_llm import FakeLLM
+
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The shared fake provider with an empty script; a test that leaves replies unused fails."""
+    llm_server.reset()
+    yield llm_server
+    left = llm_server.reset()
+    assert not left, f"{len(left)} scripted replies were never requested"

@@ -7,6 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
+
+from tests.agent.fake_llm import FakeLLM
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -31,6 +34,29 @@ def test_the_readme_has_exactly_two_setup_commands() -> None:
     commands = re.findall(r"```bash\n(.*?)```", quick, flags=re.S)
     assert len(commands) == 2
     assert commands[1].strip() == "bash .ci/run"
+
+
+def test_the_agent_example_runs_against_a_provider(
+    workspace: Path,
+    toolrig_home: Path,
+    llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.agent.fake_llm import Call, Text, reply
+
+    agent = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": llm.anthropic_url, "api_key": "k"}
+    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"agent": agent}))
+    llm.script(
+        reply(Call("toolu_1", "calculate", '{"expression": "6 * 7"}')),
+        reply(Text("42")),
+        reply(Text("Nothing to delete.")),
+    )
+    block = next(b for b in python_blocks() if "run_agent" in b)
+    monkeypatch.chdir(workspace)
+    exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
+    printed = capsys.readouterr().out
+    assert printed.startswith("42 $0.0012 ")  # two turns of 100 in / 20 out at $3 / $15 per million
 
 
 def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, toolrig_home: Path) -> None:

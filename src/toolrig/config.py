@@ -188,6 +188,39 @@ class WorkspaceConfig(Section):
     )
 
 
+class PriceConfig(Section):
+    input: float = Field(ge=0, description="USD per million input tokens.")
+    output: float = Field(ge=0, description="USD per million output tokens.")
+    cache_read: float = Field(default=0.0, ge=0)
+    cache_write: float = Field(default=0.0, ge=0)
+
+
+class AgentRunConfig(Section):
+    """The model an agent talks to (``toolrig run`` / ``toolrig chat``).
+
+    Endpoint, key and model are trusted-only: a workspace must not redirect prompts (and the code they
+    carry) to another server or spend on another account. It may only lower the limits.
+    """
+
+    model: str | None = Field(default=None, description="claude-* goes to Anthropic; anything else OpenAI-compatible.")
+    provider: Literal["auto", "anthropic", "openai"] = Field(
+        default="auto", description="Force a provider; auto picks Anthropic for claude-* without a base_url."
+    )
+    base_url: str | None = Field(default=None, description="An OpenAI-compatible endpoint (Ollama, vLLM, ...).")
+    api_key_env: str | None = Field(default=None, description="The variable holding the key; default per provider.")
+    api_key: str | None = Field(default=None, description="The key itself (prefer api_key_env).")
+    system_prompt: str | None = None
+    thinking: Literal["adaptive", "off"] = "off"
+    effort: Literal["low", "medium", "high", "max"] | None = None
+    strict: bool | None = Field(default=None, description="OpenAI strict schemas; default: on for api.openai.com.")
+    max_turns: Annotated[int, Narrow.MIN] = Field(default=25, ge=1)
+    max_budget_usd: Annotated[float | None, Narrow.MIN] = Field(default=None, gt=0)
+    max_tokens: Annotated[int, Narrow.MIN] = Field(default=16_000, ge=1)
+    request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
+
+
 # Words of letters and digits joined by single '-' or '_': never '__', which joins server and tool names.
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
 
@@ -236,6 +269,9 @@ class Config(Section):
     output: OutputConfig = Field(default_factory=OutputConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    agent: AgentRunConfig = Field(
+        default_factory=AgentRunConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
+    )
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     rate_limits: dict[str, RateText] = Field(
         default_factory=dict, description="Per tool (name glob), shared by every agent, like {send_email: 10/minute}."
@@ -397,6 +433,9 @@ def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: li
         # An empty allow list means "all": never let an intersection widen to that.
         return kept or [ALLOW_NOTHING]
     if rule is Narrow.MIN:
+        # None means "no bound" (a budget nobody set): any number narrows it.
+        if base is None or proposed is None:
+            return proposed if base is None else base
         return min(base, proposed)
     return bool(base or proposed)
 

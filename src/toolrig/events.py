@@ -93,6 +93,7 @@ class UsageEvent:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cost_usd: float = 0.0
     type: Literal["usage"] = "usage"
 
 
@@ -113,6 +114,25 @@ class ApprovalResolvedEvent:
     decision: Literal["allow_once", "allow_always", "deny"]
     reason: str = ""
     type: Literal["approval_resolved"] = "approval_resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    """The run finished: its final response and why it stopped (the last line of ``toolrig run --json``)."""
+
+    session_id: str
+    response: str
+    stop_reason: Literal["completed", "terminal", "max_turns", "paused", "aborted"]
+    type: Literal["done"] = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """The run failed (provider error, timeout, budget); ``kind`` is stable for scripts to branch on."""
+
+    kind: str
+    message: str
+    type: Literal["error"] = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +173,8 @@ Event: TypeAlias = Annotated[
     | UsageEvent
     | ApprovalRequestEvent
     | ApprovalResolvedEvent
+    | DoneEvent
+    | ErrorEvent
     | SubagentStartEvent
     | SubagentProgressEvent
     | SubagentDoneEvent,

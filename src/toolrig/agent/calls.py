@@ -1,0 +1,110 @@
+"""Running the tool calls of one model turn: concurrently, with ``sequential`` tools as barriers.
+
+Calls between barriers run at once; a call to a ``sequential`` tool waits for every call before it and
+every call after it waits for it. Results come back in call order, whatever order they finished in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from toolrig.agent.approvals import PauseChannel
+from toolrig.agent.messages import ToolCallBlock
+from toolrig.errors import ErrorType
+from toolrig.events import EventSink, ToolResultEvent
+from toolrig.registry import AnyTool
+from toolrig.result import ToolResult
+from toolrig.rig import Rig
+
+PREVIEW_CHARS = 150
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    call: ToolCallBlock
+    result: ToolResult | None = None  # None: not run, because an earlier call paused the turn
+    paused: bool = False
+
+
+def preview(result: ToolResult) -> str:
+    if result.is_error:
+        text = f"{result.error_type}: {result.message}"
+    else:
+        text = json.dumps(result.output, ensure_ascii=False, separators=(",", ":"))
+    return text[:PREVIEW_CHARS]
+
+
+def barrier_groups(calls: Sequence[ToolCallBlock], offered: dict[str, AnyTool]) -> list[list[int]]:
+    """Indexes of calls that may run together, in order; a sequential tool's call stands alone."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index, call in enumerate(calls):
+        tool = offered.get(call.name)
+        if tool is not None and tool.sequential:
+            if current:
+                groups.append(current)
+                current = []
+            groups.append([index])
+        else:
+            current.append(index)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _not_offered(name: str, offered: dict[str, AnyTool]) -> ToolResult:
+    names = sorted(offered)
+    shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
+    return ToolResult.error(
+        ErrorType.UNKNOWN_TOOL,
+        f"There is no tool named '{name}'.",
+        f"Call one of the available tools: {shown}." if names else "No tools are available.",
+    )
+
+
+async def run_calls(
+    calls: Sequence[ToolCallBlock],
+    *,
+    rig: Rig,
+    offered: dict[str, AnyTool],
+    session_id: str,
+    events: EventSink,
+    pause: PauseChannel | None = None,
+) -> list[CallOutcome]:
+    outcomes = [CallOutcome(call) for call in calls]
+
+    async def one(index: int) -> None:
+        call = calls[index]
+        if call.name not in offered:
+            result = _not_offered(call.name, offered)
+        else:
+            result = await rig.executor.invoke(
+                call.name,
+                call.arguments,
+                call_id=call.id,
+                origin="agent",
+                agent_id=rig.agent,
+                session_id=session_id,
+                events=events,
+            )
+        outcome = outcomes[index]
+        outcome.result = result
+        if pause is not None and call.id in pause.pending:
+            outcome.paused = True
+            return
+        events.emit(ToolResultEvent(call.id, call.name, preview(result), result.is_error))
+
+    for group in barrier_groups(calls, offered):
+        if pause is not None and any(o.paused for o in outcomes):
+            break  # the calls after a paused one wait for the person too, in order
+        if len(group) == 1:
+            await one(group[0])
+            continue
+        async with anyio.create_task_group() as tasks:
+            for index in group:
+                tasks.start_soon(one, index)
+    return outcomes

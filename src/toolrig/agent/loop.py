@@ -1,0 +1,521 @@
+"""The agent loop: prompt -> model turn -> tool calls -> model turn ... until the model answers.
+
+Rules, in the order they apply: each model turn streams as events; all its tool calls run concurrently
+(``sequential`` tools are barriers) and return in call order; a malformed call becomes an error result
+the model can fix; a ``terminal`` tool's success ends the run with its output; when ``max_turns`` runs out
+on tool results, one last call without tools asks for a summary. Every turn is recorded in the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
+from toolrig.agent.calls import CallOutcome, preview, run_calls
+from toolrig.agent.errors import RunError
+from toolrig.agent.hooks import current_hooks, install_run_hooks
+from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
+from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
+from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
+from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
+from toolrig.agent.usage import Price, Usage, price_for
+from toolrig.approvals import ApprovalDecision, Verdict
+from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
+from toolrig.hooks import HookChain, HookEvent
+from toolrig.registry import AnyTool
+from toolrig.result import ToolResult
+from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.agent")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an agent working in the directory {root} with the tools provided. Use them to find out and "
+    "to act rather than guessing; read a tool's error and fix the call. Answer concisely when done."
+)
+SUMMARY_REQUEST = (
+    "You have used all {turns} turns this run allows, so no more tools can be called. Summarize what you "
+    "did, what you found and what is left to do."
+)
+ABORTED = "aborted by the user"
+
+
+class _Sink:
+    """The run's event sink: a plain callback, or nothing."""
+
+    __slots__ = ("emit",)
+
+    def __init__(self, callback: Callable[[Event], None] | None) -> None:
+        self.emit: Callable[[Event], None] = callback or (lambda event: None)
+
+
+@dataclass
+class _Progress:
+    messages: list[Message]
+    new_from: int
+    usage: Usage = field(default_factory=Usage)
+    turns_used: int = 0
+    session_turn: int = 0
+    partial: list[str] = field(default_factory=list)
+    unsaved: list[Message] = field(default_factory=list)  # written with the next record, in one transaction
+    open_turn: bool = False  # an assistant turn with calls whose results are not recorded yet
+
+
+class _Run:
+    def __init__(self, rig: Rig, options: RunOptions, on_event: Callable[[Event], None] | None) -> None:
+        self.rig = rig
+        self.options = options
+        self.sink = _Sink(on_event)
+        agent = rig.config.agent
+        self.provider: Provider = options.provider or self._make_provider()
+        self.max_turns = options.max_turns or agent.max_turns
+        self.budget = options.max_budget_usd if options.max_budget_usd is not None else agent.max_budget_usd
+        price = agent.price
+        self.price: Price | None = price_for(
+            self.provider.settings.model,
+            Price(price.input, price.output, price.cache_read, price.cache_write) if price else None,
+        )
+        if self.budget is not None and self.price is None:
+            log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
+        system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
+        self.system = system.replace("{root}", str(rig.workspace.root))
+        registry = rig.registry.select(options.tools_allow, options.tools_deny)
+        self.tools: list[AnyTool] = registry.list()
+        self.offered = {t.name: t for t in self.tools}
+        self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
+        self.hooks = HookChain()
+        for hook in options.hooks:
+            self.hooks.add(hook)
+        self.router = install_router(rig)
+        install_run_hooks(rig)
+        self.pause = PauseChannel() if options.approvals == "pause" else None
+        self.session_id = ""
+        self._new_title: str | None = None
+        self.owns_provider = options.provider is None
+
+    def _make_provider(self) -> Provider:
+        agent = self.rig.config.agent
+        options = self.options
+        updates: dict[str, Any] = {}
+        if options.thinking is not None:
+            updates["thinking"] = options.thinking
+        if options.effort is not None:
+            updates["effort"] = options.effort
+        config = agent.model_copy(update=updates) if updates else agent
+        return make_provider(settings_from(config, model=options.model))
+
+    # ------------------------------------------------------------------------------ session
+
+    def _open_session(self, title: str, session_id: str | None) -> list[Message]:
+        if self.store is None:
+            self.session_id = session_id or new_session_id()
+            return []
+        sid = session_id
+        if sid is None and self.options.continue_latest:
+            sid = self.store.latest()
+        if sid is not None and self.store.exists(sid):
+            self.session_id = sid
+            return self.store.messages(sid)
+        if sid is not None and self.options.session_id is not None:
+            raise RunError("config", f"no session {sid!r} in {self.store.path} (see `toolrig sessions list`)")
+        # Created with the first record, in its transaction: one write less per run.
+        self.session_id = sid or new_session_id()
+        self._new_title = title
+        return []
+
+    def _record(self, progress: _Progress, messages: list[Message], **fields: Any) -> None:
+        if self.store is not None:
+            if progress.unsaved:
+                messages = [*progress.unsaved, *messages]
+                progress.unsaved = []
+            if self._new_title is not None:
+                s = self.provider.settings
+                fields = {"model": s.model, "provider": s.provider, **fields, "title": self._new_title}
+                self._new_title = None
+            self.store.record(self.session_id, turn=progress.session_turn, messages=messages, **fields)
+
+    # ------------------------------------------------------------------------------ entry points
+
+    async def start(self, prompt: str) -> RunResult:
+        history = self._open_session(prompt, self.options.session_id)
+        closing = close_open_calls(history, "the previous run ended before this call finished")
+        progress = _Progress(messages=history, new_from=len(history))
+        progress.session_turn = self.store.next_turn(self.session_id) if self.store is not None else 0
+        self.sink.emit(InitEvent(self.session_id))
+        await self._hook(HookEvent("before_prompt", self.session_id, self.rig.agent, message=prompt))
+        first = Message.user(prompt)
+        if closing is not None:
+            first = Message("user", [*closing.content, *first.content])
+        progress.messages.append(first)
+        progress.unsaved.append(first)
+        return await self._guarded(progress, None, self._channel())
+
+    async def resume(self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]) -> RunResult:
+        if not state.messages or not state.messages[-1].tool_calls:
+            raise RunError("state", "the saved run state has no tool calls waiting")
+        self.max_turns = self.options.max_turns or state.max_turns
+        if state.system_prompt and not self.options.system_prompt:
+            self.system = state.system_prompt
+        if self.store is not None and not self.store.exists(state.session_id):
+            s = self.provider.settings
+            self.store.create(model=s.model, provider=s.provider, session_id=state.session_id)
+        self.session_id = state.session_id
+        progress = _Progress(messages=list(state.messages), new_from=state.new_from, usage=state.usage)
+        progress.turns_used = state.turns_used
+        progress.session_turn = self.store.next_turn(self.session_id) if self.store is not None else 0
+        progress.open_turn = True
+        self.sink.emit(InitEvent(self.session_id))
+        pending = {p.call_id for p in state.pending}
+        done: dict[str, ToolResultBlock] = {}
+        for call in state.messages[-1].tool_calls:
+            if call.id not in pending and call.id in state.results:
+                saved = state.results[call.id]
+                done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
+        channel = ReplayChannel(decisions)
+        return await self._guarded(progress, done, channel)
+
+    def _channel(self) -> Any:
+        approvals = self.options.approvals
+        if approvals == "pause":
+            return self.pause
+        return approvals
+
+    # ------------------------------------------------------------------------------ abort, timeout, failure
+
+    async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
+        if channel is not None:
+            self.router.runs[self.session_id] = channel
+        reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
+        try:
+            with anyio.CancelScope() as scope:
+                if self.options.timeout is not None:
+                    scope.deadline = anyio.current_time() + self.options.timeout
+                failure: Exception | None = None
+                async with anyio.create_task_group() as tasks:
+                    if self.options.abort is not None:
+                        tasks.start_soon(self._watch_abort, self.options.abort, scope)
+                    try:
+                        result = await self._loop(progress, done)
+                    except Exception as exc:  # re-raised below, outside the group, so it is not wrapped in one
+                        failure = exc
+                    finally:
+                        tasks.cancel_scope.cancel()
+                if failure is not None:
+                    raise failure
+                return self._finish(result)
+            aborted = self.options.abort is not None and self.options.abort.is_set()
+            partial = "".join(progress.partial)
+            self._close_interrupted(progress, ABORTED if aborted else "the run timed out")
+            if aborted:
+                result = self._result(progress, partial, "aborted")
+                return self._finish(result)
+            raise RunError("timeout", f"the run did not finish within {self.options.timeout:g} seconds")
+        except anyio.get_cancelled_exc_class():
+            self._close_interrupted(progress, "the run was cancelled")
+            raise
+        except RunError as exc:
+            self._close_interrupted(progress, f"the run failed: {exc.message}", status="failed")
+            self.sink.emit(ErrorEvent(exc.kind, exc.message))
+            raise
+        finally:
+            self.router.runs.pop(self.session_id, None)
+            current_hooks.reset(reset_hooks)
+            if self.owns_provider:
+                # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self.provider.aclose()
+
+    @staticmethod
+    async def _watch_abort(abort: anyio.Event, scope: anyio.CancelScope) -> None:
+        await abort.wait()
+        scope.cancel()
+
+    def _close_interrupted(self, progress: _Progress, reason: str, status: str = "interrupted") -> None:
+        """Keep the history valid after an interruption: streamed text kept, open calls answered."""
+        added: list[Message] = []
+        if progress.partial:
+            added.append(Message("assistant", [TextBlock("".join(progress.partial))]))
+            progress.partial = []
+        closing = close_open_calls(progress.messages, reason) if progress.open_turn else None
+        if closing is not None:
+            added.append(closing)
+        progress.messages.extend(added)
+        try:
+            self._record(progress, added, status=status)
+        except Exception:
+            log.exception("could not record the interrupted turn of session %s", self.session_id)
+
+    def _finish(self, result: RunResult) -> RunResult:
+        self.sink.emit(DoneEvent(result.session_id, result.response, result.stop_reason))
+        return result
+
+    # ------------------------------------------------------------------------------ the loop
+
+    async def _loop(self, progress: _Progress, done: dict[str, ToolResultBlock] | None) -> RunResult:
+        if done is not None:  # resuming a paused turn: finish its calls first
+            outcome = await self._tool_phase(progress, done)
+            if outcome is not None:
+                return outcome
+        while True:
+            complete = await self._model_turn(progress, tool_choice="auto")
+            calls = complete.message.tool_calls
+            if not calls:
+                response = complete.message.text
+                await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+                return self._result(progress, response, "completed")
+            outcome = await self._tool_phase(progress, {})
+            if outcome is not None:
+                return outcome
+
+    async def _model_turn(self, progress: _Progress, tool_choice: str) -> TurnComplete:
+        request = TurnRequest(self.system, progress.messages, self.tools, "none" if tool_choice == "none" else "auto")
+        emit = self.sink.emit
+        complete: TurnComplete | None = None
+        partial = progress.partial = []
+        async for item in self.provider.stream(request):
+            if type(item) is StreamTextEvent:
+                partial.append(item.text)
+                emit(item)
+            elif isinstance(item, TurnComplete):
+                complete = item
+            else:
+                emit(item)
+        if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
+            raise RunError("provider", "the provider's stream ended without a final message")
+        progress.partial = []
+        usage = complete.usage.priced(self.price)
+        progress.usage.add(usage)
+        progress.turns_used += 1
+        message = complete.message
+        progress.messages.append(message)
+        progress.open_turn = bool(message.tool_calls)
+        emit(usage.event())
+        text = message.text
+        if text:
+            emit(ChunkEvent(text))
+        s = self.provider.settings
+        self._record(
+            progress,
+            [message],
+            usage=usage,
+            model=s.model,
+            provider=s.provider,
+            stop_reason=complete.stop_reason,
+            status=None if message.tool_calls else "done",
+        )
+        progress.session_turn += 1
+        if self.budget is not None and progress.usage.cost_usd > self.budget:
+            raise RunError(
+                "budget", f"the run spent ${progress.usage.cost_usd:.4f}, over its budget of ${self.budget:.4f}"
+            )
+        return complete
+
+    async def _tool_phase(self, progress: _Progress, done: dict[str, ToolResultBlock]) -> RunResult | None:
+        """Run the last turn's calls (those not already ``done``); a RunResult when the run stops here."""
+        calls = progress.messages[-1].tool_calls
+        todo = [c for c in calls if c.id not in done]
+        outcomes = await run_calls(
+            todo, rig=self.rig, offered=self.offered, session_id=self.session_id, events=self.sink, pause=self.pause
+        )
+        by_id = {o.call.id: o for o in outcomes}
+        if any(o.paused for o in outcomes):
+            return self._paused(progress, calls, done, by_id)
+        blocks: list[ToolResultBlock] = []
+        records: list[ToolCallRecord] = []
+        terminal: CallOutcome | None = None
+        for call in calls:
+            if call.id in done:
+                blocks.append(done[call.id])
+                continue
+            outcome = by_id[call.id]
+            result = outcome.result
+            if result is None:  # pragma: no cover - only a paused turn leaves calls unrun, handled above
+                raise RunError("state", f"tool call {call.id} did not run")
+            blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
+            records.append(_record_of(call, result, progress.session_turn - 1))
+            tool = self.offered.get(call.name)
+            if terminal is None and tool is not None and tool.terminal and not result.is_error:
+                terminal = outcome
+        message = Message("user", list(blocks))
+        if terminal is None and progress.turns_used >= self.max_turns:
+            message.content.append(TextBlock(SUMMARY_REQUEST.format(turns=self.max_turns)))
+        progress.messages.append(message)
+        progress.open_turn = False
+        self._record(progress, [message], tool_calls=records, status="done" if terminal is not None else None)
+        if terminal is not None:
+            output = (terminal.result.output if terminal.result else None) or {}
+            response = _terminal_text(output)
+            await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+            return self._result(progress, response, "terminal", output=output)
+        if progress.turns_used >= self.max_turns:
+            complete = await self._model_turn(progress, tool_choice="none")
+            response = complete.message.text
+            await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+            return self._result(progress, response, "max_turns")
+        return None
+
+    def _paused(
+        self,
+        progress: _Progress,
+        calls: list[ToolCallBlock],
+        done: dict[str, ToolResultBlock],
+        by_id: dict[str, CallOutcome],
+    ) -> RunResult:
+        paused = self.pause or PauseChannel()
+        requests = paused.pending
+        pending: list[PendingCall] = []
+        results: dict[str, dict[str, Any]] = {
+            k: {"content": v.content, "is_error": v.is_error} for k, v in done.items()
+        }
+        for call in calls:
+            outcome = by_id.get(call.id)
+            if outcome is None:
+                continue
+            if outcome.paused or outcome.result is None:
+                request = requests.get(call.id)
+                pending.append(
+                    PendingCall(
+                        call.id,
+                        call.name,
+                        call.arguments,
+                        reason=request.reason if request else "",
+                        subjects=list(request.subjects) if request else [],
+                        needs_approval=request is not None,
+                    )
+                )
+            else:
+                results[call.id] = {"content": outcome.result.to_json(), "is_error": outcome.result.is_error}
+        paused.pending.clear()
+        s = self.provider.settings
+        state = RunState(
+            session_id=self.session_id,
+            provider=s.provider,
+            model=s.model,
+            system_prompt=self.system,
+            turns_used=progress.turns_used,
+            max_turns=self.max_turns,
+            messages=list(progress.messages),
+            new_from=progress.new_from,
+            pending=pending,
+            results=results,
+            usage=progress.usage,
+        )
+        progress.open_turn = False  # the calls stay open on purpose: the resumed run answers them
+        self._record(progress, [], status="paused")
+        return self._result(progress, "", "paused", state=state)
+
+    def _result(self, progress: _Progress, response: str, stop: StopReason, **extra: Any) -> RunResult:
+        return RunResult(
+            response=response,
+            new_messages=progress.messages[progress.new_from :],
+            usage=progress.usage,
+            session_id=self.session_id,
+            stop_reason=stop,
+            turns=progress.turns_used,
+            **extra,
+        )
+
+    async def _hook(self, event: HookEvent) -> None:
+        await self.rig.hooks.run(event)
+        await self.hooks.run(event)
+
+
+def _record_of(call: ToolCallBlock, result: ToolResult, turn: int) -> ToolCallRecord:
+    return ToolCallRecord(
+        call.id, max(turn, 0), call.name, call.arguments, result.is_error, preview(result), result.meta.duration_ms
+    )
+
+
+def _terminal_text(output: dict[str, Any]) -> str:
+    """A terminal tool's output as the run's response: its one text field, or the JSON."""
+    import json
+
+    if len(output) == 1:
+        (value,) = output.values()
+        if isinstance(value, str):
+            return value
+    return json.dumps(output, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------- public
+
+
+async def run_agent(
+    prompt: str,
+    options: RunOptions | None = None,
+    *,
+    rig: Rig | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> RunResult:
+    """Run the agent on ``prompt`` until it answers; events go to ``on_event`` as they happen.
+
+    Raises ``RunError`` when the run cannot go on (no key, provider errors after retries, timeout,
+    budget); a tool's failure never raises, the model reads it and carries on.
+    """
+    run = _Run(rig or Rig("."), options or RunOptions(), on_event)
+    return await run.start(prompt)
+
+
+async def resume_run(
+    state: RunState,
+    decisions: Mapping[str, ApprovalDecision | Verdict],
+    options: RunOptions | None = None,
+    *,
+    rig: Rig | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> RunResult:
+    """Continue a paused run with a person's decisions, keyed by tool call id (see ``RunState.pending``)."""
+    options = options or RunOptions()
+    if options.model is None and options.provider is None:
+        options.model = state.model
+    run = _Run(rig or Rig("."), options, on_event)
+    return await run.resume(state, decisions)
+
+
+class AgentRun:
+    """A run in progress, iterated for its events; ``result`` is set once the iteration ends."""
+
+    def __init__(self, receive: anyio.abc.ObjectReceiveStream[Event]) -> None:
+        self._receive = receive
+        self.result: RunResult | None = None
+        self.error: BaseException | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._receive.__aiter__()
+
+
+@contextlib.asynccontextmanager
+async def stream_agent(
+    prompt: str, options: RunOptions | None = None, *, rig: Rig | None = None
+) -> AsyncIterator[AgentRun]:
+    """Run the agent and iterate its events: ``async for event in run``, then read ``run.result``.
+
+    Leaving the block before the events end stops the run. A run failure is raised on leaving the block,
+    as ``run_agent`` raises it.
+    """
+    send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
+    run = AgentRun(receive)
+
+    def forward(event: Event) -> None:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            send.send_nowait(event)
+
+    async def drive() -> None:
+        async with send:
+            try:
+                run.result = await run_agent(prompt, options, rig=rig, on_event=forward)
+            except RunError as exc:
+                run.error = exc
+
+    async with anyio.create_task_group() as tasks, receive:
+        tasks.start_soon(drive)
+        yield run
+        if run.result is None and run.error is None:
+            tasks.cancel_scope.cancel()  # the block was left before the run ended: stop it
+    if run.error is not None:
+        raise run.error

@@ -1,0 +1,69 @@
+"""What ``toolrig run`` and ``toolrig chat`` share: options, provider checks, plain-text rendering."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from toolrig.agent.providers import ProviderSettings
+    from toolrig.rig import Rig
+
+EXIT_RUN_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_ABORTED = 130
+
+
+def agent_options(command: Any) -> Any:
+    """The options both commands take."""
+    for option in reversed(
+        [
+            click.option(
+                "--model", "-m", help="The model (claude-* goes to Anthropic; anything else OpenAI-compatible)."
+            ),
+            click.option(
+                "--resume", "resume", metavar="ID", help="Continue the session ID (see `toolrig sessions list`)."
+            ),
+            click.option("--continue", "continue_latest", is_flag=True, help="Continue the most recent session."),
+            click.option("--max-turns", type=click.IntRange(min=1), help="Model turns before a summary is asked for."),
+            click.option("--thinking", type=click.Choice(["adaptive", "off"]), help="Extended thinking (Anthropic)."),
+            click.option("--effort", type=click.Choice(["low", "medium", "high", "max"]), help="Reasoning effort."),
+            click.option("--agent", "agent", metavar="NAME", help="Run as this named agent (`agents:` in config)."),
+            click.option(
+                "--root",
+                "rig_root",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=Path("."),
+                show_default=True,
+                help="Workspace directory the tools work in.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def fail(message: str, code: int = EXIT_CONFIG) -> NoReturn:
+    click.echo(f"toolrig: error: {message}", err=True)
+    sys.exit(code)
+
+
+def check_provider(rig: Rig, model: str | None) -> ProviderSettings:
+    """Resolve the provider now, so a missing model or key is one clear message before anything runs."""
+    from toolrig.agent.errors import RunError
+    from toolrig.agent.providers import settings_from
+
+    try:
+        return settings_from(rig.config.agent, model=model)
+    except RunError as exc:
+        fail(exc.message)
+
+
+def short_args(args: dict[str, Any], limit: int = 80) -> str:
+    import json
+
+    text = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.agent.fake_llm import Call, FakeLLM, Text, error, reply
+from toolrig.cli import app
+
+TOOLRIG = str(Path(sys.executable).parent / "toolrig")
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def configure(home: Path, llm: FakeLLM, provider: str, **extra: object) -> None:
+    agent = {
+        "provider": provider,
+        "model": "claude-test" if provider == "anthropic" else "gpt-test",
+        "base_url": llm.anthropic_url if provider == "anthropic" else llm.openai_url,
+        "api_key": "test-key",
+        "max_retries": 0,
+        **extra,
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump({"agent": agent}))
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_run_prints_the_streamed_answer_and_tool_lines(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path, provider: str
+) -> None:
+    configure(toolrig_home, llm, provider)
+    llm.script(reply(Call("c1", "calculate", '{"expression": "2 ** 10"}')), reply(Text("It is ", "1024.")))
+    code, out, err = invoke("run", "what is 2**10?", "--root", str(workspace))
+    assert code == 0, err
+    assert out == "It is 1024.\n"
+    assert '→ calculate(expression="2 ** 10")' in err and '✓ calculate: {"result":1024}' in err
+
+
+def test_run_json_streams_every_event_as_a_json_line(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path, provider: str
+) -> None:
+    configure(toolrig_home, llm, provider)
+    llm.script(reply(Call("c1", "calculate", '{"expression": "1 + 1"}')), reply(Text("2")))
+    code, out, _ = invoke("run", "1+1", "--json", "--root", str(workspace))
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "init" and kinds[-1] == "done"
+    assert {"tool_call", "tool_call_delta", "tool_result", "usage", "stream_text", "chunk"} <= set(kinds)
+    assert events[-1]["response"] == "2" and events[-1]["stop_reason"] == "completed"
+    assert events[-1]["session_id"] == events[0]["session_id"]
+
+
+def test_run_exits_nonzero_with_the_error_on_run_failure(llm: FakeLLM, workspace: Path, toolrig_home: Path) -> None:
+    configure(toolrig_home, llm, "openai")
+    llm.script(error(500), error(500))
+    code, out, err = invoke("run", "hi", "--root", str(workspace))
+    assert code == 1 and "run failed (overloaded)" in err and "500" in err
+    code, out, _ = invoke("run", "hi", "--json", "--root", str(workspace))
+    assert code == 1 and json.loads(out.splitlines()[-1])["type"] == "error"
+
+
+def test_without_a_model_run_and_chat_say_how_to_configure_one_in_two_lines(workspace: Path) -> None:
+    for command in ("run", "chat"):
+        args = [command, "hi"] if command == "run" else [command]
+        code, out, err = invoke(*args, "--root", str(workspace))
+        assert code == 2 and out == ""
+        lines = err.strip().splitlines()
+        assert len(lines) == 2, err
+        assert "--model" in lines[0] and "agent.model" in lines[0]
+        assert "ANTHROPIC_API_KEY" in lines[1] and "OPENAI_API_KEY" in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"), [("claude-sonnet-4-5", "ANTHROPIC_API_KEY"), ("gpt-4.1", "OPENAI_API_KEY")]
+)
+def test_a_missing_key_is_one_line_naming_the_variable(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, model: str, variable: str
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, _, err = invoke("run", "hi", "--model", model, "--root", str(workspace))
+    assert code == 2
+    assert err.strip().count("\n") == 0 and variable in err
+
+
+def test_a_session_resumes_in_another_process_on_the_other_provider(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path
+) -> None:
+    """Anthropic first, then `toolrig run --continue` in a new process on OpenAI: history replayed natively."""
+    configure(toolrig_home, llm, "anthropic")
+    llm.script(reply(Call("toolu_1", "calculate", '{"expression": "3 * 3"}')), reply(Text("Nine.")))
+    code, out, _ = invoke("run", "3*3?", "--json", "--root", str(workspace))
+    assert code == 0
+    session = json.loads(out.splitlines()[0])["session_id"]
+
+    configure(toolrig_home, llm, "openai")
+    llm.script(reply(Text("You asked about 3*3.")))
+    env = {**os.environ, "TOOLRIG_HOME": str(toolrig_home)}
+    done = subprocess.run(
+        [TOOLRIG, "run", "what did I ask?", "--continue", "--root", str(workspace)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "You asked about 3*3.\n"
+    body = llm.bodies()[-1]
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assistant = body["messages"][2]
+    assert assistant["tool_calls"][0]["id"] == "toolu_1"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"expression": "3 * 3"}
+    assert json.loads(body["messages"][3]["content"]) == {"is_error": False, "output": {"result": 9}}
+    assert body["messages"][-1]["content"] == "what did I ask?"
+
+    code, out, _ = invoke("sessions", "list", "--json", "--root", str(workspace))
+    [listed] = json.loads(out)
+    assert listed["id"] == session and listed["turns"] == 3 and listed["model"] == "gpt-test"
+    code, out, _ = invoke("sessions", "show", session, "--root", str(workspace))
+    assert code == 0
+    assert "user: 3*3?" in out and "→ calculate" in out and "assistant: You asked about 3*3." in out
+
+
+def test_resume_of_an_unknown_session_is_a_clear_error(llm: FakeLLM, workspace: Path, toolrig_home: Path) -> None:
+    configure(toolrig_home, llm, "openai")
+    code, _, err = invoke("run", "hi", "--resume", "nope", "--root", str(workspace))
+    assert code == 1 and "no session 'nope'" in err
+    code, _, err = invoke("sessions", "show", "nope", "--root", str(workspace))
+    assert code == 2 and "no session 'nope'" in err

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import json
+import typing
+
+import pytest
+
+from toolrig import events
+from toolrig.events import DoneEvent, ErrorEvent, Event, UsageEvent, event_from_json, event_to_json
+
+SAMPLES: list[Event] = [
+    events.InitEvent("s1"),
+    events.ToolCallEvent("c1", "add", {"a": 1}),
+    events.ToolCallDeltaEvent("c1", "add", '{"a"'),
+    events.ToolResultEvent("c1", "add", '{"result":2}', False),
+    events.ToolProgressEvent("c1", "add", 0.5, 1.0, "half"),
+    events.StreamTextEvent("hi"),
+    events.ChunkEvent("hi there"),
+    events.ThinkingEvent("start"),
+    events.ThinkingDeltaEvent("hmm"),
+    UsageEvent(10, 5, 100, 20, cost_usd=0.0012),
+    events.ApprovalRequestEvent("r1", "wipe", {"target": "x"}, ["x"], "destructive"),
+    events.ApprovalResolvedEvent("r1", "wipe", "deny", "no"),
+    DoneEvent("s1", "answer", "completed"),
+    ErrorEvent("timeout", "took too long"),
+    events.SubagentStartEvent("a1", "helper", "do it"),
+    events.SubagentProgressEvent("a1", "helper", "working"),
+    events.SubagentDoneEvent("a1", "helper", "done"),
+]
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.type)
+def test_every_event_survives_its_json_wire_form(event: Event) -> None:
+    wire = json.loads(json.dumps(event_to_json(event)))
+    assert wire["type"] == event.type
+    assert event_from_json(wire) == event
+
+
+def test_the_samples_cover_every_member_of_the_union() -> None:
+    union = typing.get_args(typing.get_args(Event)[0])
+    assert {type(e) for e in SAMPLES} == set(union)
