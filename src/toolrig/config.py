@@ -195,7 +195,7 @@ class PriceConfig(Section):
     cache_write: float = Field(default=0.0, ge=0)
 
 
-class AgentRunConfig(Section):
+class LlmConfig(Section):
     """The model an agent talks to (``toolrig run`` / ``toolrig chat``).
 
     Endpoint, key and model are trusted-only: a workspace must not redirect prompts (and the code they
@@ -229,8 +229,8 @@ class Config(Section):
     output: OutputConfig = Field(default_factory=OutputConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
-    agent: AgentRunConfig = Field(
-        default_factory=AgentRunConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
+    llm: LlmConfig = Field(
+        default_factory=LlmConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
     )
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     rate_limits: dict[str, RateText] = Field(
