@@ -216,7 +216,7 @@ def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
     assert [(r.tool, r.verdict) for r in rules] == [("a", "deny"), ("b", "ask"), ("d", "deny")]
     assert any("1 allow rule(s) ignored" in w for w in loaded.warnings)
     config = loaded.config
-    assert config.approvals.allow == [] and config.llms == {} and config.hooks.enabled and config.audit.enabled
+    assert config.approvals.allow == [] and config.agents == {} and config.hooks.enabled and config.audit.enabled
     assert config.rate_limits == {}
     ignored = " ".join(loaded.warnings)
     for key in ("approvals.allow", "agents", "hooks.enabled", "audit.enabled", "rate_limits"):
