@@ -31,3 +31,7 @@ def rig(workspace: Path) -> Rig:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# Real servers (redis-server, BaseX) shared by the whole session; see tests/servers.py.
+from tests.servers import basex_server, redis_server  # noqa: E402, F401

@@ -52,7 +52,7 @@ class Rig:
         self.workspace = Workspace(root, extra_roots=settings.extra_paths, read_only=settings.read_only)
         self.agent = agent
         self.events = EventBus()
-        self.stores = Stores(self.workspace.state_dir)
+        self.stores = Stores(self.workspace.state_dir, self.config.stores)
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
