@@ -34,4 +34,4 @@ def anyio_backend() -> str:
 
 
 # Real servers (redis-server, BaseX) shared by the whole session; see tests/servers.py.
-from tests.servers import basex_server, redis_server  # noqa: E402, F401
+from tests.servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from toolrig.stores.kv import KeyValueStore, RedisKeyValueStore, SqliteKeyValueStore
+from toolrig.stores.librarian import Librarian
+from toolrig.stores.librarian.basex import BaseXLibrarian
+from toolrig.stores.librarian.embedded import EmbeddedLibrarian
+
 BASEX_JAR = Path("/usr/share/java/basex.jar")
 
 
@@ -103,9 +108,16 @@ def basex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaseXServ
     home = tmp_path_factory.mktemp("basex")
     port = free_port()
     password = secrets.token_hex(8)
+    properties = [f"-Dorg.basex.path={home}/", f"-Dorg.basex.DBPATH={home}/data", "-cp", str(BASEX_JAR)]
+    # Set the admin password standalone first: the server's own -c runs after it reports that it started.
+    subprocess.run(
+        [java, *properties, "org.basex.BaseX", "-c", f"ALTER PASSWORD admin {password}"],
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
     process = subprocess.Popen(
-        [java, f"-Dorg.basex.path={home}/", f"-Dorg.basex.DBPATH={home}/data", "-cp", str(BASEX_JAR),
-         "org.basex.BaseXServer", "-n127.0.0.1", f"-p{port}", "-c", f"ALTER PASSWORD admin {password}"],  # fmt: skip
+        [java, *properties, "org.basex.BaseXServer", "-n127.0.0.1", f"-p{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -114,3 +126,38 @@ def basex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaseXServ
     _wait_for_line(process, "Server was started", "BaseX")
     yield BaseXServer(port, password)
     _stop(process)
+
+
+# ------------------------------------------------------------------ stores on either backend
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KeyValueStore]:
+    """The same key-value suite runs on SQLite and on a real redis-server."""
+    store: KeyValueStore
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        redis_store = RedisKeyValueStore(server.url)
+        redis_store.client.flushdb()
+        store = redis_store
+    else:
+        store = SqliteKeyValueStore(tmp_path / "kv.sqlite")
+    yield store
+    store.close()
+
+
+def make_librarian(kind: str, request: pytest.FixtureRequest, directory: Path, timeout: float = 10.0) -> Librarian:
+    if kind == "basex":
+        server: BaseXServer = request.getfixturevalue("basex_server")
+        librarian = BaseXLibrarian(server.url, "admin", server.password, timeout=timeout)
+        librarian.drop_all()
+        return librarian
+    return EmbeddedLibrarian(directory, timeout=timeout)
+
+
+@pytest.fixture(params=["embedded", "basex"])
+def librarian(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Librarian]:
+    """The same librarian suite runs embedded (files + Saxon + FTS5) and on a real BaseX server."""
+    store = make_librarian(request.param, request, tmp_path / "librarian")
+    yield store
+    store.close()

@@ -62,7 +62,11 @@ class BaseXSession:
         digest = hashlib.md5((code + nonce).encode()).hexdigest()  # noqa: S324
         self._send(user.encode(), digest.encode())
         if self._read_byte() != 0:
-            raise BaseXError("access denied: check the BaseX user and password in the stores.librarian config")
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "The BaseX server refused the login.",
+                "Ask the user to check stores.librarian user and password in the toolrig config.",
+            )
 
     # --------------------------------------------------------------- wire format
 
@@ -152,7 +156,7 @@ _EVAL = """
 declare variable $query external;
 {declarations}
 for $item in xquery:eval($query, map {{ {bindings} }}, map {{ 'timeout': {timeout}, 'permission': 'read' }})
-return if ($item instance of node()) then serialize($item)
+return if ($item instance of node()) then serialize($item, map {{ 'indent': 'no' }})
   else if ($item instance of map(*) or $item instance of array(*)) then serialize($item, map {{ 'method': 'json' }})
   else string($item)
 """
@@ -262,7 +266,7 @@ class BaseXLibrarian:
                 return []
             return session.query(
                 "declare variable $db external; declare variable $p external; "
-                "if (db:exists($db, $p)) then serialize(db:open($db, $p)) else ()",
+                "if (db:exists($db, $p)) then serialize(db:open($db, $p), map { 'indent': 'no' }) else ()",
                 {"db": (collection, "xs:string"), "p": (name, "xs:string")},
             )
 

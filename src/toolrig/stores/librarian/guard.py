@@ -83,7 +83,7 @@ class GuardedQuery:
             return self.text
         insert = " ".join(declarations)
         before = self.text[: self.prolog_end]
-        return f"{before}{' ' if before else ''}{insert} {self.text[self.prolog_end :]}"
+        return f"{before}{' ' if before else ''}{insert} {self.text[self.prolog_end :].lstrip()}"
 
 
 def _refuse(reason: str, hint: str | None = None) -> ToolError:
