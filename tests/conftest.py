@@ -24,8 +24,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def rig(workspace: Path) -> Rig:
-    return Rig(workspace)
+def rig(workspace: Path) -> Iterator[Rig]:
+    with Rig(workspace) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -76,6 +76,16 @@ class Rig:
             output_cap=self.config.output.max_chars,
         )
 
+    def close(self) -> None:
+        """Close the stores this rig opened (database connections, the XQuery worker); they reopen on next use."""
+        self.stores.close()
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def registry(self) -> Registry:
         """The tools this rig offers: the catalog narrowed by ``tools.allow`` / ``tools.deny``."""

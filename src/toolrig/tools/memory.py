@@ -96,7 +96,7 @@ class MemorySearch(Tool[MemorySearchInput, MemorySearchOutput]):
         index.refresh(progress)
         hits = index.search(input.query, input.max_results)
         entries = [
-            f"{number}. {hit.file} lines {hit.lines} (score {hit.score:.2f})\n{hit.snippet}"
+            f"{number}. {hit.file} {'lines' if '-' in hit.lines else 'line'} {hit.lines} (score {hit.score:.3g})\n{hit.snippet}"
             for number, hit in enumerate(hits, start=1)
         ]
         text = "\n---\n".join(entries) if entries else "No memory matches the query."

@@ -194,7 +194,7 @@ class EmbeddedLibrarian:
         sql += " ORDER BY bm25(documents_fts) LIMIT ?"
         params.append(num_results)
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
-        return [SearchHit(f"{c}/{n}", round(-rank, 4), snippet(text, query, 300)) for c, n, text, rank in rows]
+        return [SearchHit(f"{c}/{n}", float(f"{-rank:.4g}"), snippet(text, query, 300)) for c, n, text, rank in rows]
 
     def close(self) -> None:
         self._worker.stop()
