@@ -90,9 +90,7 @@ class LibrarianStoreConfig(Section):
 
 
 class MemoryStoreConfig(Section):
-    semantic: bool = Field(
-        default=False, description="Fuse BM25 with local embeddings (needs the `semantic` extra)."
-    )
+    semantic: bool = Field(default=False, description="Fuse BM25 with local embeddings (needs the `semantic` extra).")
 
 
 class StoresConfig(Section):

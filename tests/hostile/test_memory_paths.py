@@ -27,7 +27,9 @@ from toolrig.rig import Rig
     ],
 )
 @pytest.mark.parametrize("tool", ["memory_get", "memory_write"])
-def test_memory_tools_refuse_paths_that_are_not_the_agents_memory(rig: Rig, workspace: Path, tool: str, path: str) -> None:
+def test_memory_tools_refuse_paths_that_are_not_the_agents_memory(
+    rig: Rig, workspace: Path, tool: str, path: str
+) -> None:
     (workspace / "src").mkdir()
     (workspace / "src" / "app.py").write_text("print('hi')\n")
     args: dict[str, object] = {"file_path": path}

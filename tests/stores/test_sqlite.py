@@ -52,7 +52,7 @@ def test_a_write_waits_for_another_connections_lock_instead_of_failing(tmp_path:
     def writer() -> None:
         try:
             db.write(lambda conn: conn.execute("INSERT INTO t VALUES (2, 'b')"))
-        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+        except BaseException as exc:
             errors.append(exc)
         done.set()
 

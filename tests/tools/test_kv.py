@@ -39,7 +39,10 @@ def test_key_value_tools_store_read_and_delete_json(kv_rig: Rig) -> None:
 def test_key_value_namespace_defaults_to_the_calling_agents_id(kv_rig: Rig) -> None:
     kv_rig.call_sync("key_value_set", {"key": "k", "value": "alpha's"}, agent_id="alpha")
     kv_rig.call_sync("key_value_set", {"key": "k", "value": "beta's"}, agent_id="beta")
-    assert kv_rig.call_sync("key_value_get", {"key": "k"}, agent_id="alpha").output == {"found": True, "value": "alpha's"}
+    assert kv_rig.call_sync("key_value_get", {"key": "k"}, agent_id="alpha").output == {
+        "found": True,
+        "value": "alpha's",
+    }
     assert kv_rig.call_sync("key_value_get", {"key": "k"}).output == {"found": False, "value": None}
     shared = kv_rig.call_sync("key_value_get", {"key": "k", "namespace": "beta"}, agent_id="alpha")
     assert shared.output == {"found": True, "value": "beta's"}

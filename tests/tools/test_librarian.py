@@ -34,8 +34,11 @@ def test_librarian_tools_store_get_query_and_search(lib_rig: Rig) -> None:
     assert got.output == {"path": "laws/a1.xml", "content": '<law n="1"><title>Harbour dues</title></law>'}
     queried = lib_rig.call_sync(
         "librarian_query",
-        {"query": "declare variable $n external; collection()/law[@n = $n]/title/string()", "collection": "laws",
-         "variables": {"n": "1"}},  # fmt: skip
+        {
+            "query": "declare variable $n external; collection()/law[@n = $n]/title/string()",
+            "collection": "laws",
+            "variables": {"n": "1"},
+        },
     )
     assert queried.output == {"items": ["Harbour dues"], "count": 1}
     found = lib_rig.call_sync("librarian_search", {"query": "harbour"})
@@ -43,7 +46,9 @@ def test_librarian_tools_store_get_query_and_search(lib_rig: Rig) -> None:
 
 
 def test_librarian_store_of_malformed_xml_names_line_and_column(lib_rig: Rig) -> None:
-    result = lib_rig.call_sync("librarian_store", {"collection": "c", "document_name": "d.xml", "content": "<a>\n<b></a>"})
+    result = lib_rig.call_sync(
+        "librarian_store", {"collection": "c", "document_name": "d.xml", "content": "<a>\n<b></a>"}
+    )
     assert result.error_type == "invalid_input"
     assert "line 2, column 6" in (result.message or "")
 

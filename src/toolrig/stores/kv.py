@@ -133,7 +133,8 @@ class SqliteKeyValueStore:
         check_namespace(namespace)
         check_key(key)
         text = encode_value(value, self.limits)
-        expires = time.time() + ttl if check_ttl(ttl) is not None else None
+        ttl = check_ttl(ttl)
+        expires = time.time() + ttl if ttl is not None else None
         with self._count_lock:
             self._sets += 1
             purge = self._sets % self.PURGE_EVERY == 0
@@ -170,7 +171,14 @@ class RedisKeyValueStore:
     """Redis backend (the ``redis`` extra): keys are ``toolrig:kv:<namespace>:<key>``, TTLs are Redis's own."""
 
     def __init__(self, url: str, limits: Limits | None = None) -> None:
-        import redis
+        try:
+            import redis
+        except ImportError:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "The Redis key-value backend needs the redis package.",
+                "Ask the user to install it: pip install 'toolrig[redis]'.",
+            ) from None
 
         self.limits = limits or Limits()
         self.url = url
@@ -189,7 +197,8 @@ class RedisKeyValueStore:
     def set(self, namespace: str, key: str, value: Any, ttl: float | None = None) -> None:
         name = self._name(namespace, key)
         text = encode_value(value, self.limits)
-        milliseconds = max(1, round(ttl * 1000)) if check_ttl(ttl) is not None else None
+        ttl = check_ttl(ttl)
+        milliseconds = max(1, round(ttl * 1000)) if ttl is not None else None
         self._call(lambda: self.client.set(name, text.encode("utf-8"), px=milliseconds))
 
     def delete(self, namespace: str, key: str) -> bool:

@@ -54,9 +54,7 @@ def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path
     path = ctx.workspace.resolve(prefix + relative, write=write)
     root = _memory_root(ctx)
     # A symlink inside memory/ may still land elsewhere in the workspace: the real path must be the same file.
-    if PurePosixPath(path.relative_to(root).as_posix() if path.is_relative_to(root) else "") != PurePosixPath(
-        relative
-    ):
+    if PurePosixPath(path.relative_to(root).as_posix() if path.is_relative_to(root) else "") != PurePosixPath(relative):
         raise ToolError(ErrorType.DENIED, f"'{file_path}' leads through a symlink out of memory.", _NOT_MEMORY_HINT)
     return path, relative
 
@@ -96,8 +94,9 @@ class MemorySearch(Tool[MemorySearchInput, MemorySearchOutput]):
         index.refresh(progress)
         hits = index.search(input.query, input.max_results)
         entries = [
-            f"{number}. {hit.file} {'lines' if '-' in hit.lines else 'line'} {hit.lines} (score {hit.score:.3g})\n{hit.snippet}"
-            for number, hit in enumerate(hits, start=1)
+            f"{n}. {hit.file} {'lines' if '-' in hit.lines else 'line'} {hit.lines} (score {hit.score:.3g})\n"
+            + hit.snippet
+            for n, hit in enumerate(hits, start=1)
         ]
         text = "\n---\n".join(entries) if entries else "No memory matches the query."
         return MemorySearchOutput(results=text, count=len(hits))
@@ -145,7 +144,9 @@ class MemoryGet(Tool[MemoryGetInput, MemoryGetOutput]):
             lines.pop()
         total = len(lines)
         if input.from_ > max(total, 1):
-            raise ToolError(ErrorType.INVALID_INPUT, f"'{relative}' has {total} lines; from={input.from_} is past the end.")
+            raise ToolError(
+                ErrorType.INVALID_INPUT, f"'{relative}' has {total} lines; from={input.from_} is past the end."
+            )
         stop = total if input.lines is None else min(total, input.from_ - 1 + input.lines)
         shown = [f"{n}: {lines[n - 1].rstrip(chr(13))}" for n in range(input.from_, stop + 1)]
         return MemoryGetOutput(
@@ -184,7 +185,9 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
         from toolrig.sandbox.atomic import atomic_write_text
 
         if len(input.content) > MAX_WRITE_CHARS:
-            raise ToolError(ErrorType.TOO_LARGE, f"content is over {MAX_WRITE_CHARS:,} characters.", "Write less at a time.")
+            raise ToolError(
+                ErrorType.TOO_LARGE, f"content is over {MAX_WRITE_CHARS:,} characters.", "Write less at a time."
+            )
         path, relative = _memory_path(ctx, input.file_path, write=True)
         with ctx.stores.memory.write_lock:  # append is read-modify-write: one writer at a time, across processes
             existing = ""

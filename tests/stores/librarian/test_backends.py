@@ -12,7 +12,9 @@ from toolrig.stores.librarian import Librarian
 
 BOOKS = {
     "moby.xml": "<book year='1851'><title>Moby Dick</title><p>Call me Ishmael. The white whale swims.</p></book>",
-    "pride.xml": "<book year='1813'><title>Pride and Prejudice</title><p>It is a truth universally acknowledged.</p></book>",
+    "pride.xml": (
+        "<book year='1813'><title>Pride and Prejudice</title><p>It is a truth universally acknowledged.</p></book>"
+    ),
     "dune.xml": "<book year='1965'><title>Dune</title><p>The spice must flow. A whale of a desert.</p></book>",
 }
 

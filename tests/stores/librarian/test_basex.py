@@ -8,7 +8,8 @@ from toolrig.stores.librarian.basex import _EVAL, BaseXError, BaseXLibrarian, Ba
 
 
 @pytest.mark.parametrize(
-    "query", ["file:read-text('/etc/hostname')", "unparsed-text('/etc/hostname')", "doc('/etc/passwd')", "db:create('x')"]
+    "query",
+    ["file:read-text('/etc/hostname')", "unparsed-text('/etc/hostname')", "doc('/etc/passwd')", "db:create('x')"],
 )
 def test_basex_server_itself_refuses_file_access_and_writes_even_past_the_guard(
     basex_server: BaseXServer, query: str

@@ -8,6 +8,7 @@ read permission and a timeout, so the server enforces both too. Credentials come
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -145,10 +146,8 @@ class BaseXSession:
             self._status()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._send(b"exit")
-        except OSError:
-            pass
         self.sock.close()
 
 
@@ -272,7 +271,9 @@ class BaseXLibrarian:
 
         found = self._call(action)
         if not found:
-            raise ToolError(ErrorType.NOT_FOUND, f"No document '{collection}/{name}'.", "librarian_search finds what is stored.")
+            raise ToolError(
+                ErrorType.NOT_FOUND, f"No document '{collection}/{name}'.", "librarian_search finds what is stored."
+            )
         return str(found[0])
 
     # --------------------------------------------------------------- queries
@@ -329,7 +330,9 @@ class BaseXLibrarian:
     def search(self, query: str, collection: str | None, num_results: int) -> list[SearchHit]:
         phrases, words = query_terms(query)
         if not phrases and not words:
-            raise ToolError(ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".')
+            raise ToolError(
+                ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".'
+            )
 
         def action(session: BaseXSession) -> list[str]:
             known = self._collections(session, refresh=True)

@@ -1,5 +1,6 @@
-"""The embedded librarian: documents as files under ``.toolrig/librarian/<collection>/``, XQuery by Saxon
-in a child process (killed on timeout), full-text search by SQLite FTS5.
+"""The embedded librarian: files under ``.toolrig/librarian/<collection>/``, Saxon, SQLite FTS5.
+
+XQuery runs in a Saxon child process that is killed when a query overruns its timeout.
 
 Trust model: names are checked before they become paths; documents are checked by ``xml``; queries by
 ``guard``. The Saxon process reads only the files this backend hands it and may open no URI itself.
@@ -175,14 +176,18 @@ class EmbeddedLibrarian:
         items = self._worker.run(request, self.timeout)
         if len(items) > MAX_RESULT_ITEMS:
             raise ToolError(
-                ErrorType.TOO_LARGE, f"The query returned {len(items):,} items.", "Narrow the query or use subsequence()."
+                ErrorType.TOO_LARGE,
+                f"The query returned {len(items):,} items.",
+                "Narrow the query or use subsequence().",
             )
         return items
 
     def search(self, query: str, collection: str | None, num_results: int) -> list[SearchHit]:
         match = fts_query(query)
         if match is None:
-            raise ToolError(ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".')
+            raise ToolError(
+                ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".'
+            )
         sql = (
             "SELECT d.collection, d.name, d.text, bm25(documents_fts) FROM documents_fts "
             "JOIN documents d ON d.id = documents_fts.rowid WHERE documents_fts MATCH ?"
@@ -217,7 +222,8 @@ class SaxonWorker:
     def run(self, request: dict[str, Any], timeout: float) -> list[str]:
         with self._lock:
             process = self._process if self._process is not None and self._process.poll() is None else self._start()
-            assert process.stdin is not None and process.stdout is not None
+            if process.stdin is None or process.stdout is None:  # pragma: no cover - Popen made both pipes
+                raise RuntimeError("the XQuery worker has no pipes")
             try:
                 process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
                 process.stdin.flush()
@@ -244,6 +250,14 @@ class SaxonWorker:
         return list(reply["items"])
 
     def _start(self) -> subprocess.Popen[bytes]:
+        import importlib.util
+
+        if importlib.util.find_spec("saxonche") is None:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "The XQuery engine (saxonche) is not installed.",
+                "Ask the user to install it: pip install 'toolrig[librarian]'.",
+            )
         environment = {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "LANG") if key in os.environ}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "toolrig.stores.librarian.saxon_worker"],

@@ -142,7 +142,9 @@ def _check_function(name: str) -> None:
             f"calls '{name}()', outside the standard library",
             "Use the standard functions (fn:, math:, map:, array:, xs:) and your own local: functions.",
         )
-    if prefix in (None, "fn") and (local in FORBIDDEN_FUNCTIONS or (local not in ("doc", "collection") and _SUSPICIOUS.search(local))):
+    if prefix in (None, "fn") and (
+        local in FORBIDDEN_FUNCTIONS or (local not in ("doc", "collection") and _SUSPICIOUS.search(local))
+    ):
         raise _refuse(f"calls '{local}()', which reaches outside the library")
 
 
@@ -169,13 +171,17 @@ def guard(
             raise _refuse("uses a Q{...} name", "Use prefixed names; only the standard library is callable.")
         if token.kind == "string":
             _check_string(token.text)
-        elif token.kind == "name":
-            if following is not None and following.text in ("(", "#") and not _is_keyword_paren(tokens, index):
-                prefix, local = _split(token.text)
-                if prefix in (None, "fn") and local in ("doc", "collection"):
-                    index = _document_call(tokens, index, local, result, replacements, rewrite_collection, rewrite_document)
-                    continue
-                _check_function(token.text)
+        elif (
+            token.kind == "name"
+            and following is not None
+            and following.text in ("(", "#")
+            and not _is_keyword_paren(tokens, index)
+        ):
+            prefix, local = _split(token.text)
+            if prefix in (None, "fn") and local in ("doc", "collection"):
+                index = _document_call(tokens, index, local, result, replacements, rewrite_collection, rewrite_document)
+                continue
+            _check_function(token.text)
         index += 1
     text = query
     prolog_end = _prolog_end(tokens)
@@ -196,7 +202,9 @@ def _prolog_end(tokens: list[Token]) -> int:
     """The offset just after the last ';' of the leading declarations (0 when there are none)."""
     end = 0
     index = 0
-    while index + 1 < len(tokens) and tokens[index].text in _PROLOG_STARTS and tokens[index + 1].kind in ("name", "punct"):
+    while (
+        index + 1 < len(tokens) and tokens[index].text in _PROLOG_STARTS and tokens[index + 1].kind in ("name", "punct")
+    ):
         if tokens[index + 1].kind == "punct" and tokens[index + 1].text != "%":
             break
         depth = 0

@@ -176,7 +176,10 @@ class MemoryIndex:
                 (match, max_results),
             ).fetchall()
         )
-        return [MemoryHit(path, start, end, snippet(text, query), float(f"{-rank:.4g}")) for path, start, end, text, rank in rows]
+        return [
+            MemoryHit(path, start, end, snippet(text, query), float(f"{-rank:.4g}"))
+            for path, start, end, text, rank in rows
+        ]
 
     def close(self) -> None:
         self.db.close()
