@@ -1,176 +1,160 @@
-"""Real servers for the tests: redis-server and BaseX, each started once per session on a free loopback port.
-
-A missing binary fails the fixture with the command that installs it (``.ci/run`` runs that command).
-"""
+"""Real servers on loopback for the web, search and notify tests: an HTTP server with scripted routes and
+an SMTP server (aiosmtpd) in plain, STARTTLS and implicit-TLS flavours."""
 
 from __future__ import annotations
 
-import secrets
-import shutil
+import json
 import socket
-import subprocess
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+import ssl
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
-import pytest
 
-from toolrig.stores.kv import KeyValueStore, RedisKeyValueStore, SqliteKeyValueStore
-from toolrig.stores.librarian import Librarian
-from toolrig.stores.librarian.basex import BaseXLibrarian
-from toolrig.stores.librarian.embedded import EmbeddedLibrarian
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
 
-BASEX_JAR = Path("/usr/share/java/basex.jar")
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+Reply = tuple[int, dict[str, str], bytes]
+Route = Callable[[Seen], Reply]
+
+
+@dataclass
+class HttpServer:
+    """A threaded HTTP/1.1 server on 127.0.0.1 whose routes tests set; every request is recorded."""
+
+    routes: dict[str, Route] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 0
+    _server: ThreadingHTTPServer | None = None
+
+    def url(self, path: str = "/", host: str | None = None) -> str:
+        return f"http://{host or self.host}:{self.port}{path}"
+
+    def route(self, path: str, status: int = 200, body: bytes | str = b"", **headers: str) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        self.routes[path] = lambda seen: (status, {k.replace("_", "-"): v for k, v in headers.items()}, data)
+
+    def route_json(self, path: str, payload: Any, status: int = 200) -> None:
+        self.route(path, status, json.dumps(payload), content_type="application/json")
+
+    def start(self) -> HttpServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                parts = urlsplit(self.path)
+                seen = Seen(self.command, parts.path, parse_qs(parts.query), dict(self.headers.items()), body)
+                owner.seen.append(seen)
+                route = owner.routes.get(parts.path)
+                status, headers, data = route(seen) if route else (404, {}, b"not found")
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if "Content-Length" not in headers and "Transfer-Encoding" not in headers:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = _QuietServer((self.host, 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that stops reading (a capped fetch) resets the connection; that is expected, not news."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _wait_for_line(process: subprocess.Popen[str], marker: str, name: str) -> None:
-    """Read the server's own log until it says it is ready: an event, not a guess at how long it takes."""
-    assert process.stdout is not None
-    seen: list[str] = []
-    for line in process.stdout:
-        seen.append(line)
-        if marker in line:
-            return
-    process.wait()
-    pytest.fail(f"{name} exited before it was ready (code {process.returncode}):\n{''.join(seen)[-2000:]}")
+@dataclass
+class Mailbox:
+    """What an aiosmtpd server received: envelopes plus the parsed messages."""
+
+    envelopes: list[Any] = field(default_factory=list)
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.envelopes.append(envelope)
+        return "250 Message accepted for delivery"
+
+    def messages(self) -> list[EmailMessage]:
+        return [message_from_bytes(e.content.replace(b"\r\n", b"\n"), policy=policy.default) for e in self.envelopes]  # type: ignore[misc]
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
-
-
-@dataclass(frozen=True)
-class RedisServer:
+@dataclass
+class SmtpServer:
+    mailbox: Mailbox
     port: int
+    controller: Any
+    ca_file: str | None = None
 
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+    def stop(self) -> None:
+        self.controller.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not installed: run `apt-get install -y redis-server` (.ci/run does)")
+def start_smtp(
+    mode: str, *, tls: ssl.SSLContext | None = None, ca_file: str | None = None, users: dict[str, str] | None = None
+) -> SmtpServer:
+    """An aiosmtpd server on 127.0.0.1: mode 'plain', 'starttls' (required) or 'tls' (implicit)."""
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult
+
+    mailbox = Mailbox()
     port = free_port()
-    directory = tmp_path_factory.mktemp("redis")
-    process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(directory),
-            "--loglevel",
-            "notice",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    _wait_for_line(process, "Ready to accept connections", "redis-server")
-    yield RedisServer(port)
-    _stop(process)
+    options: dict[str, Any] = {}
+    if users is not None:
 
+        def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+            ok = users.get(data.login.decode()) == data.password.decode()
+            return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd sends the 535 itself
 
-@dataclass(frozen=True)
-class BaseXServer:
-    port: int
-    password: str
-
-    @property
-    def url(self) -> str:
-        return f"basex://127.0.0.1:{self.port}"
-
-    def config(self, timeout: float = 10.0) -> dict[str, object]:
-        return {
-            "backend": "basex",
-            "url": self.url,
-            "user": "admin",
-            "password": self.password,
-            "query_timeout_seconds": timeout,
-        }
-
-
-@pytest.fixture(scope="session")
-def basex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaseXServer]:
-    java = shutil.which("java")
-    if java is None or not BASEX_JAR.is_file():
-        pytest.fail("BaseX is not installed: run `apt-get install -y basex` (.ci/run does)")
-    home = tmp_path_factory.mktemp("basex")
-    port = free_port()
-    password = secrets.token_hex(8)
-    properties = [f"-Dorg.basex.path={home}/", f"-Dorg.basex.DBPATH={home}/data", "-cp", str(BASEX_JAR)]
-    # Set the admin password standalone first: the server's own -c runs after it reports that it started.
-    subprocess.run(
-        [java, *properties, "org.basex.BaseX", "-c", f"ALTER PASSWORD admin {password}"],
-        check=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-    )
-    process = subprocess.Popen(
-        [java, *properties, "org.basex.BaseXServer", "-n127.0.0.1", f"-p{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    _wait_for_line(process, "Server was started", "BaseX")
-    yield BaseXServer(port, password)
-    _stop(process)
-
-
-# ------------------------------------------------------------------ stores on either backend
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KeyValueStore]:
-    """The same key-value suite runs on SQLite and on a real redis-server."""
-    store: KeyValueStore
-    if request.param == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        redis_store = RedisKeyValueStore(server.url)
-        redis_store.client.flushdb()
-        store = redis_store
-    else:
-        store = SqliteKeyValueStore(tmp_path / "kv.sqlite")
-    yield store
-    store.close()
-
-
-def make_librarian(kind: str, request: pytest.FixtureRequest, directory: Path, timeout: float = 10.0) -> Librarian:
-    if kind == "basex":
-        server: BaseXServer = request.getfixturevalue("basex_server")
-        librarian = BaseXLibrarian(server.url, "admin", server.password, timeout=timeout)
-        librarian.drop_all()
-        return librarian
-    return EmbeddedLibrarian(directory, timeout=timeout)
-
-
-@pytest.fixture(params=["embedded", "basex"])
-def librarian(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Librarian]:
-    """The same librarian suite runs embedded (files + Saxon + FTS5) and on a real BaseX server."""
-    store = make_librarian(request.param, request, tmp_path / "librarian")
-    yield store
-    store.close()
+        # Implicit TLS is TLS from the first byte, but aiosmtpd only counts STARTTLS as "TLS" for AUTH.
+        options.update(authenticator=authenticate, auth_require_tls=mode == "starttls")
+    if mode == "starttls":
+        options.update(tls_context=tls, require_starttls=True)
+    if mode == "tls":
+        options.update(ssl_context=tls, server_hostname="127.0.0.1")
+    controller = Controller(mailbox, hostname="127.0.0.1", port=port, **options)
+    controller.start()
+    return SmtpServer(mailbox, port, controller, ca_file)

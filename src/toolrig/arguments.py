@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.schema import model_schema
+from toolrig.schema import json_kind, json_kinds, model_schema
 
 _INVALID_JSON_HINT = 'Send the arguments as one JSON object, e.g. {"name": "value"}.'
 
@@ -32,48 +32,13 @@ class FieldKinds:
         return "string" in self.kinds or not self.kinds
 
 
-def _kinds(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[str]:
-    if not isinstance(node, dict):
-        return set()
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
-        return _kinds(defs.get(ref[len("#/$defs/") :]), defs, seen | {ref})
-    kinds: set[str] = set()
-    kind = node.get("type")
-    if isinstance(kind, str):
-        kinds.add(kind)
-    elif isinstance(kind, list):
-        kinds.update(k for k in kind if isinstance(k, str))
-    for key in ("anyOf", "oneOf", "allOf"):
-        for sub in node.get(key, []) or []:
-            kinds |= _kinds(sub, defs, seen)
-    if "enum" in node or "const" in node:
-        values = node.get("enum", [node.get("const")])
-        kinds.update(_json_kind(v) for v in values)
-    if not kinds and "properties" in node:
-        kinds.add("object")
-    return kinds
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 @cache
 def field_kinds(model: type[BaseModel]) -> dict[str, FieldKinds]:
     schema = model_schema(model)
     defs = schema.get("$defs", {})
     required = set(schema.get("required", []))
     return {
-        name: FieldKinds(frozenset(_kinds(sub, defs)), name in required)
+        name: FieldKinds(frozenset(json_kinds(sub, defs)), name in required)
         for name, sub in schema.get("properties", {}).items()
     }
 
@@ -105,7 +70,7 @@ def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str,
     if not isinstance(value, dict):
         raise ToolError(
             ErrorType.INVALID_INPUT,
-            f"The arguments must be a JSON object, not {_json_kind(value)}.",
+            f"The arguments must be a JSON object, not {json_kind(value)}.",
             _INVALID_JSON_HINT,
         )
     return value, notes
@@ -121,7 +86,7 @@ def _drop_null_defaults(value: Any, node: Any, defs: dict[str, Any], depth: int 
     if isinstance(value, dict | list) and isinstance(node.get("anyOf"), list):
         wanted = "object" if isinstance(value, dict) else "array"
         for branch in node["anyOf"]:
-            if wanted in _kinds(branch, defs):
+            if wanted in json_kinds(branch, defs):
                 return _drop_null_defaults(value, branch, defs, depth + 1)
         return value
     if isinstance(value, list):
@@ -138,7 +103,7 @@ def _drop_null_defaults(value: Any, node: Any, defs: dict[str, Any], depth: int 
     out: dict[str, Any] = {}
     for key, item in value.items():
         sub = properties.get(key)
-        if item is None and key not in required and sub is not None and "null" not in _kinds(sub, defs):
+        if item is None and key not in required and sub is not None and "null" not in json_kinds(sub, defs):
             continue
         out[key] = _drop_null_defaults(item, sub, defs, depth + 1) if sub is not None else item
     return out
@@ -157,7 +122,7 @@ def _has_optional_without_null(node: Any, defs: dict[str, Any]) -> bool:
         properties = node.get("properties")
         if isinstance(properties, dict):
             required = set(node.get("required", []))
-            if any(k not in required and "null" not in _kinds(v, defs) for k, v in properties.items()):
+            if any(k not in required and "null" not in json_kinds(v, defs) for k, v in properties.items()):
                 return True
         return any(_has_optional_without_null(v, defs) for k, v in node.items() if k != "$defs") or any(
             _has_optional_without_null(v, defs) for v in (node.get("$defs") or {}).values()
@@ -197,7 +162,7 @@ def repair_arguments(model: type[BaseModel], args: dict[str, Any]) -> tuple[dict
             "array" in info.kinds
             and new is not None
             and not isinstance(new, list)
-            and _json_kind(new) not in info.kinds
+            and json_kind(new) not in info.kinds
             and not (isinstance(new, int | float) and "integer" in info.kinds)
         ):
             new = [new]

@@ -20,11 +20,18 @@ from toolrig.stores import Stores
 if TYPE_CHECKING:
     import httpx2
 
+    from toolrig.sandbox.network import NetworkPolicy
+
 
 class HttpAccess(Protocol):
-    """How a tool gets an HTTP client; implementations pin every connection to a checked address."""
+    """How a tool gets an HTTP client; implementations pin every connection to a checked address.
 
-    def client(self) -> httpx2.AsyncClient: ...
+    ``policy`` is the tool's own reach (domain lists, loopback); a client serves one call (``async with``).
+    """
+
+    def client(
+        self, policy: NetworkPolicy | None = None, *, timeout: float = 30.0, max_redirects: int = 5
+    ) -> httpx2.AsyncClient: ...
 
 
 class Approvals(Protocol):

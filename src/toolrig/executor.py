@@ -121,7 +121,11 @@ class Executor:
         self.workspace = workspace
         self.extensions = extensions or Extensions()
         self.stores = stores or Stores(workspace.state_dir)
-        self.http = http
+        if http is None:
+            from toolrig.sandbox.http import GuardedHttp
+
+            http = GuardedHttp()
+        self.http: HttpAccess = http
         self.events: EventSink = events or NullSink()
         self.approvals: Approvals = approvals or AllowAll()
         self.tool_config = tool_config or (lambda tool, agent: None)

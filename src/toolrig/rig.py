@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
 from toolrig.config import Config, LoadedConfig, config_from, load_config
+from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
 from toolrig.executor import Executor, Extensions, ToolCall
@@ -39,12 +40,14 @@ class Rig:
         registry: Registry | None = None,
         extensions: Extensions | None = None,
         approval_channel: ApprovalChannel | None = None,
+        http: HttpAccess | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
         ``config`` defaults to the user's and the workspace's files; ``tools`` are added to the catalog
         (``registry``, the built-in catalog and installed plugins by default) before allow/deny apply.
         ``approval_channel`` answers approval requests (a terminal, an MCP client, a program's callback).
+        ``http`` replaces the guarded HTTP access tools get (tests inject one with a fake resolver).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -71,6 +74,7 @@ class Rig:
             extensions=self.extensions,
             stores=self.stores,
             events=self.events,
+            http=http,
             tool_config=self._config_for,
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,

@@ -97,6 +97,55 @@ def strip_titles(schema: Any) -> Any:
     return schema
 
 
+# ------------------------------------------------------------------------------------------ reading
+
+
+def resolve_ref(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A node with a local ``$ref`` replaced by its definition (siblings kept), one level deep."""
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref[len("#/$defs/") :], {})
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def json_kind(value: Any) -> str:
+    """The JSON Schema type name of a JSON value ("number" for every number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def json_kinds(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[str]:
+    """Every JSON type a schema node accepts, through refs, unions and enums; empty when it accepts anything."""
+    if not isinstance(node, dict):
+        return set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+        return json_kinds(defs.get(ref[len("#/$defs/") :]), defs, seen | {ref})
+    kinds: set[str] = set()
+    kind = node.get("type")
+    if isinstance(kind, str):
+        kinds.add(kind)
+    elif isinstance(kind, list):
+        kinds.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in node.get(key, []) or []:
+            kinds |= json_kinds(sub, defs, seen)
+    if "enum" in node or "const" in node:
+        values = node.get("enum", [node.get("const")])
+        kinds.update(json_kind(v) for v in values)
+    if not kinds and "properties" in node:
+        kinds.add("object")
+    return kinds
+
+
 # ------------------------------------------------------------------------------------------ strict
 
 

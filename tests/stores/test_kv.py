@@ -104,7 +104,7 @@ def test_sqlite_kv_keeps_values_across_reopening(tmp_path) -> None:  # type: ign
 
 
 def test_redis_kv_reports_an_unreachable_server_as_unavailable() -> None:
-    from tests.servers import free_port
+    from tests.state_servers import free_port
 
     store = RedisKeyValueStore(f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(ToolError) as caught:

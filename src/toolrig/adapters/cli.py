@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from toolrig.registry import AnyTool
+from toolrig.schema import json_kinds, resolve_ref
 
 SCALARS = frozenset({"string", "integer", "number", "boolean", "null"})
 
@@ -27,27 +28,12 @@ class ParamPlan:
     help: str
 
 
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref[len("#/$defs/") :], {})
-        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
-
-
 def _kinds(node: dict[str, Any], defs: dict[str, Any]) -> set[str]:
-    node = _resolve(node, defs)
-    kind = node.get("type")
-    kinds = {kind} if isinstance(kind, str) else set(kind or [])
-    for sub in node.get("anyOf", []) + node.get("oneOf", []):
-        kinds |= _kinds(sub, defs)
-    if "enum" in node or "const" in node:
-        kinds.add("string")
-    return kinds or {"any"}
+    return json_kinds(node, defs) or {"any"}
 
 
 def _help_text(node: dict[str, Any], defs: dict[str, Any]) -> str:
-    node = _resolve(node, defs)
+    node = resolve_ref(node, defs)
     parts = [node.get("description", "")]
     enum = node.get("enum") or next((s.get("enum") for s in node.get("anyOf", []) if "enum" in s), None)
     if enum:
@@ -73,7 +59,7 @@ def plan_params(schema: dict[str, Any]) -> list[ParamPlan]:
                 plans.append(ParamPlan(name, "positional" if is_required else "option", is_required, help_text))
             continue
         if kinds == {"array"}:
-            items = _resolve(_resolve(node, defs).get("items", {}), defs)
+            items = resolve_ref(resolve_ref(node, defs).get("items", {}), defs)
             if _kinds(items, defs) - {"null"} <= SCALARS:
                 plans.append(ParamPlan(name, "multiple", is_required, help_text))
                 if is_required:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from toolrig.registry import Registry
+from toolrig.schema import resolve_ref
 
 HEADER = """# Tool catalog
 
@@ -16,15 +17,8 @@ agent loop with their output.
 """
 
 
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return {**defs.get(ref[len("#/$defs/") :], {}), **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
-
-
 def render_type(node: dict[str, Any], defs: dict[str, Any]) -> str:
-    node = _resolve(node, defs)
+    node = resolve_ref(node, defs)
     if "enum" in node:
         return " \\| ".join(f"`{json.dumps(v)}`" for v in node["enum"])
     if "const" in node:
@@ -72,7 +66,7 @@ def catalog(registry: Registry) -> str:
                 continue
             parts.append("| parameter | type | required | default | description |\n|---|---|---|---|---|\n")
             for name, node in properties.items():
-                resolved = _resolve(node, defs)
+                resolved = resolve_ref(node, defs)
                 default = json.dumps(resolved["default"]) if "default" in resolved else ""
                 text = resolved.get("description", "")
                 limits = _constraints(resolved)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import BaseXServer, free_port
+from tests.state_servers import BaseXServer, free_port
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.librarian.basex import _EVAL, BaseXError, BaseXLibrarian, BaseXSession
 

@@ -1,0 +1,64 @@
+"""Cost of ``run_command("true")`` through ``rig.call`` against ``subprocess.run`` of the same command.
+
+The tool runs every command under ``bash -c`` (with its prelude: limits, a pids cgroup where the kernel
+offers one, the final-directory report), so the peer runs ``bash -c true`` too; ``subprocess.run(["true"])``
+is shown for scale. Target: ours / peer <= 1.3.
+
+    python benchmarks/run_command.py [--rounds N] [--per-round N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tempfile
+
+import anyio
+
+from _harness import alternate_async, fmt_seconds, print_table, result_line
+from toolrig import Rig
+from toolrig.sandbox.process import PidsCgroup
+
+
+async def main(rounds: int, per_round: int) -> None:
+    rig = Rig(tempfile.mkdtemp(), config={})
+    rig_no_cgroup = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"max_processes": None}}})
+
+    async def toolrig_run_command() -> object:
+        result = await rig.call("run_command", {"command": "true"})
+        assert result.output["exit_code"] == 0, result
+        return result
+
+    async def toolrig_without_cgroup() -> object:
+        return await rig_no_cgroup.call("run_command", {"command": "true"})
+
+    async def subprocess_bash() -> object:
+        return subprocess.run(["bash", "-c", "true"], capture_output=True, stdin=subprocess.DEVNULL, check=True)
+
+    async def subprocess_true() -> object:
+        return subprocess.run(["true"], capture_output=True, stdin=subprocess.DEVNULL, check=True)
+
+    contenders = {
+        "subprocess.run(['bash', '-c', 'true'])": subprocess_bash,
+        "toolrig run_command('true')": toolrig_run_command,
+        "toolrig run_command('true'), no cgroup": toolrig_without_cgroup,
+        "subprocess.run(['true'])": subprocess_true,
+    }
+    for fn in contenders.values():  # warm up: imports, the prelude file, the cgroup probe
+        for _ in range(20):
+            await fn()
+    series = await alternate_async(contenders, rounds=rounds, per_round=per_round)
+    peer = series["subprocess.run(['bash', '-c', 'true'])"].median
+    rows = [(name, fmt_seconds(s.median), f"{s.median / peer:.2f}x") for name, s in series.items()]
+    print_table("run_command('true') vs subprocess.run (median per call)", rows, ("path", "per call", "vs peer"))
+    print(f"pids cgroup in use: {PidsCgroup.base() is not None}")
+    ours = series["toolrig run_command('true')"].median
+    print(result_line("run_command", ours, peer, peer_name="subprocess.run_bash_-c_true"))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--per-round", type=int, default=40)
+    options = parser.parse_args()
+    anyio.run(main, options.rounds, options.per_round)

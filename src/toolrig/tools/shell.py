@@ -1,0 +1,229 @@
+"""run_command: a shell for the model, contained by policy, limits and a killable process tree.
+
+Trust model: the command is hostile. Config patterns judge every simple command a real bash parser finds
+in it (an allowlist is the boundary, a denylist a tripwire); the process runs contained by
+``toolrig.sandbox.process`` (own group and cgroup, limits, scrubbed environment, killed on timeout).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolrig.context import ToolContext
+from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
+
+DEFAULT_SESSION = "default"
+
+
+class RunCommandConfig(BaseModel):
+    """Settings under ``tool_config.run_command``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["shell", "argv"] = Field(
+        default="shell", description="shell: bash -c; argv: shlex-split and run with no shell (stricter)."
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="Command patterns ('git *'); when set, every simple command must match one (deny by default).",
+    )
+    deny: list[str] = Field(default_factory=list, description="Command patterns refused wherever they appear.")
+    env_allow: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ENV_ALLOW),
+        description="Environment variables passed on (globs; secret-looking names only when named exactly).",
+    )
+    env_set: dict[str, str] = Field(
+        default_factory=lambda: {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "NO_COLOR": "1"},
+        description="Variables set for every command.",
+    )
+    max_timeout_seconds: float = Field(default=600.0, gt=0, description="Largest timeout a call may ask for.")
+    allow_no_timeout: bool = Field(default=False, description="Whether timeout_seconds=-1 (no limit) is allowed.")
+    cpu_seconds: int | None = Field(default=None, ge=1, description="CPU-time limit per process (RLIMIT_CPU).")
+    memory_mb: int | None = Field(default=None, ge=16, description="Address-space limit per process (RLIMIT_AS).")
+    max_processes: int | None = Field(default=512, ge=4, description="Most processes a command may have at once.")
+    file_size_mb: int | None = Field(default=None, ge=1, description="Largest file a command may write (RLIMIT_FSIZE).")
+    max_output_chars: int = Field(default=50_000, ge=1_000, description="Characters kept per stream (head and tail).")
+    max_output_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="Bytes per stream before a kill.")
+    kill_grace_seconds: float = Field(default=2.0, ge=0, description="Time between SIGTERM and SIGKILL.")
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.strip():
+                raise ValueError("a command pattern may not be empty")
+        return value
+
+
+class RunCommandInput(ToolInput):
+    command: str = Field(description="The command line, e.g. 'pytest -q tests/test_x.py' or 'git status'.")
+    timeout_seconds: float = Field(
+        default=30, description="Seconds before the command is stopped (SIGTERM, then SIGKILL); -1 for no limit."
+    )
+    cwd: str | None = Field(
+        default=None, description="Directory to run in, relative to the workspace; default: where the last call ended."
+    )
+
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _timeout(cls, value: float) -> float:
+        if value != -1 and not value > 0:
+            raise ValueError("must be a positive number of seconds, or -1 for no limit")
+        return value
+
+
+class RunCommandOutput(ToolOutput):
+    command: str
+    stdout: str = Field(description="Standard output; long output keeps its head and tail with a marker between.")
+    stderr: str
+    exit_code: int | None = Field(description="The exit status; negative when a signal ended the command.")
+    timed_out: bool
+    duration_ms: float
+    cwd: str = Field(description="The working directory after the command, relative to the workspace.")
+    stopped: str | None = Field(default=None, description="Why toolrig stopped the command early, if it did.")
+
+
+def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None) -> str | None:
+    """Why config refuses the command, or None. Every simple command inside it must pass."""
+    if not config.allow and not config.deny:
+        return None
+    from toolrig.sandbox.shell_syntax import analyse, matches
+
+    analysis = analyse(shlex.join(argv) if argv is not None else command)
+    if not analysis.parsed:
+        return f"it cannot be read reliably ({'; '.join(analysis.reasons)})"
+    if config.allow and not analysis.plain:
+        return f"only plain commands are allowed here, and this one {'; '.join(analysis.reasons)}"
+    if not analysis.readable:
+        return f"it may run commands that cannot be checked ({'; '.join(analysis.opaque)})"
+    for simple in analysis.commands:
+        for text in simple.deny_texts:
+            for pattern in config.deny:
+                if matches(pattern, text):
+                    return f"'{text}' matches the deny pattern '{pattern}'"
+        if config.allow and not any(matches(pattern, simple.text) for pattern in config.allow):
+            return f"'{simple.text}' matches no allowed pattern ({', '.join(config.allow)})"
+    return None
+
+
+class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
+    name = "run_command"
+    group = "shell"
+    destructive = True
+    open_world = True
+    timeout_seconds = math.inf  # the call's own timeout_seconds governs; it kills the process tree itself
+    config_model = RunCommandConfig
+    description = (
+        "Run a shell command in the workspace and get its stdout, stderr and exit code. Use it for builds, tests, "
+        "git and other command-line programs. The working directory carries over between calls (cd works), "
+        "shell variables do not. Output over 50,000 characters per stream keeps its beginning and end. Commands are "
+        "stopped after timeout_seconds (default 30) together with everything they started; nothing reads stdin, "
+        "so interactive programs will not wait for input. Some commands may be refused by policy."
+    )
+
+    def __init__(self) -> None:
+        self._cwds: dict[tuple[str, str], Path] = {}
+
+    def subjects(self, input: RunCommandInput) -> list[str]:
+        return [input.command]
+
+    async def execute(self, input: RunCommandInput, ctx: ToolContext) -> RunCommandOutput:
+        config = ctx.config if isinstance(ctx.config, RunCommandConfig) else RunCommandConfig()
+        argv = _split(input.command) if config.mode == "argv" else None
+        refusal = judge(input.command, config, argv)
+        if refusal is not None:
+            raise ToolError(
+                ErrorType.DENIED,
+                f"The command is refused: {refusal}.",
+                "Run a different command that the policy allows, or ask the user.",
+            )
+        timeout = _timeout(input.timeout_seconds, config)
+        key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
+        cwd = self._cwd(input.cwd, key, ctx)
+        env = scrub_env(os.environ, config.env_allow, config.env_set)
+        env["PWD"] = str(cwd)
+        limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
+        script = ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
+        result = await run_contained(
+            script,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            limits=limits,
+            output_cap=config.max_output_chars,
+            max_output_bytes=config.max_output_bytes,
+            kill_grace=config.kill_grace_seconds,
+            report_cwd=argv is None,
+        )
+        final = self._remember(result.final_cwd, key, cwd, ctx)
+        return RunCommandOutput(
+            command=input.command,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_ms=round(result.duration_ms, 3),
+            cwd=ctx.workspace.display(final),
+            stopped=result.stopped,
+        )
+
+    def _cwd(self, requested: str | None, key: tuple[str, str], ctx: ToolContext) -> Path:
+        if requested is not None:
+            path = ctx.workspace.resolve(requested)
+            if not path.is_dir():
+                raise ToolError(ErrorType.NOT_FOUND, f"'{requested}' is not a directory in the workspace.")
+            return path
+        remembered = self._cwds.get(key)
+        if remembered is not None and remembered.is_dir():
+            return remembered
+        return ctx.workspace.root
+
+    def _remember(self, reported: str | None, key: tuple[str, str], used: Path, ctx: ToolContext) -> Path:
+        """Keep where the command ended for the session's next call, if that is still in the workspace."""
+        final = used
+        if reported:
+            try:
+                final = ctx.workspace.resolve(reported)
+            except ToolError:
+                final = used  # it left the workspace (or entered toolrig's state): the next call starts here
+        self._cwds[key] = final
+        return final
+
+
+def _split(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise ToolError(ErrorType.INVALID_INPUT, f"The command cannot be split into arguments: {exc}.") from None
+    if not argv:
+        raise ToolError(ErrorType.INVALID_INPUT, "The command is empty.")
+    return argv
+
+
+def _timeout(requested: float, config: RunCommandConfig) -> float | None:
+    if requested == -1:
+        if not config.allow_no_timeout:
+            raise ToolError(
+                ErrorType.DENIED,
+                "timeout_seconds=-1 (no limit) is not allowed by the configuration.",
+                f"Give a timeout of at most {config.max_timeout_seconds:g} seconds.",
+            )
+        return None
+    if requested > config.max_timeout_seconds:
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"timeout_seconds={requested:g} is over the configured maximum of {config.max_timeout_seconds:g}.",
+            f"Use at most {config.max_timeout_seconds:g} seconds, or split the work into shorter commands.",
+        )
+    return requested
+
+
+TOOLS = [RunCommand()]

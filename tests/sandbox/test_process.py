@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import os
+import select
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolrig.sandbox.process import CappedText, Limits, PidsCgroup, run_contained, scrub_env
+
+
+def capped(chunks: list[bytes], cap: int) -> CappedText:
+    buffer = CappedText(cap)
+    for chunk in chunks:
+        buffer.feed(chunk)
+    buffer.close()
+    return buffer
+
+
+def test_short_output_is_kept_whole() -> None:
+    assert capped([b"hello ", b"world\n"], 100).text() == "hello world\n"
+
+
+def test_long_output_keeps_head_and_tail_and_says_how_much_was_dropped() -> None:
+    text = capped([b"A" * 60, b"B" * 100, b"C" * 60], 100).text()
+    assert text.startswith("A" * 50)
+    assert text.endswith("C" * 50)
+    assert "[... 120 characters dropped from the middle ...]" in text
+
+
+@settings(max_examples=200)
+@given(st.lists(st.binary(max_size=300), max_size=40), st.integers(min_value=2, max_value=200))
+def test_memory_stays_bounded_and_nothing_is_miscounted(chunks: list[bytes], cap: int) -> None:
+    buffer = CappedText(cap)
+    for chunk in chunks:
+        buffer.feed(chunk)
+        held = sum(map(len, buffer._head)) + sum(map(len, buffer._tail)) + len(buffer._carry)
+        assert held <= cap + 256  # head + tail + at most one pending escape sequence
+    buffer.close()
+    whole = CappedText(10**9)
+    for chunk in chunks:
+        whole.feed(chunk)
+    whole.close()
+    full = whole.text()
+    kept = sum(map(len, buffer._head)) + sum(map(len, buffer._tail))
+    assert kept + buffer.dropped == len(full)
+    if not buffer.dropped:
+        assert buffer.text() == full
+    else:
+        assert buffer.text().startswith(full[: cap // 2])
+        assert buffer.text().endswith(full[-(cap - cap // 2) :])
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x1b"), max_size=200))
+def test_ansi_escapes_are_stripped_even_when_split_across_reads(plain: str) -> None:
+    colored = f"\x1b[1;31m{plain}\x1b[0m\x1b]0;title\x07done".encode()
+    for split in range(0, len(colored), 3):
+        assert capped([colored[:split], colored[split:]], 10_000).text() == plain + "done"
+
+
+def test_utf8_split_across_reads_decodes_cleanly() -> None:
+    data = "naïve – 日本".encode()
+    assert capped([data[:3], data[3:9], data[9:]], 1000).text() == "naïve – 日本"
+
+
+def test_environment_keeps_allowed_names_and_drops_secrets_matched_by_globs() -> None:
+    environ = {
+        "PATH": "/bin",
+        "LC_ALL": "C",
+        "OPENAI_API_KEY": "sk-x",
+        "GITHUB_TOKEN": "t",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "LC_SESSION_TOKEN": "glob-matched secret",
+        "DB_PASSWORD": "p",
+        "RANDOM": "r",
+    }
+    env = scrub_env(environ, ["PATH", "LC_*", "GITHUB_TOKEN"], {"NO_COLOR": "1"})
+    assert env == {"PATH": "/bin", "LC_ALL": "C", "GITHUB_TOKEN": "t", "NO_COLOR": "1"}
+
+
+@pytest.mark.anyio
+async def test_a_process_reports_output_exit_code_and_final_directory(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    result = await run_contained(
+        ["bash", "-c", "echo out; echo err >&2; cd sub; exit 3"],
+        cwd=tmp_path,
+        env=scrub_env(os.environ),
+        timeout=10,
+        report_cwd=True,
+    )
+    assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
+    assert result.final_cwd == str(tmp_path / "sub")
+    assert not result.timed_out
+
+
+@pytest.mark.anyio
+async def test_stdin_is_closed_so_nothing_waits_for_input(tmp_path: Path) -> None:
+    result = await run_contained(["bash", "-c", "cat; echo end"], cwd=tmp_path, env=scrub_env(os.environ), timeout=10)
+    assert result.stdout == "end\n"
+
+
+@pytest.mark.anyio
+async def test_resource_limits_are_applied_inside_the_child(tmp_path: Path) -> None:
+    limits = Limits(cpu_seconds=7, memory_mb=512, file_size_mb=2)
+    result = await run_contained(
+        ["bash", "-c", "ulimit -t; ulimit -v; ulimit -f"],
+        cwd=tmp_path,
+        env=scrub_env(os.environ),
+        timeout=10,
+        limits=limits,
+    )
+    assert result.stdout.split() == ["7", str(512 * 1024), str(2 * 1024)]
+
+
+@pytest.mark.anyio
+async def test_a_file_larger_than_the_limit_cannot_be_written(tmp_path: Path) -> None:
+    result = await run_contained(
+        ["bash", "-c", "head -c 3000000 /dev/zero > big; echo status=$?"],
+        cwd=tmp_path,
+        env=scrub_env(os.environ),
+        timeout=10,
+        limits=Limits(file_size_mb=1),
+    )
+    assert (tmp_path / "big").stat().st_size <= 1024 * 1024
+    assert "status=0" not in result.stdout
+
+
+def test_the_machine_offers_a_pids_cgroup_for_fork_limits() -> None:
+    # CI runs as root on machines with a writable pids controller; without it fork bombs are contained by
+    # RLIMIT_NPROC only for non-root users, so this must hold where the hostile tests run.
+    assert PidsCgroup.base() is not None, "no writable pids cgroup: run the tests as root on a cgroup machine"
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_caller_kills_the_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    with anyio.move_on_after(5) as scope:
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                await run_contained(
+                    ["bash", "-c", f"sleep 60 & echo $! > {pid_file}; wait"],
+                    cwd=tmp_path,
+                    env=scrub_env(os.environ),
+                    timeout=None,
+                    kill_grace=0.2,
+                )
+
+            group.start_soon(run)
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+    assert not scope.cancelled_caught
+    assert not alive(int(pid_file.read_text()))
+
+
+def alive(pid: int, within: float = 5.0) -> bool:
+    """Whether ``pid`` is still running ``within`` seconds from now; waits on a pidfd, not a sleep.
+
+    A signal is delivered asynchronously, so a killed process may take a moment to die under load.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    try:
+        return not select.select([fd], [], [], within)[0]
+    finally:
+        os.close(fd)
