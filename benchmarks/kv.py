@@ -92,9 +92,7 @@ def main(rounds: int, per_round: int) -> None:
             for _ in range(50):
                 fn()
         sqlite_series = alternate_sync({"raw": raw_sqlite, "ours": ours_sqlite_op}, rounds=rounds, per_round=per_round)
-        redis_series = alternate_sync(
-            {"raw": raw_redis, "ours": ours_redis_op}, rounds=rounds, per_round=per_round * 4
-        )
+        redis_series = alternate_sync({"raw": raw_redis, "ours": ours_redis_op}, rounds=rounds, per_round=per_round * 4)
     finally:
         ours_redis.close()
         client.close()
@@ -114,6 +112,7 @@ def main(rounds: int, per_round: int) -> None:
     # Throughput in operations per second, so ratio = ours/peer reads directly against the >= 0.7 / >= 0.8 targets.
     for name, series in (("kv_sqlite", sqlite_series), ("kv_redis", redis_series)):
         print(result_line(name, 1 / series["ours"].median, 1 / series["raw"].median, unit="ops/s"))
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

@@ -35,9 +35,7 @@ QUERIES = {
 
 def document(n: int, rng: random.Random) -> str:
     year = rng.randint(1850, 2020)
-    sections = "".join(
-        f"<section n='{s}'><p>{' '.join(rng.choices(WORDS, k=40))}</p></section>" for s in range(5)
-    )
+    sections = "".join(f"<section n='{s}'><p>{' '.join(rng.choices(WORDS, k=40))}</p></section>" for s in range(5))
     return f"<act id='a{n}' year='{year}' decade='{year // 10 * 10}'><title>Act {n}</title>{sections}</act>"
 
 
@@ -95,7 +93,9 @@ def main(documents: int, rounds: int) -> None:
             rounds=rounds,
             per_round=5,
         )
-        rows.append(("full-text search, 10 hits", fmt_seconds(search["embedded"].median), fmt_seconds(search["basex"].median)))
+        rows.append(
+            ("full-text search, 10 hits", fmt_seconds(search["embedded"].median), fmt_seconds(search["basex"].median))
+        )
         print_table(f"librarian, {documents:,} documents (median per call)", rows, ("query", "embedded", "BaseX"))
         first = cases["count with predicate"][0]
         series = alternate_sync(
@@ -105,9 +105,10 @@ def main(documents: int, rounds: int) -> None:
         )
         print(
             result_line(
-                "librarian", series["embedded"].median, series["basex"].median, search_ratio=round(
-                    search["embedded"].median / search["basex"].median, 3
-                )
+                "librarian",
+                series["embedded"].median,
+                series["basex"].median,
+                search_ratio=round(search["embedded"].median / search["basex"].median, 3),
             )
         )
     finally:

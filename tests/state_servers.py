@@ -1,4 +1,4 @@
-"""Real servers for the state-store tests: redis-server and BaseX, each started once per session on a free loopback port.
+"""Real servers for the state-store tests: redis-server and BaseX, each started once per session on a free port.
 
 A missing binary fails the fixture with the command that installs it (``.ci/run`` runs that command).
 """

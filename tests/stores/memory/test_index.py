@@ -3,7 +3,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from toolrig.stores.memory import MemoryIndex, TerminalProgress
+
+
+@pytest.fixture(autouse=True, params=["inotify", "walk"])
+def freshness(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every index test runs with inotify (Linux) and with the plain stat walk used elsewhere."""
+    if request.param == "walk":
+        monkeypatch.setattr("toolrig.stores.memory.watch._libc", lambda: None)
+    return str(request.param)
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -84,6 +94,22 @@ def test_index_survives_reopening_without_reindexing(tmp_path: Path) -> None:
     again = MemoryIndex(root, tmp_path / "state" / "memory.sqlite")
     assert again.refresh().indexed == 0
     assert again.search("persistent")[0].file == "MEMORY.md"
+
+
+def test_index_finds_files_in_a_directory_made_after_the_first_search(tmp_path: Path, freshness: str) -> None:
+    root, index = make_index(tmp_path)
+    write(root, "memory/a.md", "first\n")
+    index.refresh()
+    assert index._watch.active is (freshness == "inotify")
+    write(root, "memory/new/deeper/b.md", "okapi in a new folder\n")
+    with (root / "memory" / "a.md").open("a") as handle:
+        handle.write("appended okapi\n")
+    index.refresh()
+    assert sorted(h.file for h in index.search("okapi")) == ["memory/a.md", "memory/new/deeper/b.md"]
+    (root / "memory" / "new" / "deeper" / "b.md").unlink()
+    (root / "memory" / "a.md").rename(root / "memory" / "c.md")
+    index.refresh()
+    assert [h.file for h in index.search("okapi")] == ["memory/c.md"]
 
 
 def test_progress_bar_draws_on_a_terminal_and_stays_silent_on_a_pipe(tmp_path: Path) -> None:

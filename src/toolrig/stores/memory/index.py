@@ -9,18 +9,22 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.memory.chunking import fts_query, snippet, split_paragraphs
+from toolrig.stores.memory.watch import DirectoryWatch
 from toolrig.stores.sqlite import Database
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
 BATCH = 500  # files per write transaction while (re)indexing, so other writers get a turn
+FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
 
 Progress = Callable[[int, int], None]
 
@@ -68,9 +72,21 @@ class RefreshReport:
     unchanged: int
 
 
-def memory_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under ``root``; symlinks are never followed."""
-    for name in ROOT_FILES:
+def is_memory_path(relative: str) -> bool:
+    return relative in ROOT_FILES or (relative.startswith(f"{MEMORY_DIR}/") and relative.endswith(".md"))
+
+
+def memory_files(
+    root: Path, directories: list[str] | None = None, *, files: bool = True
+) -> Iterator[tuple[str, os.stat_result]]:
+    """``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under ``root``; symlinks are never followed.
+
+    ``directories`` collects the directories walked ('' for the root), for the watcher; ``files=False``
+    walks directories only (no stat calls, so it is cheap).
+    """
+    if directories is not None:
+        directories.append("")
+    for name in ROOT_FILES if files else ():
         try:
             info = os.lstat(root / name)
         except OSError:
@@ -84,17 +100,17 @@ def memory_files(root: Path) -> Iterator[tuple[str, os.stat_result]]:
             entries = os.scandir(directory)
         except OSError:
             continue
+        if directories is not None:
+            directories.append(relative)
         with entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((Path(entry.path), f"{relative}/{entry.name}"))
-                elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                elif files and entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
                     yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
 
 
 def _is_file(info: os.stat_result) -> bool:
-    import stat
-
     return stat.S_ISREG(info.st_mode)
 
 
@@ -105,6 +121,8 @@ class MemoryIndex:
         self.root = root
         self.db = Database(db_path, MIGRATIONS)
         self._refresh_lock = threading.Lock()
+        self._watch = DirectoryWatch(root)
+        self._last_walk = float("-inf")
         self._known: dict[str, tuple[int, int, str]] = self.db.read(
             lambda conn: {row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT * FROM files")}
         )
@@ -112,14 +130,27 @@ class MemoryIndex:
     def refresh(self, progress: Progress | None = None) -> RefreshReport:
         """Re-index the files whose size or mtime changed (and whose hash then differs); drop deleted ones."""
         with self._refresh_lock:
-            seen: set[str] = set()
+            now = time.monotonic()
+            # A full walk now and then still catches what inotify cannot see (network filesystems).
+            touched = self._watch.take() if now - self._last_walk < FULL_WALK_SECONDS else None
+            if touched is None:
+                if self._watch.active:  # watch first, then walk: a change made meanwhile is seen (twice at worst)
+                    directories: list[str] = []
+                    for _ in memory_files(self.root, directories, files=False):
+                        pass
+                    self._watch.watch(directories)
+                candidates = list(memory_files(self.root))
+                self._last_walk = now
+                present = {relative for relative, _ in candidates}
+                gone = [path for path in self._known if path not in present]
+            else:
+                candidates, gone = self._stat_touched(touched)
             changed: list[tuple[str, int, int]] = []
-            for relative, info in memory_files(self.root):
-                seen.add(relative)
+            for relative, info in candidates:
                 known = self._known.get(relative)
                 if known is None or known[0] != info.st_size or known[1] != info.st_mtime_ns:
                     changed.append((relative, info.st_size, info.st_mtime_ns))
-            gone = [path for path in self._known if path not in seen]
+
             if gone:
                 self.db.write(lambda conn: conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone]))
                 for path in gone:
@@ -132,7 +163,23 @@ class MemoryIndex:
                 self._known.update(updates)  # only once committed: a rolled-back batch is read again next time
                 if progress is not None:
                     progress(min(begin + BATCH, len(changed)), len(changed))
-            return RefreshReport(indexed, len(gone), len(seen) - len(changed))
+            return RefreshReport(indexed, len(gone), len(self._known) - len(changed))
+
+    def _stat_touched(self, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+        candidates: list[tuple[str, os.stat_result]] = []
+        gone: list[str] = []
+        for relative in touched:
+            if not is_memory_path(relative):
+                continue
+            try:
+                info = os.lstat(self.root / relative)
+            except OSError:
+                info = None
+            if info is not None and stat.S_ISREG(info.st_mode):
+                candidates.append((relative, info))
+            elif relative in self._known:
+                gone.append(relative)
+        return candidates, gone
 
     def _index_batch(
         self, conn: sqlite3.Connection, batch: list[tuple[str, int, int]], updates: dict[str, tuple[int, int, str]]
@@ -182,4 +229,5 @@ class MemoryIndex:
         ]
 
     def close(self) -> None:
+        self._watch.close()
         self.db.close()
