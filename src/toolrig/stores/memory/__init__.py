@@ -38,7 +38,7 @@ class MemoryIndexes:
         with self._lock:
             found = self._open.get(scope)
             if found is None or found.root != root:
-                found = MemoryIndex(root, self.directory / f"{scope}.sqlite")
+                found = MemoryIndex(root, self.directory / f"{scope}.sqlite", semantic=self.semantic)
                 self._open[scope] = found
             return found
 

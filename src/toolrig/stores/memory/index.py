@@ -15,10 +15,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.memory.chunking import fts_query, snippet, split_paragraphs
 from toolrig.stores.memory.watch import DirectoryWatch
+
+if TYPE_CHECKING:
+    from toolrig.stores.memory.semantic import SemanticIndex
 from toolrig.stores.sqlite import Database
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
@@ -32,7 +36,7 @@ MIGRATIONS = (
     """
     CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL);
     CREATE TABLE chunks (
-        id INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: semantic vectors are keyed by it
         path TEXT NOT NULL REFERENCES files (path) ON DELETE CASCADE,
         start INTEGER NOT NULL,
         end INTEGER NOT NULL,
@@ -117,9 +121,15 @@ def _is_file(info: os.stat_result) -> bool:
 class MemoryIndex:
     """One memory root's index. Thread-safe; several processes may share the file (SQLite locking)."""
 
-    def __init__(self, root: Path, db_path: Path) -> None:
+    def __init__(self, root: Path, db_path: Path, *, semantic: bool = False) -> None:
         self.root = root
         self.db = Database(db_path, MIGRATIONS)
+        self._semantic: SemanticIndex | None = None
+        if semantic:
+            from toolrig.stores.memory.semantic import SemanticIndex
+
+            self._semantic = SemanticIndex(db_path.with_name(db_path.stem + ".vectors.sqlite"))
+        self._vectors_stale = True
         self._refresh_lock = threading.Lock()
         self._watch = DirectoryWatch(root)
         self._last_walk = float("-inf")
@@ -163,6 +173,10 @@ class MemoryIndex:
                 self._known.update(updates)  # only once committed: a rolled-back batch is read again next time
                 if progress is not None:
                     progress(min(begin + BATCH, len(changed)), len(changed))
+            if self._semantic is not None and (self._vectors_stale or indexed or gone):
+                chunks = self.db.read(lambda conn: dict(conn.execute("SELECT id, text FROM chunks").fetchall()))
+                self._semantic.sync(chunks)
+                self._vectors_stale = False
             return RefreshReport(indexed, len(gone), len(self._known) - len(changed))
 
     def _stat_touched(self, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
@@ -215,19 +229,48 @@ class MemoryIndex:
                 "The query has no words to search for.",
                 'Search for words, or a "quoted phrase".',
             )
+        limit = max_results if self._semantic is None else max(50, max_results)
         rows = self.db.read(
             lambda conn: conn.execute(
-                "SELECT c.path, c.start, c.end, c.text, bm25(chunks_fts) FROM chunks_fts "
+                "SELECT c.id, c.path, c.start, c.end, c.text, bm25(chunks_fts) FROM chunks_fts "
                 "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
                 "ORDER BY bm25(chunks_fts) LIMIT ?",
-                (match, max_results),
+                (match, limit),
             ).fetchall()
         )
+        if self._semantic is None:
+            return [
+                MemoryHit(p, start, end, snippet(text, query), float(f"{-rank:.4g}"))
+                for _, p, start, end, text, rank in rows
+            ]
+        return self._hybrid(query, rows, max_results)
+
+    def _hybrid(
+        self, query: str, bm25_rows: list[tuple[int, str, int, int, str, float]], max_results: int
+    ) -> list[MemoryHit]:
+        """BM25 and nearest embeddings, fused by rank; finds paraphrases that share no word with the query."""
+        from toolrig.stores.memory.semantic import fuse
+
+        assert self._semantic is not None  # noqa: S101 - only called when semantic search is on
+        nearest = self._semantic.nearest(query, max(50, max_results))
+        fused = fuse([row[0] for row in bm25_rows], nearest)[:max_results]
+        ids = [chunk_id for chunk_id, _ in fused]
+        marks = ",".join("?" * len(ids))
+        details = self.db.read(
+            lambda conn: {
+                row[0]: row[1:]
+                for row in conn.execute(f"SELECT id, path, start, end, text FROM chunks WHERE id IN ({marks})", ids)  # noqa: S608 - placeholders only
+            }
+        )
         return [
-            MemoryHit(path, start, end, snippet(text, query), float(f"{-rank:.4g}"))
-            for path, start, end, text, rank in rows
+            MemoryHit(path, start, end, snippet(text, query), float(f"{score * 100:.4g}"))
+            for chunk_id, score in fused
+            if chunk_id in details
+            for path, start, end, text in [details[chunk_id]]
         ]
 
     def close(self) -> None:
+        if self._semantic is not None:
+            self._semantic.close()
         self._watch.close()
         self.db.close()
