@@ -71,6 +71,8 @@ def encode_value(value: Any, limits: Limits) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (ValueError, TypeError) as exc:
         raise ToolError(ErrorType.INVALID_INPUT, f"The value is not plain JSON: {exc}.") from None
+    except RecursionError:
+        raise ToolError(ErrorType.INVALID_INPUT, "The value nests too deeply to store.", "Flatten it.") from None
     size = len(text.encode("utf-8"))
     if size > limits.max_value_bytes:
         raise ToolError(
