@@ -52,6 +52,9 @@ HOSTILE = [
     "load-xquery-module('urn:x')",
     "parse-xml('<!DOCTYPE a SYSTEM \"file:///etc/passwd\"><a/>')",
     "module namespace m = 'urn:m'; declare function m:f() { 1 };",
+    "declare namespace fn = 'http://expath.org/ns/file'; fn:read-text('/etc/passwd')",
+    "declare namespace local = 'http://basex.org/modules/proc'; local:system('id')",
+    "<a xmlns:fn='http://expath.org/ns/file'>{ fn:read-text('/etc/passwd') }</a>",
 ]
 
 

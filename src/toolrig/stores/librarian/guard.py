@@ -39,6 +39,9 @@ _REFUSED_SYNTAX = (
     (re.compile(r"\bdeclare\s+base-uri\b"), "changes the base URI"),
     (re.compile(r"\bdeclare\s+default\s+function\s+namespace\b"), "changes the default function namespace"),
     (re.compile(r"\bmodule\s+namespace\b"), "is a library module, not a query"),
+    # Rebinding a standard prefix would let 'fn:' or 'local:' name another module's functions.
+    (re.compile(r"\bdeclare\s+namespace\s+(fn|math|map|array|xs|local)\s*="), "rebinds a standard prefix"),
+    (re.compile(r"\bxmlns:(fn|math|map|array|xs|local)\s*="), "rebinds a standard prefix"),
     (re.compile(r"(%\s*|\bdeclare\s+)updating\b"), "declares an updating function"),
     (re.compile(r"\b(insert|delete)\s+nodes?\b"), "updates nodes"),
     (re.compile(r"\breplace\s+(value\s+of\s+)?node\b"), "updates nodes"),
