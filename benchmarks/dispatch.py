@@ -41,7 +41,7 @@ async def main(rounds: int, per_round: int) -> None:
     workspace = tempfile.mkdtemp()
     rig = Rig(
         workspace,
-        config={},
+        config={"audit": {"enabled": False}},  # the executor alone; benchmarks/governance.py measures the audit
         registry=Registry([tool(name="add")(add_async), tool(name="add_sync")(add)]),
     )
     args = {"a": 2, "b": 3}

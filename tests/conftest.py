@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from tests.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
+
+Call = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +39,56 @@ def rig(workspace: Path) -> Iterator[Rig]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def governed_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Rig built in the test (the CLI's too) gets the built-in catalog plus the governed test tools."""
+    from tests.policy.governed_tools import catalog
+    from toolrig.registry import Registry
+
+    monkeypatch.setattr(Registry, "default", classmethod(lambda cls, entry_points=True: catalog()))
+
+
+@pytest.fixture
+def user_config(toolrig_home: Path) -> Callable[[str], Path]:
+    """Write the user's config file (``~/.toolrig/config.yaml``), which every consumer reads."""
+
+    def write(text: str) -> Path:
+        path = toolrig_home / "config.yaml"
+        path.write_text(text)
+        return path
+
+    return write
+
+
+def via_rig(workspace: Path) -> Call:
+    def call(name: str, args: dict[str, Any], agent: str | None = None) -> dict[str, Any]:
+        return Rig(workspace, agent=agent).call_sync(name, args).model_dump(mode="json")
+
+    return call
+
+
+def via_cli(workspace: Path) -> Call:
+    def call(name: str, args: dict[str, Any], agent: str | None = None) -> dict[str, Any]:
+        from toolrig.cli import app
+
+        argv = ["call", name, "--json", json.dumps(args), "--root", str(workspace)]
+        if agent:
+            argv += ["--agent", agent]
+        result = CliRunner().invoke(app, argv, catch_exceptions=False)
+        assert result.exit_code in (0, 1), result.output
+        data: dict[str, Any] = json.loads(result.stdout)
+        assert result.exit_code == int(data["is_error"])
+        return data
+
+    return call
+
+
+@pytest.fixture(params=["rig", "cli"])
+def consumer(request: pytest.FixtureRequest, workspace: Path, governed_catalog: None) -> Call:
+    """The same call made through ``Rig.call`` and through ``toolrig call``."""
+    return via_rig(workspace) if request.param == "rig" else via_cli(workspace)
 
 
 @pytest.fixture(scope="session")

@@ -135,3 +135,31 @@ def test_help_does_not_import_provider_sdks_or_tool_modules() -> None:
 @pytest.mark.parametrize("args", [["--version"], ["tools", "--help"]])
 def test_other_entry_points_answer(args: list[str]) -> None:
     assert run(*args)[0] == 0
+
+
+def test_tools_list_and_call_take_an_agent(workspace: Path, toolrig_home: Path) -> None:
+    (toolrig_home / "config.yaml").write_text("agents:\n  math:\n    tools: [calculate]\n")
+    code, out, _ = run("tools", "list", "--agent", "math", root=workspace)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["calculate"]
+    code, out, _ = run("call", "read_output", "--json", '{"handle": "x"}', "--agent", "math", root=workspace)
+    assert code == 1 and "not available to agent 'math'" in json.loads(out)["message"]
+    code, _, err = run("call", "calculate", "--json", '{"expression": "1"}', "--agent", "maths", root=workspace)
+    assert code == 2 and "no agent named 'maths'" in err
+
+
+def test_help_lists_the_governance_commands() -> None:
+    code, out, _ = run("--help")
+    assert code == 0 and "audit" in out and "policy" in out
+    code, out, _ = run("call", "--help")
+    assert "--agent NAME" in out and "approvals.fallback" in out
+
+
+def test_an_ignored_workspace_setting_is_warned_about_once(workspace: Path) -> None:
+    (workspace / ".toolrig").mkdir()
+    (workspace / ".toolrig/config.yaml").write_text("workspace:\n  extra_paths: [/]\n")
+    env = {**os.environ, "TOOLRIG_HOME": str(workspace / "home")}
+    argv = [sys.executable, "-m", "toolrig", "call", "calculate", "--json", '{"expression": "1"}']
+    out = subprocess.run([*argv, "--root", str(workspace)], capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0
+    assert out.stderr.count("workspace.extra_paths") == 1
+    assert out.stderr.startswith("toolrig: warning: ")

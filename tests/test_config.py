@@ -168,3 +168,50 @@ def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, too
     with pytest.raises(ConfigError) as caught:
         Rig(workspace, registry=Registry([Greet()])).registry  # noqa: B018
     assert (caught.value.file, caught.value.line, caught.value.key) == (path, 3, "tool_config.greet.greting")
+
+
+def test_an_untrusted_workspace_may_add_deny_and_read_only_globs_and_they_reach_the_tools(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "workspace:\n  deny_globs: ['*.pem']\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "workspace:\n  deny_globs: ['.env']\n  read_only_globs: ['vendor/']\n",
+    )
+    config = load_config(workspace).config
+    assert config.workspace.deny_globs == ["*.pem", ".env"]
+    assert config.workspace.read_only_globs == ["vendor/"]
+    write(workspace / "vendor/lib.py", "x = 1\n")
+    rig = Rig(workspace)
+    assert rig.call_sync("read_files", {"paths": [".env"]}).error_type == "denied"
+    assert rig.call_sync("write_file", {"path": "vendor/lib.py", "content": "y"}).error_type == "denied"
+    assert not rig.call_sync("read_files", {"paths": ["vendor/lib.py"]}).is_error
+
+
+def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    write(toolrig_home / "config.yaml", "tools:\n  rules:\n    - {tool: a, verdict: deny}\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "tools:\n  rules:\n    - {tool: b, verdict: ask}\n    - {tool: c, verdict: allow}\n"
+        "    - {tool: d, verdict: deny}\n"
+        "approvals: {mode: 'off', allow: [run_command]}\nagents:\n  x: {tools: ['*']}\nhooks: {enabled: false}\n"
+        "audit: {enabled: false}\nrate_limits: {a: 1/hour}\n",
+    )
+    loaded = load_config(workspace)
+    rules = loaded.config.tools.rules
+    assert [(r.tool, r.verdict) for r in rules] == [("a", "deny"), ("b", "ask"), ("d", "deny")]
+    assert any("1 allow rule(s) ignored" in w for w in loaded.warnings)
+    config = loaded.config
+    assert config.approvals.allow == [] and config.agents == {} and config.hooks.enabled and config.audit.enabled
+    assert config.rate_limits == {}
+    ignored = " ".join(loaded.warnings)
+    for key in ("approvals.allow", "agents", "hooks.enabled", "audit.enabled", "rate_limits"):
+        assert f"'{key}' is ignored" in ignored
+
+
+def test_a_trusted_workspace_may_allow(workspace: Path, toolrig_home: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "tools:\n  rules:\n    - {tool: c, verdict: allow}\n")
+    set_trust(workspace)
+    assert [r.verdict for r in load_config(workspace).config.tools.rules] == ["allow"]

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
+import yaml
+
 from toolrig.adapters.markdown import catalog
+from toolrig.config import Config
 from toolrig.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,5 +27,15 @@ def test_every_builtin_tool_is_documented_with_its_parameters() -> None:
             assert f"| `{name}` |" in text
 
 
-def test_the_readme_links_the_catalog() -> None:
-    assert "docs/tools.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_readme_links_the_catalog_and_the_policy() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "docs/tools.md" in readme and "(docs/policy.md)" in readme
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/policy.md"])
+def test_every_config_example_in_the_docs_is_valid_config(doc: str) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        Config.model_validate(yaml.safe_load(block))

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
+import anyio
 import pytest
 
+from tests.conftest import Call
 from tests.sample_tools import all_tools
 from toolrig import Rig, ToolError
+from toolrig.config import set_trust
 from toolrig.errors import ErrorType
-from toolrig.hooks import HookChain, HookEvent, Hooks
+from toolrig.hooks import HookChain, HookEvent, Hooks, hook_environment
+from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry
 
 pytestmark = pytest.mark.anyio
@@ -85,3 +90,127 @@ async def test_prompt_and_response_points_run_and_disabled_chain_skips_all() -> 
     chain.enabled = False
     await chain.run(HookEvent("before_prompt", message="ignored"))
     assert seen == ["prompt:hi", "response:hello"]
+
+
+# ---------------------------------------------------------------------------------------------- scripts
+
+
+def script(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(body)
+    return path
+
+
+@pytest.fixture
+def user_hooks(toolrig_home: Path) -> Path:
+    return toolrig_home / "hooks"
+
+
+async def test_script_hooks_run_in_name_order_with_the_call_in_their_environment(
+    workspace: Path, user_hooks: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "seen.jsonl"
+    dump = (
+        'python3 -c "import json, os; print(json.dumps({k: v for k, v in os.environ.items() '
+        f"if k.startswith('TOOLRIG_HOOK_')}} | {{'who': '$1'}}))\" >> {out}\n"
+    )
+    script(user_hooks, "before_tool.20-second.sh", dump.replace("$1", "second"))
+    script(user_hooks, "before_tool.10-first.sh", dump.replace("$1", "first"))
+    script(
+        user_hooks,
+        "after_tool.audit.py",
+        f"import os\nopen({str(out)!r}, 'a').write(os.environ['TOOLRIG_HOOK_TOOL_RESULT'] + '\\n')\n",
+    )
+    script(user_hooks, "before_tool.notes.txt", "exit 2\n")  # not a hook: wrong suffix
+    rig = rig_with(workspace)
+    assert not (await rig.call("echo", {"text": "hi"}, session_id="s-9")).is_error
+    first, second, result = (json.loads(line) for line in out.read_text().splitlines())
+    assert (first["who"], second["who"]) == ("first", "second")
+    assert first["TOOLRIG_HOOK_POINT"] == "before_tool" and first["TOOLRIG_HOOK_TOOL"] == "echo"
+    assert json.loads(first["TOOLRIG_HOOK_TOOL_ARGS"]) == {"text": "hi"}
+    assert first["TOOLRIG_HOOK_SESSION"] == "s-9" and first["TOOLRIG_HOOK_TOOL_RESULT"] == ""
+    assert result == {"is_error": False, "output": {"text": "hi"}}
+
+
+async def test_prompt_and_response_scripts_see_the_message_and_the_response(
+    workspace: Path, user_hooks: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "log"
+    script(user_hooks, "before_prompt.log.sh", f'printf "%s|" "$TOOLRIG_HOOK_MESSAGE" >> {out}\n')
+    script(user_hooks, "after_response.log.sh", f'printf "%s|" "$TOOLRIG_HOOK_RESPONSE" >> {out}\n')
+    rig = rig_with(workspace)
+    await rig.hooks.run(HookEvent("before_prompt", "s", message="what's 2+2?\nthanks"))
+    await rig.hooks.run(HookEvent("after_response", "s", response="4"))
+    assert out.read_text() == "what's 2+2?\nthanks|4|"
+
+
+def test_a_before_tool_script_exiting_2_blocks_with_its_stderr(
+    consumer: Call, user_hooks: Path, workspace: Path
+) -> None:
+    script(
+        user_hooks,
+        "before_tool.guard.sh",
+        '[ "$TOOLRIG_HOOK_TOOL" = shell ] && { echo "no shell on fridays" >&2; exit 2; }\nexit 0\n',
+    )
+    from tests.policy.governed_tools import Shell
+
+    Shell.log.clear()
+    result = consumer("shell", {"command": "ls"})
+    assert (result["error_type"], result["message"]) == ("denied", "no shell on fridays")
+    assert Shell.log == []
+    assert not consumer("calculate", {"expression": "1"})["is_error"]
+    from tests.policy.conftest import last_row
+
+    assert last_row(workspace).decision == "allow"
+    log = AuditLog(workspace / ".toolrig")
+    blocked = log.query(tool="shell")[-1]
+    log.close()
+    assert (blocked.decision, blocked.rule) == ("deny", "hooks.before_tool")
+
+
+async def test_failing_and_slow_scripts_are_logged_and_the_call_goes_on(
+    workspace: Path, user_hooks: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    script(user_hooks, "before_tool.1-crash.sh", "echo broken >&2\nexit 1\n")
+    script(user_hooks, "before_tool.2-slow.sh", f"sleep 60 &\necho $! > {pid_file}\nwait\n")
+    script(user_hooks, "after_tool.block.sh", "exit 2\n")  # exit 2 blocks only before a call
+    rig = Rig(workspace, config={"hooks": {"timeout_seconds": 2}}, registry=Registry(all_tools()))
+    with caplog.at_level(logging.WARNING, logger="toolrig.hooks"), anyio.fail_after(20):
+        result = await rig.call("echo", {"text": "x"})
+    assert not result.is_error
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("1-crash.sh exited 1: broken" in m for m in messages)
+    assert any("2-slow.sh did not finish within 2s" in m for m in messages)
+    assert any("after_tool hook" in m and "exited 2" in m for m in messages)
+    child = int(pid_file.read_text())
+    status = Path(f"/proc/{child}/status")
+    assert not status.exists() or "zombie" in status.read_text()  # the script's own children were stopped too
+
+
+async def test_workspace_hooks_run_only_in_a_trusted_workspace(workspace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ran"
+    script(workspace / ".toolrig" / "hooks", "before_tool.ws.sh", f"echo ran >> {out}\n")
+    await rig_with(workspace).call("echo", {"text": "x"})
+    assert not out.exists()
+    set_trust(workspace)
+    await rig_with(workspace).call("echo", {"text": "x"})
+    assert out.read_text() == "ran\n"
+
+
+async def test_hooks_enabled_false_runs_no_hook(workspace: Path, user_hooks: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ran"
+    script(user_hooks, "before_tool.x.sh", f"echo ran >> {out}\n")
+    log: list[str] = []
+    rig = Rig(
+        workspace, config={"hooks": {"enabled": False}}, registry=Registry(all_tools()), hooks=[Recorder("py", log)]
+    )
+    await rig.call("echo", {"text": "x"})
+    assert not out.exists() and log == []
+
+
+def test_hook_environment_is_safe_for_any_value() -> None:
+    env = hook_environment(HookEvent("before_prompt", message="a\x00b" + "x" * 200_000))
+    assert "\x00" not in env["TOOLRIG_HOOK_MESSAGE"] and len(env["TOOLRIG_HOOK_MESSAGE"]) == 100_000
+    assert env["TOOLRIG_HOOK_TOOL_ARGS"] == "" and env["TOOLRIG_HOOK_AGENT"] == ""

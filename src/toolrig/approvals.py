@@ -32,6 +32,7 @@ class ApprovalRequest:
     agent_id: str | None = None
     session_id: str | None = None
     fingerprint: str = ""
+    suggested: tuple[str, ...] = ()  # allowlist patterns that "allow always" would save, narrowest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class ApprovalDecision:
     verdict: Verdict
     reason: str = ""
     patterns: tuple[str, ...] = field(default=())  # for allow_always: what to add to the allowlist
+    fingerprint: str = ""  # when set, the answer holds only for the request with this fingerprint
 
 
 class ApprovalChannel(Protocol):

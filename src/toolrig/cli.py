@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from toolrig.approvals import ApprovalChannel
     from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -38,17 +42,32 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
-def make_rig(root: Path) -> Rig:
+def agent_option() -> Callable[[F], F]:
+    """``--agent NAME``: act as a configured agent (its tools, settings, rules and limits)."""
+    return click.option(
+        "--agent", "agent", metavar="NAME", default=None, help="Act as this agent from `agents:` in config."
+    )
+
+
+def terminal_channel() -> ApprovalChannel | None:
+    """The interactive approval prompt when a person is at the terminal (stdin is a TTY), else None."""
+    if not sys.stdin.isatty():
+        return None
+    from toolrig.policy.prompt import TerminalChannel
+
+    return TerminalChannel()
+
+
+def make_rig(root: Path, *, agent: str | None = None, approval_channel: ApprovalChannel | None = None) -> Rig:
+    """The Rig a command works with; config, agent and usage mistakes exit 2 with the reason."""
     from toolrig.errors import ToolrigError
     from toolrig.rig import Rig
 
     try:
-        rig = Rig(root)
+        rig = Rig(root, agent=agent, approval_channel=approval_channel)
         rig.registry  # noqa: B018 - validates per-tool config now, so errors surface before any call
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
-    for warning in rig.loaded.warnings:
-        click.echo(f"toolrig: warning: {warning}", err=True)
     return rig
 
 
@@ -58,8 +77,8 @@ def emit_result(result: ToolResult) -> NoReturn:
 
 
 def run_tool(tool: AnyTool, args: dict[str, Any], common: dict[str, Any]) -> None:
-    rig = make_rig(common["rig_root"])
-    if tool.name not in rig.registry:
+    rig = make_rig(common["rig_root"], approval_channel=terminal_channel())
+    if tool.name not in rig.executor.registry:
         _fail(f"tool {tool.name!r} is not available here (denied by config)")
     emit_result(rig.call_sync(tool.name, args, origin="cli"))
 
@@ -156,10 +175,11 @@ def tools() -> None:
 @tools.command("list")
 @click.option("--group", "group", help="Only the tools of this group.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@agent_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def tools_list(group: str | None, as_json: bool, rig_root: Path) -> None:
-    """List the tools this workspace offers."""
-    rig = make_rig(rig_root)
+def tools_list(group: str | None, as_json: bool, agent: str | None, rig_root: Path) -> None:
+    """List the tools this workspace offers (to one agent, with --agent)."""
+    rig = make_rig(rig_root, agent=agent)
     listed = rig.tools(group)
     if as_json:
         from toolrig.adapters.plain import json_tools
@@ -219,17 +239,22 @@ def tools_docs(check: Path | None) -> None:
 @app.command("call")
 @click.argument("name")
 @click.option("--json", "json_args", default="{}", metavar="JSON", help="The arguments, as one JSON object.")
+@agent_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def call(name: str, json_args: str, rig_root: Path) -> None:
-    """Call a tool by name with JSON arguments; print the result as JSON."""
+def call(name: str, json_args: str, agent: str | None, rig_root: Path) -> None:
+    """Call a tool by name with JSON arguments; print the result as JSON.
+
+    Policy, rate limits, approvals, hooks and the audit log apply as for an agent. When a call needs
+    approval and stdin is a terminal, you are asked; otherwise `approvals.fallback` answers.
+    """
     try:
         args = json.loads(json_args)
     except json.JSONDecodeError as exc:
         _fail(f"--json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
     if not isinstance(args, dict):
         _fail('--json must be a JSON object, like \'{"expression": "1 + 1"}\'')
-    rig = make_rig(rig_root)
-    if name not in rig.registry:
+    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
+    if name not in rig.executor.registry:  # tools an agent may not use still get a `denied` result and audit row
         _fail(f"no tool named {name!r} here (see `toolrig tools list`)")
     emit_result(rig.call_sync(name, args, origin="cli"))
 
@@ -252,4 +277,10 @@ def trust(directory: Path, remove: bool, show: bool) -> None:
 
 
 def main() -> None:
+    import logging
+
+    # Library warnings (an ignored setting in an untrusted workspace, a broken plugin) reach the terminal once.
+    logging.basicConfig(format="toolrig: %(levelname)s: %(message)s", level=logging.WARNING)
+    logging.addLevelName(logging.WARNING, "warning")
+    logging.addLevelName(logging.ERROR, "error")
     app(prog_name="toolrig")

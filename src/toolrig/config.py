@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolrig.errors import ConfigError
 from toolrig.sandbox.atomic import atomic_write_text
@@ -37,10 +38,70 @@ class Narrow(Enum):
     INTERSECT = "intersect"  # lists that admit (allow, empty = all): the workspace may only keep entries
     MIN = "min"  # numbers that bound something: the lower value wins
     TRUE_WINS = "true_wins"  # switches that restrict (read_only): the workspace may turn them on
+    RESTRICTIVE = "restrictive"  # rule lists: the workspace may add rules that deny or ask, never ones that allow
+
+
+# ------------------------------------------------------------------------------------------ value formats
+
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
+_PERIODS = {
+    "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}  # fmt: skip
+
+
+def parse_rate(text: str) -> tuple[int, float]:
+    """``"10/minute"`` -> (10, 60.0): how many calls per how many seconds. ``"5/10m"`` is 5 per ten minutes."""
+    match = _RATE.match(text.lower()) if isinstance(text, str) else None
+    if not match or match.group(3) not in _PERIODS or int(match.group(1)) < 1 or match.group(2) == "0":
+        raise ValueError(f"{text!r} is not a rate: write it like '10/minute', '100/hour', '5/second' or '1000/day'")
+    return int(match.group(1)), _PERIODS[match.group(3)] * int(match.group(2) or 1)
+
+
+def _check_rate(text: str) -> str:
+    parse_rate(text)
+    return text
+
+
+RateText = Annotated[str, AfterValidator(_check_rate)]
+Verdict = Literal["allow", "ask", "deny"]
+ApprovalMode = Literal["off", "smart", "always"]
+_OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class RuleConfig(Section):
+    """One permission rule: which tool, which of its calls (subject glob and/or argument predicate), what verdict."""
+
+    tool: str = Field(min_length=1, description="Tool name glob or group:NAME.")
+    subject: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Glob matched against what the call acts on (the command, a path, the URL, a recipient).",
+    )
+    args: dict[str, Any] | None = Field(
+        default=None,
+        description="Argument predicate: {argument: glob | value | [values] | {eq|ne|lt|le|gt|ge|in|glob: value}}.",
+    )
+    verdict: Verdict
+    reason: str = Field(default="", description="Shown to the model when the rule denies, and in approval prompts.")
+
+    @model_validator(mode="after")
+    def _check_predicate(self) -> RuleConfig:
+        for name, condition in (self.args or {}).items():
+            if isinstance(condition, dict):
+                unknown = sorted(set(condition) - _OPERATORS)
+                if unknown or not condition:
+                    raise ValueError(
+                        f"args.{name}: unknown operator {', '.join(unknown) or '(none)'}; "
+                        f"use {', '.join(sorted(_OPERATORS))}"
+                    )
+        return self
 
 
 class ToolsConfig(Section):
@@ -48,6 +109,60 @@ class ToolsConfig(Section):
         default_factory=list, description="Tool name globs or group:NAME offered to agents; empty = all."
     )
     deny: Annotated[list[str], Narrow.UNION] = Field(default_factory=list, description="Always wins over allow.")
+    rules: Annotated[list[RuleConfig], Narrow.RESTRICTIVE] = Field(
+        default_factory=list, description="Per-call verdicts; deny beats ask beats allow, whatever the order."
+    )
+
+
+class ApprovalsConfig(Section):
+    mode: ApprovalMode = Field(
+        default="off", description="off: nothing asks; smart: read-only tools run, the rest ask; always: all ask."
+    )
+    allow: list[str] = Field(
+        default_factory=list, description="Allowlist: 'tool' (every call) or 'tool:glob' (matched against subjects)."
+    )
+    timeout_seconds: float = Field(default=300.0, gt=0, description="How long to wait for an answer.")
+    fallback: Literal["deny", "allow"] = Field(
+        default="deny", description="The answer when nobody answers in time or no one can be asked."
+    )
+    batch_window_seconds: float = Field(
+        default=0.5, ge=0, description="Longest wait to gather parallel calls that ask at once into one prompt."
+    )
+
+
+class AgentApprovalsConfig(Section):
+    mode: ApprovalMode | None = Field(default=None, description="Overrides approvals.mode for this agent.")
+    allow: list[str] = Field(default_factory=list, description="More allowlist patterns for this agent.")
+
+
+class AgentConfig(Section):
+    """A named agent's ("listener's") permissions, chosen with ``--agent NAME`` or ``Rig(agent=...)``."""
+
+    tools: list[str] | None = Field(
+        default=None, description="Tool name globs or group:NAME this agent may use; absent = every offered tool."
+    )
+    tool_config: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-tool settings for this agent, merged over the global tool_config."
+    )
+    rules: list[RuleConfig] = Field(default_factory=list, description="Rules that apply to this agent only.")
+    approvals: AgentApprovalsConfig = Field(default_factory=AgentApprovalsConfig)
+    rate_limit: RateText | None = Field(default=None, description="Every call of this agent, like '100/hour'.")
+    rate_limits: dict[str, RateText] = Field(
+        default_factory=dict, description="Per tool (name glob) for this agent only, like {fetch_url: 10/minute}."
+    )
+
+
+class AuditConfig(Section):
+    enabled: bool = Field(default=True, description="Record every call in .toolrig/audit.db.")
+    sync: Literal["normal", "full"] = Field(
+        default="normal",
+        description="normal: a row survives a crash of the process; full: also of the machine (fsync per row).",
+    )
+
+
+class HooksConfig(Section):
+    enabled: bool = Field(default=True, description="Run hooks (scripts and Python hooks) at all.")
+    timeout_seconds: float = Field(default=10.0, gt=0, description="A script hook running longer is stopped.")
 
 
 class OutputConfig(Section):
@@ -63,6 +178,14 @@ class LimitsConfig(Section):
 class WorkspaceConfig(Section):
     extra_paths: list[str] = Field(default_factory=list, description="More directories tools may use.")
     read_only: Annotated[bool, Narrow.TRUE_WINS] = False
+    deny_globs: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="Gitignore-style globs (relative to the root) that tools may neither read nor write.",
+    )
+    read_only_globs: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="Gitignore-style globs that tools may read but not change (.git/ is always read-only).",
+    )
 
 
 class KeyValueStoreConfig(Section):
@@ -109,6 +232,13 @@ class Config(Section):
     output: OutputConfig = Field(default_factory=OutputConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    rate_limits: dict[str, RateText] = Field(
+        default_factory=dict, description="Per tool (name glob), shared by every agent, like {send_email: 10/minute}."
+    )
+    agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Named agents and their permissions.")
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
     stores: StoresConfig = Field(default_factory=StoresConfig)
 
 
@@ -238,7 +368,16 @@ def _rule(model: type[BaseModel], name: str) -> Narrow | None:
     return None
 
 
-def _narrow_value(rule: Narrow, base: Any, proposed: Any) -> Any:
+def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    if rule is Narrow.RESTRICTIVE:
+        added = [item for item in proposed if item not in base]
+        kept = [item for item in added if getattr(item, "verdict", "allow") != "allow"]
+        if len(kept) < len(added):
+            warnings.append(
+                f"'{key}': {len(added) - len(kept)} allow rule(s) ignored: this workspace is not trusted "
+                "(an untrusted workspace may only add rules that deny or ask; run `toolrig trust` to allow it)"
+            )
+        return [*base, *kept]
     if rule is Narrow.UNION:
         return [*base, *(item for item in proposed if item not in base)]
     if rule is Narrow.INTERSECT:
@@ -262,7 +401,7 @@ def _merge_narrowing(base: BaseModel, workspace: BaseModel, path: str, warnings:
         rule = _rule(type(base), name)
         key = f"{path}{name}"
         if rule is not None:
-            updates[name] = _narrow_value(rule, current, proposed)
+            updates[name] = _narrow_value(rule, current, proposed, key, warnings)
         elif isinstance(current, BaseModel) and isinstance(proposed, BaseModel):
             updates[name] = _merge_narrowing(current, proposed, f"{key}.", warnings)
         elif proposed != current:

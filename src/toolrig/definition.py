@@ -31,6 +31,8 @@ from toolrig.schema import model_schema, output_schema
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 GROUP_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
+SUBJECT_KINDS = (None, "command", "path", "url", "recipient")
+
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
 
@@ -60,6 +62,10 @@ class Tool(Generic[InT, OutT]):
     ``read_only`` marks a tool that changes nothing (smart approvals let it run); ``destructive`` and
     ``open_world`` feed MCP's hints; ``terminal`` ends an agent loop with the tool's output; ``sequential``
     makes the agent loop run the call alone rather than alongside its siblings.
+
+    ``subject_kind`` says how policy reads what ``subjects()`` returns: ``"command"`` (a shell command
+    line, split into its simple commands), ``"path"`` (resolved against the workspace before matching),
+    ``"url"``, ``"recipient"`` (an email address); unset means plain text.
     """
 
     name: str
@@ -73,6 +79,7 @@ class Tool(Generic[InT, OutT]):
     destructive: bool = False
     open_world: bool = False
     sequential: bool = False
+    subject_kind: str | None = None
     timeout_seconds: float | None = None
     is_async: bool = False
 
@@ -125,6 +132,8 @@ def _check_definition(tool: Tool[Any, Any] | type[Tool[Any, Any]]) -> None:
         model = getattr(tool, attr, None)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise DefinitionError(f"{label}: {attr} must be a pydantic model (subclass Tool[Input, Output])")
+    if tool.subject_kind not in SUBJECT_KINDS:
+        raise DefinitionError(f"{label}: subject_kind must be one of {', '.join(map(repr, SUBJECT_KINDS))}")
     if tool.config_model is not None and not issubclass(tool.config_model, BaseModel):
         raise DefinitionError(f"{label}: config_model must be a pydantic model")
 

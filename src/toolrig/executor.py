@@ -58,9 +58,12 @@ class ToolCall:
     input: BaseModel | None = None
     subjects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    decided_by: str = ""
-    approval: str = ""
+    verdict: str = ""  # what governance concluded: allow, ask (until answered), deny, rate_limited
+    verdict_reason: str = ""  # why, in words for a person (approval prompts) or the model (refusals)
+    decided_by: str = ""  # the rule or setting that decided, for the audit row and `policy explain`
+    approval: str = ""  # how an approval was answered: allow_once, allow_always, deny, timeout, grant, ...
     started: float = 0.0
+    events: EventSink | None = None  # where this call's events go (the caller's sink, else the executor's)
 
 
 class Gate(Protocol):
@@ -156,6 +159,7 @@ class Executor:
             parent_agent_id=parent_agent_id,
             session_id=session_id,
             started=time.perf_counter(),
+            events=events or self.events,
         )
         token = CancelToken()
         try:

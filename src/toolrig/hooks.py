@@ -3,15 +3,31 @@
 Python hooks subclass ``Hooks`` and override the points they care about. A hook that fails is logged
 and never aborts the run, with one deliberate exception: ``before_tool`` may refuse a call by raising
 ``ToolError`` (its message is what the model sees).
+
+Script hooks (``ScriptHooks``) are files named ``{point}.{name}.sh`` or ``.py`` in ``~/.toolrig/hooks/``
+and, in a trusted workspace only, ``.toolrig/hooks/``. Trust model: a script runs with the user's rights,
+so only the user's own directory and directories the user trusted are read; what the model wrote reaches
+a script only as data in environment variables, never as part of its command line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolrig.errors import ToolError
+import anyio
+
+from toolrig.errors import ErrorType, ToolError
 
 if TYPE_CHECKING:
     from toolrig.result import ToolResult
@@ -65,6 +81,9 @@ class HookChain:
     def __len__(self) -> int:
         return len(self._hooks)
 
+    def __iter__(self) -> Iterator[Hooks]:
+        return iter(list(self._hooks))
+
     async def run(self, event: HookEvent) -> None:
         """Run every hook for ``event.point``; only a ``before_tool`` ToolError escapes (it blocks the call)."""
         if not self.enabled:
@@ -78,3 +97,128 @@ class HookChain:
                 log.warning("%s hook %r raised ToolError outside before_tool; ignored", event.point, hooks)
             except Exception:
                 log.exception("%s hook %r failed; the run goes on", event.point, hooks)
+
+
+# ---------------------------------------------------------------------------------------------- scripts
+
+SCRIPT_NAME = re.compile(r"^(before_prompt|after_response|before_tool|after_tool)\.[A-Za-z0-9_.-]+\.(sh|py)$")
+BLOCK_EXIT_CODE = 2
+DEFAULT_SCRIPT_TIMEOUT = 10.0
+_ENV_VALUE_LIMIT = 100_000  # one environment string may not exceed 128 KiB on Linux
+_STDERR_LIMIT = 4_000
+
+
+def _env_value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\x00", "")
+    return text if len(text) <= _ENV_VALUE_LIMIT else text[:_ENV_VALUE_LIMIT]
+
+
+def hook_environment(event: HookEvent) -> dict[str, str]:
+    """The ``TOOLRIG_HOOK_*`` variables a script sees; values it has no use for are empty strings."""
+    result = event.tool_result.model_dump(mode="json") if event.tool_result is not None else None
+    return {
+        "TOOLRIG_HOOK_POINT": event.point,
+        "TOOLRIG_HOOK_SESSION": event.session_id or "",
+        "TOOLRIG_HOOK_AGENT": event.agent_id or "",
+        "TOOLRIG_HOOK_MESSAGE": _env_value(event.message or ""),
+        "TOOLRIG_HOOK_RESPONSE": _env_value(event.response or ""),
+        "TOOLRIG_HOOK_TOOL": event.tool or "",
+        "TOOLRIG_HOOK_TOOL_ARGS": _env_value(event.tool_args) if event.tool_args is not None else "",
+        "TOOLRIG_HOOK_TOOL_RESULT": _env_value(result) if result is not None else "",
+    }
+
+
+class ScriptHooks(Hooks):
+    """Runs the script hooks of each point in name order, each with a timeout, each failure isolated.
+
+    A ``before_tool`` script that exits 2 blocks the call and its stderr is the reason the model reads;
+    any other failure or a timeout is logged and the run goes on.
+    """
+
+    def __init__(self, scripts: Iterable[Path], *, cwd: Path, timeout: float = DEFAULT_SCRIPT_TIMEOUT) -> None:
+        self.cwd = cwd
+        self.timeout = timeout
+        self.scripts: dict[str, list[Path]] = {point: [] for point in HOOK_POINTS}
+        for script in sorted(scripts, key=lambda p: p.name):  # stable: equal names keep directory order
+            match = SCRIPT_NAME.match(script.name)
+            if match:
+                self.scripts[match.group(1)].append(script)
+
+    @classmethod
+    def discover(
+        cls, directories: Iterable[Path], *, cwd: Path, timeout: float = DEFAULT_SCRIPT_TIMEOUT
+    ) -> ScriptHooks:
+        found: list[Path] = []
+        for directory in directories:
+            if directory.is_dir():
+                found.extend(p for p in sorted(directory.iterdir()) if p.is_file() and SCRIPT_NAME.match(p.name))
+        return cls(found, cwd=cwd, timeout=timeout)
+
+    def __len__(self) -> int:
+        return sum(len(paths) for paths in self.scripts.values())
+
+    async def before_prompt(self, event: HookEvent) -> None:
+        await self._run_all(event)
+
+    async def after_response(self, event: HookEvent) -> None:
+        await self._run_all(event)
+
+    async def before_tool(self, event: HookEvent) -> None:
+        await self._run_all(event)
+
+    async def after_tool(self, event: HookEvent) -> None:
+        await self._run_all(event)
+
+    async def _run_all(self, event: HookEvent) -> None:
+        scripts = self.scripts[event.point]
+        if not scripts:
+            return
+        env = {**os.environ, **hook_environment(event)}
+        for script in scripts:
+            code, stderr = await self._run(script, env)
+            if code == BLOCK_EXIT_CODE and event.point == "before_tool":
+                raise ToolError(
+                    ErrorType.DENIED,
+                    stderr.strip() or f"The hook {script.name} blocked this call.",
+                    "A hook of the user refused this call; do not retry it unchanged.",
+                )
+            if code not in (0, None):
+                log.warning("%s hook %s exited %s: %s", event.point, script, code, stderr.strip()[:500])
+
+    async def _run(self, script: Path, env: dict[str, str]) -> tuple[int | None, str]:
+        """Run one script; (exit code, stderr), or (None, "") when it could not run or timed out."""
+        interpreter = sys.executable if script.suffix == ".py" else "bash"
+        try:
+            process = await anyio.open_process(
+                [interpreter, str(script)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                start_new_session=True,  # its own process group, so a timeout stops its children too
+            )
+        except OSError as exc:
+            log.warning("hook %s could not start: %s", script, exc)
+            return None, ""
+        chunks: list[bytes] = []
+        async with process:
+            with anyio.move_on_after(self.timeout) as scope:
+                if process.stderr is not None:
+                    async for chunk in process.stderr:
+                        if sum(map(len, chunks)) < _STDERR_LIMIT:
+                            chunks.append(chunk)
+                await process.wait()
+            if scope.cancelled_caught:
+                _kill_group(process.pid)
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
+                log.warning("hook %s did not finish within %gs and was stopped", script, self.timeout)
+                return None, ""
+        return process.returncode, b"".join(chunks).decode(errors="replace")[:_STDERR_LIMIT]
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

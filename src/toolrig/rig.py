@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
-from toolrig.config import Config, LoadedConfig, config_from, load_config
+from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config
 from toolrig.context import HttpAccess
-from toolrig.errors import ConfigError, UsageError
+from toolrig.errors import ConfigError, ToolError, UsageError
 from toolrig.events import EventBus, EventSink
 from toolrig.executor import Executor, Extensions, ToolCall
-from toolrig.hooks import HookChain, HookEvent, Hooks
+from toolrig.hooks import HookChain, HookEvent, Hooks, ScriptHooks
+from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ToolResult
-from toolrig.sandbox.paths import Workspace
+from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
 from toolrig.stores import Stores
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
@@ -46,26 +48,47 @@ class Rig:
 
         ``config`` defaults to the user's and the workspace's files; ``tools`` are added to the catalog
         (``registry``, the built-in catalog and installed plugins by default) before allow/deny apply.
-        ``approval_channel`` answers approval requests (a terminal, an MCP client, a program's callback).
+        ``agent`` names the agent profile (``agents:`` in config) whose permissions this rig's calls and
+        schemas follow. ``approval_channel`` answers approval requests (a terminal, an MCP client, a
+        program's callback); without one, calls that must ask get ``approvals.fallback``.
         ``http`` replaces the guarded HTTP access tools get (tests inject one with a fake resolver).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
         settings = self.config.workspace
-        self.workspace = Workspace(root, extra_roots=settings.extra_paths, read_only=settings.read_only)
+        self.workspace = Workspace(
+            root,
+            extra_roots=settings.extra_paths,
+            read_only=settings.read_only,
+            deny_globs=settings.deny_globs,
+            read_only_globs=settings.read_only_globs,
+        )
+        if agent is not None and agent not in self.config.agents:
+            known = ", ".join(sorted(self.config.agents)) or "none"
+            raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
         self.agent = agent
         self.events = EventBus()
         self.stores = Stores(self.workspace.state_dir, self.config.stores)
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
-        self._registry: Registry | None = None
-        self._tool_configs: dict[str, BaseModel | None] = {}
-        self.approval_channel = approval_channel
+        self._available: Registry | None = None
+        self._views: dict[str | None, Registry] = {}
+        self._tool_configs: dict[tuple[str, str | None], BaseModel | None] = {}
+        self.governance = Governance(
+            self.loaded,
+            self.workspace,
+            events=self.events,
+            channel=approval_channel,
+            allowlist_file=self._allowlist_file(config),
+        )
         self.hooks = HookChain()
+        self.hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
             self.hooks.add(hook)
+        self._add_script_hooks()
         self.extensions = extensions or Extensions()
+        self.governance.install(self.extensions)
         self.extensions.before_tool.append(self._before_tool_hooks)
         self.extensions.after_tool.append(self._after_tool_hooks)
         self.executor = Executor(
@@ -75,13 +98,18 @@ class Rig:
             stores=self.stores,
             events=self.events,
             http=http,
+            approvals=ToolApprovals(self.governance),
             tool_config=self._config_for,
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
 
     def close(self) -> None:
-        """Close the stores this rig opened (database connections, the XQuery worker); they reopen on next use."""
+        """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
+
+        The stores reopen on next use; the governance databases also close when the rig is garbage-collected.
+        """
+        self.governance.close()
         self.stores.close()
 
     def __enter__(self) -> Rig:
@@ -91,24 +119,51 @@ class Rig:
         self.close()
 
     @property
+    def approval_channel(self) -> ApprovalChannel | None:
+        return self.governance.channel
+
+    @approval_channel.setter
+    def approval_channel(self, channel: ApprovalChannel | None) -> None:
+        self.governance.channel = channel
+
+    @property
+    def catalog(self) -> Registry:
+        """Every tool known to this rig, before config and agents narrow it."""
+        return self._base_registry
+
+    @property
     def registry(self) -> Registry:
-        """The tools this rig offers: the catalog narrowed by ``tools.allow`` / ``tools.deny``."""
-        if self._registry is None:
+        """The tools this rig's agent is offered: the catalog narrowed by config and the agent's permissions."""
+        return self.registry_for(self.agent)
+
+    def registry_for(self, agent: str | None) -> Registry:
+        """The tools ``agent`` sees in its schemas: offered by config, in its list, not denied outright."""
+        view = self._views.get(agent)
+        if view is None:
+            available = self._available_tools()
+            view = Registry(t for t in available.list() if self.governance.policy.offered(t, agent))
+            self._views[agent] = view
+        return view
+
+    def _available_tools(self) -> Registry:
+        """The catalog narrowed by ``tools.allow`` / ``tools.deny``: what the executor serves at all."""
+        if self._available is None:
             selected = self._base_registry.select(self.config.tools.allow, self.config.tools.deny)
             self._validate_tool_config(selected)
-            self._registry = selected
+            self._validate_agents()
+            self._available = selected
             self.executor.registry = selected
-        return self._registry
+        return self._available
 
-    def tools(self, group: str | None = None) -> list[AnyTool]:
-        return self.registry.list(group)
+    def tools(self, group: str | None = None, *, agent: str | None = None) -> list[AnyTool]:
+        return self.registry_for(agent or self.agent).list(group)
 
     async def call(
         self, name: str, args: dict[str, Any] | str | None = None, *, events: EventSink | None = None, **options: Any
     ) -> ToolResult:
         """Run one tool call; never raises for anything the tool or its arguments did."""
-        if self._registry is None:
-            self.registry  # noqa: B018 - narrows the executor's registry before the first call
+        if self._available is None:
+            self._available_tools()  # narrows the executor's registry before the first call
         if self.agent is not None:
             options.setdefault("agent_id", self.agent)
         return await self.executor.invoke(name, args, events=events, **options)
@@ -118,11 +173,25 @@ class Rig:
         try:
             anyio.get_current_task()
         except RuntimeError:
-            return anyio.run(lambda: self.call(name, args, **options))
-        raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+            pass
+        else:
+            raise UsageError("call_sync() was called inside an event loop; use `await rig.call(...)` there")
+        # The main task returns nothing on purpose: on the way out, Python 3.11's asyncio.Runner builds the
+        # repr of the main task, result included (signal.getsignal -> ValueError message), which for a
+        # multi-megabyte result cost longer than the call itself.
+        box: list[ToolResult] = []
 
-    def schemas(self, format: SchemaFormat = "json", *, strict: bool | None = None) -> list[dict[str, Any]]:
-        tools = self.registry.list()
+        async def main() -> None:
+            box.append(await self.call(name, args, **options))
+
+        anyio.run(main)
+        return box[0]
+
+    def schemas(
+        self, format: SchemaFormat = "json", *, strict: bool | None = None, agent: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The tool list for a provider request, as ``agent`` (default: the rig's own) is allowed to see it."""
+        tools = self.registry_for(agent or self.agent).list()
         if format == "anthropic":
             from toolrig.adapters.anthropic import tool_params
 
@@ -139,10 +208,25 @@ class Rig:
 
     # ------------------------------------------------------------------------------ hooks
 
+    def _add_script_hooks(self) -> None:
+        if not self.config.hooks.enabled:
+            return
+        directories = [toolrig_home() / "hooks"]
+        if is_trusted(self.workspace.root):
+            directories.append(self.workspace.state_dir / "hooks")  # the workspace's own: only once trusted
+        scripts = ScriptHooks.discover(directories, cwd=self.workspace.root, timeout=self.config.hooks.timeout_seconds)
+        if len(scripts):
+            self.hooks.add(scripts)
+
     async def _before_tool_hooks(self, call: ToolCall) -> None:
         if len(self.hooks):
             event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
-            await self.hooks.run(event)
+            try:
+                await self.hooks.run(event)
+            except ToolError:
+                call.verdict = "deny"
+                call.decided_by = "hooks.before_tool"
+                raise
 
     async def _after_tool_hooks(self, call: ToolCall, result: ToolResult) -> ToolResult:
         if len(self.hooks):
@@ -160,31 +244,96 @@ class Rig:
     # ------------------------------------------------------------------------------ per-tool config
 
     def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
-        if tool.name not in self._tool_configs:
-            self._tool_configs[tool.name] = self._build_tool_config(tool)
-        return self._tool_configs[tool.name]
+        """The tool's settings as ``agent`` sees them: ``agents.NAME.tool_config`` over ``tool_config``."""
+        if agent not in self.config.agents:
+            agent = None  # an agent without a profile (a subagent's id, say) gets the global settings
+        key = (tool.name, agent)
+        if key not in self._tool_configs:
+            self._tool_configs[key] = self._build_tool_config(tool, agent)
+        return self._tool_configs[key]
 
-    def _build_tool_config(self, tool: AnyTool) -> BaseModel | None:
-        raw = self.config.tool_config.get(tool.name)
+    def _build_tool_config(self, tool: AnyTool, agent: str | None = None) -> BaseModel | None:
+        base = self.config.tool_config.get(tool.name)
+        own = self.config.agents[agent].tool_config.get(tool.name) if agent is not None else None
+        prefix: tuple[str, ...] = ("agents", agent, "tool_config") if own is not None and agent else ("tool_config",)
         if tool.config_model is None:
-            if raw:
-                file, line = self.loaded.where("tool_config", tool.name)
-                raise ConfigError("this tool takes no settings", file=file, key=f"tool_config.{tool.name}", line=line)
+            if base or own:
+                file, line = self.loaded.where(*prefix, tool.name)
+                key = ".".join((*prefix, tool.name))
+                raise ConfigError("this tool takes no settings", file=file, key=key, line=line)
             return None
+        merged = _merge(base or {}, own or {})
         try:
-            return tool.config_model.model_validate(raw or {})
+            return tool.config_model.model_validate(merged)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            keys = ("tool_config", tool.name, *(str(p) for p in first["loc"]))
+            loc = tuple(str(p) for p in first["loc"])
+            # Name the file that set the bad value: the agent's section if it set this key, else the global one.
+            source = prefix if own is not None and _has_path(own, loc) else ("tool_config",)
+            keys = (*source, tool.name, *loc)
             file, line = self.loaded.where(*keys)
             message = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"]
             raise ConfigError(message, file=file, key=".".join(keys), line=line) from None
 
     def _validate_tool_config(self, registry: Registry) -> None:
         """Check every configured tool's settings at start-up, so a typo fails now rather than mid-run."""
-        for name in self.config.tool_config:
-            tool = self._base_registry.find(name)
-            if tool is None:
-                file, line = self.loaded.where("tool_config", name)
-                raise ConfigError("no tool has this name", file=file, key=f"tool_config.{name}", line=line)
-            self._config_for(tool, self.agent)
+        sections: list[tuple[tuple[str, ...], dict[str, Any], str | None]] = [
+            (("tool_config",), self.config.tool_config, None)
+        ]
+        sections += [(("agents", n, "tool_config"), a.tool_config, n) for n, a in self.config.agents.items()]
+        for prefix, settings, agent in sections:
+            for name in settings:
+                tool = self._base_registry.find(name)
+                if tool is None:
+                    file, line = self.loaded.where(*prefix, name)
+                    key = ".".join((*prefix, name))
+                    raise ConfigError("no tool has this name", file=file, key=key, line=line)
+                self._config_for(tool, agent)
+
+    def _validate_agents(self) -> None:
+        """A plain tool name in an agent's list that names no tool is a typo: say so at start-up."""
+        for name, profile in self.config.agents.items():
+            for index, pattern in enumerate(profile.tools or []):
+                if any(c in pattern for c in "*?[") or pattern.startswith("group:"):
+                    continue
+                if self._base_registry.find(pattern) is None:
+                    file, line = self.loaded.where("agents", name, "tools", str(index))
+                    key = f"agents.{name}.tools[{index}]"
+                    raise ConfigError(f"no tool is named {pattern!r}", file=file, key=key, line=line)
+
+    # ------------------------------------------------------------------------------ approvals
+
+    def grant(self, name: str, args: dict[str, Any]) -> str:
+        """Approve in advance one call of ``name`` with exactly these arguments (after validation)."""
+        tool = self._available_tools().get(name)
+        validated = tool.input_model.model_validate(args).model_dump(mode="json")
+        return self.governance.grant(name, validated)
+
+    def _allowlist_file(self, config: object) -> Path | None:
+        """Where "allow always" is saved: the config file given, else the trusted workspace's, else the user's."""
+        if config is None:
+            if is_trusted(self.workspace.root):
+                return self.workspace.root / STATE_DIR_NAME / CONFIG_FILE
+            return toolrig_home() / CONFIG_FILE
+        if isinstance(config, str | os.PathLike):
+            return Path(config)
+        return None  # a config given as data stays in memory
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _has_path(data: dict[str, Any], loc: tuple[str, ...]) -> bool:
+    node: Any = data
+    for part in loc[:1]:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True

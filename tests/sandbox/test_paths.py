@@ -4,10 +4,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolrig.errors import ToolError
 from toolrig.sandbox.atomic import atomic_write_text
-from toolrig.sandbox.paths import Workspace
+from toolrig.sandbox.paths import Workspace, is_within
 
 
 def test_relative_paths_resolve_inside_the_root(workspace: Path) -> None:
@@ -69,3 +71,188 @@ def test_atomic_write_replaces_whole_files_and_keeps_the_mode(tmp_path: Path) ->
     assert target.read_bytes() == b"new\r\nline"
     assert target.stat().st_mode & 0o777 == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["f.sh"]
+
+
+# ------------------------------------------------------------------------------------------ hardening
+
+
+def test_deny_globs_refuse_reads_and_writes_and_name_the_glob(workspace: Path) -> None:
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets/key.pem").write_text("k")
+    ws = Workspace(workspace, deny_globs=["secrets/", "*.pem"])
+    for path in ["secrets/key.pem", "secrets", "other/x.pem"]:
+        with pytest.raises(ToolError, match="deny globs") as caught:
+            ws.resolve(path)
+        assert caught.value.error_type.value == "denied"
+    assert ws.resolve("public.txt") == workspace.resolve() / "public.txt"
+
+
+def test_a_symlink_to_a_denied_file_is_denied_through_its_target(workspace: Path) -> None:
+    (workspace / ".env").write_text("TOKEN=1")
+    os.symlink(".env", workspace / "harmless.txt")
+    ws = Workspace(workspace, deny_globs=[".env"])
+    with pytest.raises(ToolError, match=r"through a symlink to '\.env'"):
+        ws.resolve("harmless.txt")
+
+
+def test_read_only_globs_allow_reads_and_refuse_writes_even_through_symlinks(workspace: Path) -> None:
+    (workspace / "vendor").mkdir()
+    (workspace / "vendor/lib.py").write_text("x")
+    os.symlink("vendor/lib.py", workspace / "alias.py")
+    ws = Workspace(workspace, read_only_globs=["vendor/"])
+    assert ws.resolve("vendor/lib.py").name == "lib.py"
+    for path in ["vendor/lib.py", "alias.py", "vendor/new.py"]:
+        with pytest.raises(ToolError, match="read-only"):
+            ws.resolve(path, write=True)
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD", ".git"])
+def test_git_internals_are_readable_but_never_writable(workspace: Path, path: str) -> None:
+    ws = Workspace(workspace)
+    ws.resolve(path)
+    with pytest.raises(ToolError, match=r"\.git directory"):
+        ws.resolve(path, write=True)
+
+
+def test_fifos_and_device_files_are_refused(workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    os.symlink("/dev/zero", workspace / "zero")
+    ws = Workspace(workspace, extra_roots=["/dev"])
+    with pytest.raises(ToolError, match="FIFO"):
+        ws.resolve("pipe")
+    with pytest.raises(ToolError, match="device file"):
+        ws.resolve("zero")
+
+
+def test_symlink_loops_are_refused(workspace: Path) -> None:
+    os.symlink("b", workspace / "a")
+    os.symlink("a", workspace / "b")
+    os.symlink("self", workspace / "self")
+    for path in ["a", "b/x", "self"]:
+        with pytest.raises(ToolError, match="symlink loop"):
+            Workspace(workspace).resolve(path)
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [("x" * 300, "component is longer"), ("a/" * 2100, "longer than 4096"), ("bad\udcffname", "surrogate")],
+)
+def test_unusable_spellings_are_invalid_input(workspace: Path, path: str, fragment: str) -> None:
+    with pytest.raises(ToolError, match=fragment) as caught:
+        Workspace(workspace).resolve(path)
+    assert caught.value.error_type.value == "invalid_input"
+
+
+def test_unicode_names_resolve_like_any_other(workspace: Path) -> None:
+    (workspace / "données é中文.txt").write_text("ok")
+    assert Workspace(workspace).resolve("données é中文.txt").read_text() == "ok"
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_refused(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("SECRET")
+    (workspace / "sub").mkdir()
+    (workspace / "sub/f.txt").write_text("mine")
+    ws = Workspace(workspace)
+    resolved = ws.resolve("sub/f.txt", write=True)
+    (workspace / "sub/f.txt").unlink()
+    (workspace / "sub").rmdir()
+    os.symlink(outside, workspace / "sub")  # the race: between resolve() and the open
+    with pytest.raises(ToolError, match="changed into a symlink"):
+        ws.read_bytes(resolved)
+    with pytest.raises(ToolError, match="changed into a symlink"):
+        ws.write_bytes(resolved, b"overwritten")
+    assert (outside / "f.txt").read_text() == "SECRET"
+    assert sorted(p.name for p in outside.iterdir()) == ["f.txt"]
+
+
+def test_a_file_swapped_for_a_symlink_is_not_read_through(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("SECRET")
+    (workspace / "f.txt").write_text("mine")
+    ws = Workspace(workspace)
+    resolved = ws.resolve("f.txt")
+    (workspace / "f.txt").unlink()
+    os.symlink(tmp_path / "secret", workspace / "f.txt")
+    with pytest.raises(ToolError, match="changed into a symlink"):
+        ws.read_bytes(resolved)
+
+
+def test_writing_over_a_swapped_in_symlink_replaces_the_link_not_its_target(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("SECRET")
+    ws = Workspace(workspace)
+    resolved = ws.resolve("f.txt", write=True)
+    os.symlink(tmp_path / "secret", workspace / "f.txt")
+    ws.write_bytes(resolved, b"mine")
+    assert (tmp_path / "secret").read_text() == "SECRET"
+    assert not (workspace / "f.txt").is_symlink() and (workspace / "f.txt").read_text() == "mine"
+
+
+def test_reading_a_fifo_opened_after_the_check_does_not_block(workspace: Path) -> None:
+    ws = Workspace(workspace)
+    resolved = ws.resolve("later")
+    os.mkfifo(workspace / "later")
+    with pytest.raises(ToolError, match="FIFO"):
+        ws.read_bytes(resolved)
+
+
+def test_write_bytes_creates_parents_and_reports_them(workspace: Path) -> None:
+    ws = Workspace(workspace)
+    created: list[Path] = []
+    ws.write_bytes(ws.resolve("a/b/c.txt", write=True), b"x", created_dirs=created)
+    assert created == [workspace.resolve() / "a", workspace.resolve() / "a/b"]
+    assert (workspace / "a/b/c.txt").read_bytes() == b"x"
+
+
+def test_unlink_removes_a_name_and_refuses_directories(workspace: Path) -> None:
+    ws = Workspace(workspace)
+    (workspace / "d").mkdir()
+    (workspace / "f").write_text("x")
+    ws.unlink(ws.resolve("f"))
+    assert not (workspace / "f").exists()
+    with pytest.raises(IsADirectoryError):
+        ws.unlink(ws.resolve("d"))
+
+
+def test_hidden_and_exclusion_globs_cover_state_git_and_deny_globs(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLRIG_HOME", str(workspace / "home-state"))
+    ws = Workspace(workspace, deny_globs=["*.key"])
+    root = workspace.resolve()
+    assert ws.hidden(root / ".toolrig/x") and ws.hidden(root / ".git/config") and ws.hidden(root / "a.key")
+    assert ws.hidden(root / "home-state/config.yaml") and not ws.hidden(root / "src/a.py")
+    assert ws.exclusion_globs(root) == ["*.key", "/.toolrig", "/home-state"]
+
+
+SEGMENTS = ["..", ".", "a", "b", "link_out", "link_in", "loop", "", "~", "é", "x\x00y", "...", ".git", ".toolrig"]
+
+
+@given(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=8), st.booleans(), st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_spelling_resolves_inside_the_workspace_or_is_refused(
+    tree: tuple[Path, Path], parts: list[str], absolute: bool, write: bool
+) -> None:
+    root, outside = tree
+    spelled = ("/" if absolute else "") + "/".join(parts)
+    ws = Workspace(root)
+    try:
+        resolved = ws.resolve(spelled, write=write)
+    except ToolError as err:
+        assert err.error_type.value in {"denied", "invalid_input"} and err.message
+        return
+    assert is_within(resolved, root.resolve()) and not is_within(resolved, outside)
+    assert not is_within(resolved, root.resolve() / ".toolrig")  # the root's state; a nested .toolrig is data
+    if write:
+        assert ".git" not in resolved.relative_to(root.resolve()).parts
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "a/b").mkdir(parents=True)
+    outside.mkdir()
+    os.symlink(outside, root / "link_out")
+    os.symlink("a", root / "link_in")
+    os.symlink("loop", root / "loop")
+    return root, outside.resolve()

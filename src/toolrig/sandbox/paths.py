@@ -1,18 +1,31 @@
 """Workspace: the directories a tool may touch, and the one place that turns a model's path into a real one.
 
 Trust model: every path a model sends is hostile. It is resolved (symlinks included) and must land inside
-one of the roots; toolrig's own state (``.toolrig/``, the user's toolrig home) is never reachable.
+one of the roots, outside deny globs and toolrig's own state; files are then opened component by component
+without following symlinks, so a swap between the check and the use is refused rather than followed.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox import fdwalk
+from toolrig.sandbox.atomic import atomic_write_bytes
+from toolrig.sandbox.patterns import PatternSet
+
+if TYPE_CHECKING:
+    from toolrig.sandbox.gitignore import IgnoreRules
 
 STATE_DIR_NAME = ".toolrig"
+GIT_DIR_NAME = ".git"
+MAX_PATH_CHARS = 4096
+MAX_NAME_BYTES = 255
 
 
 def toolrig_home() -> Path:
@@ -26,11 +39,18 @@ def _denied(message: str, hint: str | None = None) -> ToolError:
 
 
 def is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """``path`` is ``root`` or below it (both absolute and normalised); string work, no filesystem access."""
+    inner, outer = str(path), str(root)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 class Workspace:
-    """The roots a tool may read and write, with toolrig's own state carved out."""
+    """The roots a tool may read and write, with toolrig's own state carved out.
+
+    ``deny_globs`` (gitignore-style, relative to the root) can be neither read nor written;
+    ``read_only_globs`` can be read only; writes into ``.git/`` are always refused. Both apply to the
+    path as given and to the target it resolves to, so a symlink cannot launder a denied file.
+    """
 
     def __init__(
         self,
@@ -38,6 +58,8 @@ class Workspace:
         *,
         extra_roots: Iterable[str | os.PathLike[str]] = (),
         read_only: bool = False,
+        deny_globs: Iterable[str] = (),
+        read_only_globs: Iterable[str] = (),
     ) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
@@ -46,16 +68,27 @@ class Workspace:
         self.read_only = read_only
         self.state_dir = self.root / STATE_DIR_NAME
         self._protected = (self.state_dir, toolrig_home().resolve())
+        self.deny_globs = tuple(deny_globs)
+        self.read_only_globs = tuple(read_only_globs)
+        self._deny = PatternSet(self.deny_globs) if self.deny_globs else None
+        self._read_only = PatternSet(self.read_only_globs) if self.read_only_globs else None
 
     @property
     def roots(self) -> tuple[Path, ...]:
         return (self.root, *self.extra_roots)
+
+    @property
+    def protected(self) -> tuple[Path, ...]:
+        """Directories no tool may see: the workspace's ``.toolrig/`` and the user's toolrig home."""
+        return self._protected
 
     def state_path(self, *parts: str) -> Path:
         """A path under ``.toolrig/`` for toolrig's own stores, created on demand; never given to a model."""
         path = self.state_dir.joinpath(*parts)
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
+
+    # ------------------------------------------------------------------------------ resolving
 
     def resolve(self, path: str, *, write: bool = False) -> Path:
         """Resolve a model-supplied path, or raise ``denied`` / ``invalid_input`` with the reason."""
@@ -65,19 +98,99 @@ class Workspace:
             )
         if "\x00" in path:
             raise _denied("The path contains a NUL byte.")
+        _check_spelling(path)
         candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
         if not candidate.is_absolute():
             candidate = self.root / candidate
-        resolved = Path(os.path.realpath(candidate))
+        lexical = Path(os.path.normpath(candidate))
+        resolved = _realpath(candidate, path)
         if not any(is_within(resolved, root) for root in self.roots):
-            if resolved != Path(os.path.abspath(candidate)):
+            if resolved != lexical:
                 raise _denied(f"'{path}' leads through a symlink to {resolved}, outside the workspace.")
             raise _denied(f"'{path}' is outside the workspace ({self.root}).")
-        if any(is_within(resolved, protected) for protected in self._protected):
+        if any(is_within(resolved, protected) or is_within(lexical, protected) for protected in self._protected):
             raise _denied(f"'{path}' is toolrig's own state; tools may not touch it.")
+        self._check_globs(path, lexical, resolved, write=write)
+        try:
+            mode = os.lstat(resolved).st_mode
+        except OSError:
+            mode = 0
+        if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise fdwalk.not_regular(path, mode)
         if write and self.read_only:
             raise _denied("The workspace is read-only for tools.", "Read, don't write; ask the user to lift read-only.")
         return resolved
+
+    def _check_globs(self, spelled: str, lexical: Path, resolved: Path, *, write: bool) -> None:
+        if self._deny is None and not write:
+            return
+        is_dir = os.path.isdir(resolved)
+        for candidate in dict.fromkeys((lexical, resolved)):
+            rel = self._relative_or_none(candidate)
+            if rel is None or rel == ".":
+                continue
+            via = "" if candidate == lexical else f" (through a symlink to '{rel}')"
+            if self._deny is not None and (hit := self._deny.matches_path_or_parent(rel, is_dir=is_dir)):
+                raise _denied(
+                    f"'{spelled}'{via} matches the workspace's deny globs ('{hit}'); tools may not use it.",
+                    "Leave this file alone; ask the user if you really need it.",
+                )
+            if not write:
+                continue
+            if GIT_DIR_NAME in rel.split("/"):
+                raise _denied(
+                    f"'{spelled}'{via} is inside a .git directory; tools may not write git's internals.",
+                    "Change the repository through git commands the user runs, not by editing .git/.",
+                )
+            if self._read_only is not None and (hit := self._read_only.matches_path_or_parent(rel, is_dir=is_dir)):
+                raise _denied(
+                    f"'{spelled}'{via} is read-only (workspace read-only globs: '{hit}').",
+                    "Read it, don't change it; ask the user to lift read-only.",
+                )
+
+    def root_of(self, path: Path) -> Path:
+        """The root that holds ``path`` (the deepest, when roots nest)."""
+        found = [root for root in self.roots if is_within(path, root)]
+        if not found:
+            raise _denied(f"'{path}' is outside the workspace ({self.root}).")
+        return max(found, key=lambda r: len(r.parts))
+
+    def _relative_or_none(self, path: Path) -> str | None:
+        text = str(path)
+        best = ""
+        for root in self.roots:
+            outer = str(root)
+            if (text == outer or text.startswith(outer.rstrip("/") + "/")) and len(outer) > len(best):
+                best = outer
+        if not best:
+            return None
+        return text[len(best) :].lstrip("/") or "."
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to its root, ``/``-separated (what deny globs and .gitignore match)."""
+        rel = self._relative_or_none(path)
+        if rel is None:
+            raise _denied(f"'{path}' is outside the workspace ({self.root}).")
+        return rel
+
+    def hidden(self, path: Path, *, is_dir: bool = False) -> bool:
+        """Whether a path found while listing must stay out of sight (toolrig state, deny globs, ``.git``)."""
+        if any(is_within(path, protected) for protected in self._protected):
+            return True
+        rel = self._relative_or_none(path)
+        if rel is None:
+            return True
+        if GIT_DIR_NAME in rel.split("/"):
+            return True
+        return self._deny is not None and self._deny.matches_path_or_parent(rel, is_dir=is_dir) is not None
+
+    def exclusion_globs(self, root: Path) -> list[str]:
+        """Gitignore-style globs (relative to ``root``) for what listings must skip beyond .git and .toolrig."""
+        globs = list(self.deny_globs)
+        for protected in self._protected:
+            if protected != root and is_within(protected, root):
+                globs.append("/" + protected.relative_to(root).as_posix())
+        return globs
 
     def display(self, path: Path) -> str:
         """The path as a model should see it: relative to the root when inside it."""
@@ -85,3 +198,91 @@ class Workspace:
             return path.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(path)
+
+    def ignore_rules(self) -> IgnoreRules:
+        """Fresh .gitignore rules for one call (they cache what they read)."""
+        from toolrig.sandbox.gitignore import IgnoreRules
+
+        return IgnoreRules()
+
+    # ------------------------------------------------------------------------------ file access
+
+    def _parts(self, path: Path) -> tuple[Path, tuple[str, ...]]:
+        root = self.root_of(path)
+        return root, path.relative_to(root).parts
+
+    def open_regular(self, path: Path) -> int:
+        """A read descriptor for a resolved path, opened without following any symlink on the way."""
+        root, parts = self._parts(path)
+        return fdwalk.open_regular(root, parts)
+
+    def read_bytes(self, path: Path, *, limit: int | None = None) -> bytes:
+        """Read a resolved regular file (at most ``limit + 1`` bytes when a limit is given)."""
+        fd = self.open_regular(path)
+        try:
+            return fdwalk.read_fd(fd, limit)
+        finally:
+            os.close(fd)
+
+    def write_bytes(
+        self, path: Path, data: bytes, *, created_dirs: list[Path] | None = None, cancellable: bool = True
+    ) -> None:
+        """Atomically write a resolved path, creating missing parents (recorded in ``created_dirs``)."""
+        atomic_write_bytes(
+            path,
+            data,
+            root=self.root_of(path),
+            make_parents=True,
+            created_dirs=created_dirs,
+            cancellable=cancellable,
+        )
+
+    def unlink(self, path: Path) -> None:
+        """Remove a file's name (a hard link's other names and a symlink's target stay untouched)."""
+        root, parts = self._parts(path)
+        dir_fd = fdwalk.open_dir(root, parts[:-1])
+        try:
+            mode = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "path is a directory", str(path))
+            os.unlink(parts[-1], dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def rmdir(self, path: Path) -> None:
+        root, parts = self._parts(path)
+        dir_fd = fdwalk.open_dir(root, parts[:-1])
+        try:
+            os.rmdir(parts[-1], dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _realpath(candidate: Path, spelled: str) -> Path:
+    """Resolve every symlink; a loop is refused. Paths that do not exist yet (new files) resolve as far as they can."""
+    try:
+        return Path(os.path.realpath(candidate, strict=True))
+    except FileNotFoundError:
+        resolved = Path(os.path.realpath(candidate))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.") from None
+        resolved = Path(os.path.realpath(candidate))  # e.g. a file used as a directory: not found later
+    # Non-strict realpath leaves a symlink in its result only where links loop.
+    if any(os.path.islink(p) for p in (resolved, *resolved.parents)):
+        raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.")
+    return resolved
+
+
+def _check_spelling(path: str) -> None:
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(ErrorType.INVALID_INPUT, "The path is not valid Unicode (it holds a lone surrogate).") from None
+    if len(encoded) > MAX_PATH_CHARS:
+        raise ToolError(ErrorType.INVALID_INPUT, f"The path is longer than {MAX_PATH_CHARS} bytes.")
+    for part in path.split("/"):
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise ToolError(
+                ErrorType.INVALID_INPUT, f"A path component is longer than {MAX_NAME_BYTES} bytes: '{part[:40]}…'."
+            )

@@ -1,0 +1,153 @@
+"""The audit log: one row per call, allowed or not, in ``.toolrig/audit.db``.
+
+Trust model: arguments and subjects come from the model and may carry secrets; they are redacted before
+they are written. Only toolrig writes the file; ``toolrig audit`` reads it.
+
+A row is committed before the call's result is returned, so a row the caller has seen acknowledged
+survives a crash of the process (WAL, ``synchronous=NORMAL``); ``audit.sync: full`` adds an fsync per row
+so it survives a crash of the machine too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+
+from toolrig.policy.redact import redact
+from toolrig.policy.sqlite import SqliteFile
+
+if TYPE_CHECKING:
+    from toolrig.executor import ToolCall
+    from toolrig.result import ToolResult
+
+FILE_NAME = "audit.db"
+COLUMNS = (
+    "ts", "session", "agent", "parent_agent", "call_id", "origin", "tool", "subjects", "args", "decision",
+    "rule", "approval", "duration_ms", "is_error", "error_type", "output_bytes",
+)  # fmt: skip
+MIGRATIONS = [
+    """
+    CREATE TABLE calls (
+        id INTEGER PRIMARY KEY,
+        ts REAL NOT NULL, session TEXT, agent TEXT, parent_agent TEXT, call_id TEXT, origin TEXT,
+        tool TEXT NOT NULL, subjects TEXT, args TEXT, decision TEXT, rule TEXT, approval TEXT,
+        duration_ms REAL, is_error INTEGER NOT NULL, error_type TEXT, output_bytes INTEGER
+    )
+    """  # no secondary index: each would add a page write per call; reads walk back from the newest row
+]
+_INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    id: int
+    ts: float
+    session: str | None
+    agent: str | None
+    parent_agent: str | None
+    call_id: str
+    origin: str
+    tool: str
+    subjects: list[str]
+    args: dict[str, Any]
+    decision: str
+    rule: str
+    approval: str
+    duration_ms: float
+    is_error: bool
+    error_type: str | None
+    output_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.ts)) + f".{int(self.ts % 1 * 1000):03d}Z"
+        return data
+
+
+def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
+    meta = result.meta
+    decision = call.verdict or ("error" if result.is_error else "allow")
+    return (
+        time.time(),
+        call.session_id,
+        call.agent_id,
+        call.parent_agent_id,
+        call.call_id,
+        call.origin,
+        call.name,
+        to_json(redact(call.subjects)).decode() if call.subjects else "[]",
+        to_json(redact(call.raw_args), fallback=str).decode(),
+        decision,
+        call.decided_by,
+        call.approval,
+        round(meta.duration_ms, 3),
+        int(result.is_error),
+        result.error_type.value if result.error_type else None,
+        meta.output_bytes,
+    )
+
+
+class AuditLog:
+    def __init__(self, state_dir: Path, *, sync: str = "normal") -> None:
+        self.path = state_dir / FILE_NAME
+        self.db = SqliteFile(self.path, MIGRATIONS, synchronous=sync.upper())
+
+    async def record(self, call: ToolCall, result: ToolResult) -> None:
+        values = row_values(call, result)
+        await self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
+
+    def query(
+        self,
+        *,
+        since: float | None = None,
+        tool: str | None = None,
+        agent: str | None = None,
+        limit: int | None = 100,
+    ) -> list[AuditRow]:
+        """The newest ``limit`` rows that match, oldest first. ``tool`` is a glob."""
+        where: list[str] = []
+        params: list[Any] = []
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        if tool:
+            where.append("tool GLOB ?")
+            params.append(tool)
+        if agent:
+            where.append("agent = ?")
+            params.append(agent)
+        sql = f"SELECT id, {', '.join(COLUMNS)} FROM calls"  # noqa: S608 - fixed column names, values bound
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
+        return [_row(r) for r in reversed(rows)]
+
+    def count(self) -> int:
+        return int(self.db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _row(values: Sequence[Any]) -> AuditRow:
+    data = dict(zip(("id", *COLUMNS), values, strict=True))
+    data["subjects"] = json.loads(data["subjects"] or "[]")
+    data["args"] = json.loads(data["args"] or "{}")
+    data["is_error"] = bool(data["is_error"])
+    data["decision"] = data["decision"] or ""
+    data["rule"] = data["rule"] or ""
+    data["approval"] = data["approval"] or ""
+    data["origin"] = data["origin"] or ""
+    data["call_id"] = data["call_id"] or ""
+    data["output_bytes"] = data["output_bytes"] or 0
+    data["duration_ms"] = data["duration_ms"] or 0.0
+    return AuditRow(**data)

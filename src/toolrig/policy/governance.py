@@ -1,0 +1,221 @@
+"""Governance wired into the executor: the gates every call passes and the sink that records it.
+
+One ``Governance`` per ``Rig`` fills the executor's extension points, so the same policy, rate limits,
+approvals and audit hold for every consumer: the agent loop, the MCP server, the command line, a test.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.errors import ConfigError, ErrorType, ToolError
+from toolrig.events import EventSink
+from toolrig.policy.approvals import Answer, ApprovalBroker
+from toolrig.policy.ratelimit import RateLimiter, over_limit
+from toolrig.policy.rules import Policy
+from toolrig.policy.subjects import escape, kind_of, view
+
+if TYPE_CHECKING:
+    from toolrig.config import LoadedConfig
+    from toolrig.executor import Extensions, ToolCall
+    from toolrig.policy.audit import AuditLog
+    from toolrig.result import ToolResult
+    from toolrig.sandbox.paths import Workspace
+
+log = logging.getLogger("toolrig.policy")
+
+
+class Governance:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        workspace: Workspace,
+        *,
+        events: EventSink,
+        channel: ApprovalChannel | None = None,
+        allowlist_file: Path | None = None,
+    ) -> None:
+        config = loaded.config
+        self.config = config
+        self.workspace = workspace
+        self.events = events
+        self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
+        self.policy = Policy(config, workspace, loaded)
+        approvals = config.approvals
+        self.broker = ApprovalBroker(
+            channel,
+            timeout=approvals.timeout_seconds,
+            fallback=approvals.fallback,
+            batch_window=approvals.batch_window_seconds,
+        )
+        limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
+        self.limiter = RateLimiter(config, workspace.state_dir) if limited else None
+        self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+
+    @property
+    def audit(self) -> AuditLog | None:
+        if self._audit is None and self.config.audit.enabled:
+            from toolrig.policy.audit import AuditLog
+
+            self._audit = AuditLog(self.workspace.state_dir, sync=self.config.audit.sync)
+        return self._audit
+
+    def install(self, extensions: Extensions) -> None:
+        extensions.policy.append(self.check_policy)
+        extensions.rate_limit.append(self.check_rate)
+        extensions.approval.append(self.check_approval)
+        extensions.audit.append(self.record)
+
+    @property
+    def channel(self) -> ApprovalChannel | None:
+        return self.broker.channel
+
+    @channel.setter
+    def channel(self, channel: ApprovalChannel | None) -> None:
+        self.broker.channel = channel
+
+    # ------------------------------------------------------------------------------ gates
+
+    async def check_policy(self, call: ToolCall) -> None:
+        tool = call.tool
+        if tool is None:  # gates run only for known tools; nothing to decide otherwise
+            return
+        decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
+        call.verdict = decision.verdict
+        call.decided_by = decision.rule
+        call.verdict_reason = decision.reason
+        if decision.verdict == "deny":
+            raise ToolError(
+                ErrorType.DENIED,
+                f"Refused by policy: {decision.reason}.",
+                "Do not retry this call; choose another approach, or ask the user to change the policy.",
+            )
+        if self.broker.channel is not None:
+            self.broker.arrive(call.call_id)
+
+    async def check_rate(self, call: ToolCall) -> None:
+        if self.limiter is None or call.tool is None:
+            return
+        refusal = await self.limiter.acquire(call.tool, call.agent_id)
+        if refusal is not None:
+            call.verdict = "rate_limited"
+            call.decided_by = refusal.limit.source
+            raise over_limit(call.name, refusal)
+
+    async def check_approval(self, call: ToolCall) -> None:
+        self.broker.depart(call.call_id)
+        if call.verdict != "ask":
+            return
+        answer = await self.broker.decide(self.request_for(call), call.events or self.events)
+        call.approval = answer.how
+        decision = answer.decision
+        if decision.verdict == "deny":
+            call.verdict = "deny"
+            raise _refused(answer)
+        call.verdict = "allow"
+        if decision.verdict == "allow_always":
+            await self.remember(call, decision)
+
+    async def record(self, call: ToolCall, result: ToolResult) -> None:
+        self.broker.depart(call.call_id)
+        audit = self._audit or self.audit
+        if audit is not None:
+            await audit.record(call, result)
+
+    # ------------------------------------------------------------------------------ approvals
+
+    def request_for(self, call: ToolCall) -> ApprovalRequest:
+        args: dict[str, Any] = call.input.model_dump(mode="json") if call.input is not None else call.raw_args
+        return ApprovalRequest(
+            id=call.call_id,
+            tool=call.name,
+            args=args,
+            subjects=tuple(call.subjects),
+            reason=call.verdict_reason,
+            agent_id=call.agent_id,
+            session_id=call.session_id,
+            fingerprint=fingerprint(call.name, args),
+            suggested=self.suggest(call),
+        )
+
+    def suggest(self, call: ToolCall) -> tuple[str, ...]:
+        """The narrowest allowlist patterns that would have allowed this call: its exact subjects."""
+        if call.tool is None or not call.subjects:
+            return (call.name,)
+        seen = view(kind_of(call.name, call.tool.subject_kind), call.subjects, self.workspace)
+        return tuple(dict.fromkeys(f"{call.name}:{escape(unit)}" for unit in seen.units)) or (call.name,)
+
+    def grant(self, tool: str, args: dict[str, Any], decision: ApprovalDecision | None = None) -> str:
+        """Approve one future call of ``tool`` with exactly these (validated) arguments; returns its fingerprint."""
+        key = fingerprint(tool, args)
+        self.broker.grant(key, decision)
+        return key
+
+    async def remember(self, call: ToolCall, decision: ApprovalDecision) -> None:
+        patterns = list(decision.patterns or self.suggest(call))
+        agent = call.agent_id if call.agent_id in self.config.agents else None
+        try:
+            self.policy.add_allow(patterns, "approvals.allow (allowed always)", agent)
+        except ValueError as exc:
+            call.notes.append(f"The approval holds for this call only: {exc}")
+            return
+        if self.allowlist_file is None:
+            return
+        keys = ("agents", agent, "approvals", "allow") if agent else ("approvals", "allow")
+        from toolrig.policy.allowlist import add_patterns
+
+        try:
+            await anyio.to_thread.run_sync(add_patterns, self.allowlist_file, keys, patterns)
+        except (OSError, ConfigError) as exc:
+            log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
+
+    async def ask_in_call(self, tool: str, subject: str, reason: str) -> bool:
+        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback)."""
+        if self.config.approvals.mode == "off":
+            return True
+        args = {"subject": subject}
+        request = ApprovalRequest(
+            id=f"ask_{secrets.token_hex(6)}",
+            tool=tool,
+            args=args,
+            subjects=(subject,),
+            reason=reason,
+            fingerprint=fingerprint(tool, args),
+        )
+        answer = await self.broker.decide(request, self.events)
+        return answer.decision.verdict != "deny"
+
+    def close(self) -> None:
+        if self._audit is not None:
+            self._audit.close()
+        if self.limiter is not None:
+            self.limiter.db.close()
+
+
+class ToolApprovals:
+    """The ``Approvals`` a ToolContext carries, answered through the rig's governance."""
+
+    def __init__(self, governance: Governance) -> None:
+        self.governance = governance
+
+    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+        return await self.governance.ask_in_call(tool, subject, reason)
+
+
+def _refused(answer: Answer) -> ToolError:
+    reason = answer.decision.reason
+    if answer.how == "deny":
+        message = "The user did not approve this call" + (f": {reason}" if reason else ".")
+    else:
+        message = f"The call needed approval and was refused: {reason}."
+    return ToolError(
+        ErrorType.DENIED,
+        message,
+        "Do not repeat the same call. Take the user's reason into account, or ask the user what to do instead.",
+    )

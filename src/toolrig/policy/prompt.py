@@ -1,0 +1,110 @@
+"""The interactive approval channel: a person at a terminal answers yes once, yes always, or no with a reason.
+
+Trust model: whoever types on the terminal is the user. The prompt shows the exact tool, arguments and
+subjects the answer binds to; nothing the model wrote is interpreted, only printed (control characters
+escaped so a hostile argument cannot redraw the screen).
+
+Input is read from the file descriptor without a thread (``anyio.wait_readable``), so a timeout or a
+Ctrl-C stops the question at once and leaves no reader blocked behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+import anyio
+
+from toolrig.approvals import ApprovalDecision, ApprovalRequest
+
+_SHOWN_ARGS = 600
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+class TerminalChannel:
+    def __init__(self, *, input_fd: int | None = None, output: TextIO | None = None) -> None:
+        self.input_fd = sys.stdin.fileno() if input_fd is None else input_fd
+        self.output = output or sys.stderr
+        self._buffer = b""
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        count = len(requests)
+        self._say(f"\ntoolrig: {count} tool call{'s' if count > 1 else ''} need{'' if count > 1 else 's'} approval")
+        for index, request in enumerate(requests, start=1):
+            self._show(index, request)
+        decisions: list[ApprovalDecision] = []
+        for_all: ApprovalDecision | None = None
+        for index, request in enumerate(requests, start=1):
+            if for_all is not None:
+                decisions.append(for_all)
+                continue
+            decision, applies_to_rest = await self._ask(index, count, request)
+            decisions.append(decision)
+            if applies_to_rest:
+                for_all = decision
+        return decisions
+
+    def _show(self, index: int, request: ApprovalRequest) -> None:
+        args = json.dumps(request.args, ensure_ascii=False)
+        if len(args) > _SHOWN_ARGS:
+            args = args[:_SHOWN_ARGS] + f"… ({len(args) - _SHOWN_ARGS} more characters)"
+        self._say(f"  [{index}] {request.tool} {_printable(args)}")
+        for subject in request.subjects:
+            self._say(f"      acts on: {_printable(subject)}")
+        if request.reason:
+            self._say(f"      why asked: {_printable(request.reason)}")
+
+    async def _ask(self, index: int, count: int, request: ApprovalRequest) -> tuple[ApprovalDecision, bool]:
+        choices = "[y]es once, [a]lways, [n]o" + (", Y/N = yes/no to all the rest" if count > 1 else "")
+        while True:
+            answer = await self._prompt(f"[{index}/{count}] allow {request.tool}? {choices} > ")
+            if answer is None:
+                return ApprovalDecision("deny", "no answer (the terminal input was closed)"), True
+            if answer in ("y", "yes", "Y"):
+                return ApprovalDecision("allow_once", fingerprint=request.fingerprint), answer == "Y"
+            if answer in ("a", "always"):
+                return await self._always(request), False
+            if answer in ("n", "no", "N"):
+                reason = await self._prompt("  reason for the model (optional) > ")
+                return ApprovalDecision("deny", (reason or "").strip(), fingerprint=request.fingerprint), answer == "N"
+            self._say("  please answer y, a or n")
+
+    async def _always(self, request: ApprovalRequest) -> ApprovalDecision:
+        suggested = ", ".join(request.suggested) or request.tool
+        typed = await self._prompt(
+            f"  save to the allowlist: {suggested}  (Enter to accept, or type a pattern like 'git *') > "
+        )
+        typed = (typed or "").strip()
+        if typed and ":" not in typed and typed != request.tool:
+            typed = f"{request.tool}:{typed}"  # a bare glob is about this tool's subjects
+        patterns = (typed,) if typed else request.suggested or (request.tool,)
+        return ApprovalDecision("allow_always", patterns=patterns, fingerprint=request.fingerprint)
+
+    async def _prompt(self, text: str) -> str | None:
+        self.output.write(text)
+        self.output.flush()
+        line = await self._readline()
+        return None if line is None else line.strip()
+
+    async def _readline(self) -> str | None:
+        while b"\n" not in self._buffer:
+            await anyio.wait_readable(self.input_fd)
+            chunk = os.read(self.input_fd, 4096)
+            if not chunk:
+                if not self._buffer:
+                    return None
+                line, self._buffer = self._buffer, b""
+                return line.decode(errors="replace")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def _say(self, text: str) -> None:
+        self.output.write(text + "\n")
+        self.output.flush()

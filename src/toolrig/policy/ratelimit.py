@@ -1,0 +1,135 @@
+"""Rate limits per tool and per agent: token buckets kept in ``.toolrig/ratelimit.db``.
+
+Trust model: the buckets live in SQLite, so every process working in the workspace draws from the same
+ones; a limit holds however many agents, MCP servers or command lines run at once.
+
+``rate_limits: {send_email: 10/minute}`` is one bucket per tool the glob names, shared by every agent;
+``agents.NAME.rate_limit`` is one bucket for all of that agent's calls; ``agents.NAME.rate_limits`` are
+per tool for that agent. A call draws one token from every bucket that applies, or from none.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolrig.config import Config, parse_rate
+from toolrig.errors import ErrorType, ToolError
+from toolrig.registry import AnyTool, matches_any
+
+MIGRATIONS = [
+    """
+    CREATE TABLE buckets (
+        key TEXT PRIMARY KEY,
+        tokens REAL NOT NULL,
+        updated REAL NOT NULL
+    )
+    """
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    key: str  # the bucket
+    text: str  # as written: "10/minute"
+    count: int
+    period: float  # seconds
+    source: str  # where it was written: "rate_limits.send_email"
+
+    @property
+    def per_second(self) -> float:
+        return self.count / self.period
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    limit: Limit
+    wait: float  # seconds until one token is back
+
+
+def limit(key: str, text: str, source: str) -> Limit:
+    count, period = parse_rate(text)
+    return Limit(key, text, count, period, source)
+
+
+class RateLimiter:
+    def __init__(self, config: Config, state_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.clock = clock  # wall time: buckets are shared with other processes, monotonic clocks are not
+        from toolrig.policy.sqlite import SqliteFile
+
+        self.db = SqliteFile(state_dir / "ratelimit.db", MIGRATIONS)
+        self._limits: dict[tuple[str, str | None], list[Limit]] = {}
+
+    def limits_for(self, tool: AnyTool, agent: str | None) -> list[Limit]:
+        found = self._limits.get((tool.name, agent))
+        if found is not None:
+            return found
+        limits = [
+            limit(f"tool:{tool.name}:{pattern}", text, f"rate_limits.{pattern}")
+            for pattern, text in self.config.rate_limits.items()
+            if matches_any(tool, (pattern,))
+        ]
+        profile = self.config.agents.get(agent) if agent else None
+        if profile is not None:
+            if profile.rate_limit:
+                limits.append(limit(f"agent:{agent}", profile.rate_limit, f"agents.{agent}.rate_limit"))
+            limits.extend(
+                limit(f"agent:{agent}:tool:{tool.name}:{pattern}", text, f"agents.{agent}.rate_limits.{pattern}")
+                for pattern, text in profile.rate_limits.items()
+                if matches_any(tool, (pattern,))
+            )
+        self._limits[(tool.name, agent)] = limits
+        return limits
+
+    async def acquire(self, tool: AnyTool, agent: str | None) -> Refusal | None:
+        """Take a token from every bucket that applies, or say which bucket is empty and for how long."""
+        limits = self.limits_for(tool, agent)
+        if not limits:
+            return None
+        return await self.db.write(lambda conn: self._take(conn, limits))
+
+    def acquire_blocking(self, limits: list[Limit]) -> Refusal | None:
+        return self.db.write_blocking(lambda conn: self._take(conn, limits))
+
+    def _take(self, conn: Any, limits: list[Limit]) -> Refusal | None:  # a sqlite3.Connection
+        now = self.clock()
+        levels: list[tuple[Limit, float]] = []
+        worst: Refusal | None = None
+        for item in limits:
+            row = conn.execute("SELECT tokens, updated FROM buckets WHERE key = ?", (item.key,)).fetchone()
+            tokens = float(item.count)
+            if row is not None:
+                tokens = min(tokens, row[0] + max(0.0, now - row[1]) * item.per_second)
+            if tokens < 1.0:
+                wait = (1.0 - tokens) / item.per_second
+                if worst is None or wait > worst.wait:
+                    worst = Refusal(item, wait)
+            levels.append((item, tokens))
+        if worst is not None:
+            return worst  # nothing drawn: a refused call costs no token
+        conn.executemany(
+            "INSERT INTO buckets (key, tokens, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET tokens = excluded.tokens, updated = excluded.updated",
+            [(item.key, tokens - 1.0, now) for item, tokens in levels],
+        )
+        return None
+
+
+def over_limit(tool: str, refusal: Refusal) -> ToolError:
+    item = refusal.limit
+    wait = f"{max(refusal.wait, 0.1):.1f}" if refusal.wait < 10 else str(math.ceil(refusal.wait))
+    return ToolError(
+        ErrorType.RATE_LIMITED,
+        f"'{tool}' is over its rate limit of {item.text} ({item.source}).",
+        f"Wait {wait} seconds before calling '{tool}' again, or do something else first.",
+        retryable=True,
+    )
+
+
+def describe(limits: list[Limit]) -> list[str]:
+    return [f"{item.text} ({item.source})" for item in limits]

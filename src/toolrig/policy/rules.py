@@ -1,0 +1,408 @@
+"""The permission model: one kind of rule, three verdicts, a fixed order.
+
+A rule is ``(tool glob, subject glob and/or argument predicate, verdict)``. For a call, the policy asks in
+this order and the first answer stands:
+
+1. Is the tool offered to this agent at all (``agents.NAME.tools``)? If not: deny.
+2. Does any ``deny`` rule hit the call? Deny.
+3. Does any ``ask`` rule hit it? Ask.
+4. Do ``allow`` rules (``tools.rules`` and the approvals allowlist) cover it? Allow; but a shell command
+   that is not provably plain only asks, since a pattern cannot vouch for what it cannot read.
+5. Otherwise the approval mode decides: ``off`` allows, ``smart`` allows read-only tools and asks for the
+   rest, ``always`` asks.
+
+Deny beats ask beats allow whatever the order in the files, so a broad deny cannot be undone by a
+narrower allow written later, by an agent's own rules or by a workspace's file (see docs/policy.md).
+A hit needs only one subject to match (a deny on ``rm *`` catches ``git status && rm -rf ~``); an allow
+must cover every subject (``git *`` never approves that line).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from toolrig.config import ApprovalMode, Config, RuleConfig
+from toolrig.errors import ConfigError
+from toolrig.policy.subjects import SubjectView, kind_of, matches, view
+from toolrig.registry import AnyTool, matches_any
+
+if TYPE_CHECKING:
+    from toolrig.config import LoadedConfig
+    from toolrig.sandbox.paths import Workspace
+
+Verdict = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    tool: str
+    verdict: Verdict
+    subject: str | None = None
+    args: Mapping[str, Any] | None = None
+    reason: str = ""
+    source: str = ""  # where it was written, like "tools.rules[2]" or "approvals.allow[0]"
+    keys: tuple[str, ...] = ()  # config keys, for LoadedConfig.where()
+
+    @property
+    def outright(self) -> bool:
+        """Applies to every call of the tool (no subject, no predicate)."""
+        return self.subject is None and self.args is None
+
+    def describe(self) -> str:
+        parts = [self.verdict, self.tool]
+        if self.subject is not None:
+            parts.append(repr(self.subject))
+        if self.args is not None:
+            parts.append("when " + json.dumps(self.args, sort_keys=True, default=str))
+        return " ".join(parts)
+
+    def applies_to(self, tool: AnyTool) -> bool:
+        return matches_any(tool, (self.tool,))
+
+
+def allow_pattern(pattern: str, source: str, keys: tuple[str, ...] = ()) -> Rule:
+    """An allowlist entry: ``tool`` or ``tool:glob`` (``group:NAME`` and ``group:NAME:glob`` too)."""
+    head = ""
+    rest = pattern.strip()
+    if rest.startswith("group:"):
+        head, rest = "group:", rest[len("group:") :]
+    tool, sep, subject = rest.partition(":")
+    if not tool or (sep and not subject):
+        raise ValueError(f"{pattern!r} is not an allowlist pattern: write 'tool' or 'tool:glob'")
+    return Rule(head + tool, "allow", subject if sep else None, source=source, keys=keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    rule: str  # what decided, as written in the config ("tools.rules[1]", "approvals.mode")
+    reason: str  # in words for a person (prompts) and the model (refusals)
+    keys: tuple[str, ...] = ()
+    trace: tuple[str, ...] = ()
+    subjects: SubjectView | None = None
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The rules that concern one tool for one agent, computed once."""
+
+    kind: str
+    unavailable: Decision | None
+    deny: list[Rule]
+    ask: list[Rule]
+    allow: list[Rule]
+    default: Decision
+    subject_rules: bool  # any deny/ask rule looks at subjects (then unreadable subjects must ask)
+    predicates: bool  # any rule looks at the arguments
+
+
+@dataclass
+class Policy:
+    config: Config
+    workspace: Workspace
+    loaded: LoadedConfig | None = None
+    _rules: list[Rule] = field(default_factory=list)
+    _agent_rules: dict[str, list[Rule]] = field(default_factory=dict)
+    _plans: dict[tuple[str, str | None], _Plan] = field(default_factory=dict)
+    _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._rules = [
+            *self._from_config(self.config.tools.rules, ("tools", "rules")),
+            *self._from_allowlist(self.config.approvals.allow, ("approvals", "allow")),
+        ]
+        for name, agent in self.config.agents.items():
+            self._agent_rules[name] = [
+                *self._from_config(agent.rules, ("agents", name, "rules")),
+                *self._from_allowlist(agent.approvals.allow, ("agents", name, "approvals", "allow")),
+            ]
+
+    # ------------------------------------------------------------------------------ building
+
+    def _from_config(self, rules: Sequence[RuleConfig], keys: tuple[str, ...]) -> list[Rule]:
+        label = ".".join(keys)
+        return [
+            Rule(r.tool, r.verdict, r.subject, r.args, r.reason, f"{label}[{i}]", (*keys, str(i)))
+            for i, r in enumerate(rules)
+        ]
+
+    def _from_allowlist(self, patterns: Sequence[str], keys: tuple[str, ...]) -> list[Rule]:
+        label = ".".join(keys)
+        rules = []
+        for i, pattern in enumerate(patterns):
+            try:
+                rules.append(allow_pattern(pattern, f"{label}[{i}] ({pattern})", (*keys, str(i))))
+            except ValueError as exc:
+                file, line = self.loaded.where(*keys, str(i)) if self.loaded else (None, None)
+                raise ConfigError(str(exc), file=file, key=f"{label}[{i}]", line=line) from None
+        return rules
+
+    def add_allow(self, patterns: Sequence[str], source: str, agent: str | None = None) -> list[Rule]:
+        """Add allowlist patterns at run time ("allow always"); they hold from the next call on."""
+        rules = [allow_pattern(p, f"{source} ({p})") for p in patterns]
+        target = self._agent_rules.setdefault(agent, []) if agent else self._rules
+        target.extend(rules)
+        self._plans.clear()
+        return rules
+
+    def mode(self, agent: str | None) -> ApprovalMode:
+        profile = self.config.agents.get(agent) if agent else None
+        if profile is not None and profile.approvals.mode is not None:
+            return profile.approvals.mode
+        return self.config.approvals.mode
+
+    def _plan(self, tool: AnyTool, agent: str | None) -> _Plan:
+        plan = self._plans.get((tool.name, agent))
+        if plan is not None:
+            return plan
+        rules = [r for r in (*self._agent_rules.get(agent or "", ()), *self._rules) if r.applies_to(tool)]
+        deny = [r for r in rules if r.verdict == "deny"]
+        ask = [r for r in rules if r.verdict == "ask"]
+        plan = _Plan(
+            kind=kind_of(tool.name, tool.subject_kind),
+            unavailable=self._unavailable(tool, agent, deny),
+            deny=deny,
+            ask=ask,
+            allow=[r for r in rules if r.verdict == "allow"],
+            default=self._default(tool, agent),
+            subject_rules=any(r.subject is not None for r in (*deny, *ask)),
+            predicates=any(r.args is not None for r in rules),
+        )
+        self._plans[(tool.name, agent)] = plan
+        return plan
+
+    def _unavailable(self, tool: AnyTool, agent: str | None, deny: list[Rule]) -> Decision | None:
+        profile = self.config.agents.get(agent) if agent else None
+        if profile is not None and profile.tools is not None and not matches_any(tool, profile.tools):
+            return Decision(
+                "deny",
+                f"agents.{agent}.tools",
+                f"the tool '{tool.name}' is not available to agent '{agent}'",
+                ("agents", agent or "", "tools"),
+            )
+        for rule in deny:
+            if rule.outright:
+                return self._deny(rule, tool.name, "")
+        return None
+
+    def _default(self, tool: AnyTool, agent: str | None) -> Decision:
+        mode = self.mode(agent)
+        profile = self.config.agents.get(agent) if agent else None
+        where = f"agents.{agent}.approvals.mode" if profile and profile.approvals.mode else "approvals.mode"
+        if mode == "off":
+            return Decision("allow", where, "approvals are off")
+        if mode == "smart" and tool.read_only:
+            return Decision("allow", where, f"approvals are smart and '{tool.name}' is read-only")
+        if mode == "smart":
+            return Decision("ask", where, f"approvals are smart and '{tool.name}' can change things")
+        return Decision("ask", where, "approvals are 'always'")
+
+    # ------------------------------------------------------------------------------ deciding
+
+    def offered(self, tool: AnyTool, agent: str | None) -> bool:
+        """Whether the tool appears in this agent's schemas at all."""
+        return self._plan(tool, agent).unavailable is None
+
+    def decide(
+        self,
+        tool: AnyTool,
+        agent: str | None,
+        subjects: list[str],
+        args: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        explain: bool = False,
+    ) -> Decision:
+        """Decide one call; ``args`` are its validated arguments (dumped only if a rule has a predicate)."""
+        plan = self._plan(tool, agent)
+        trace: list[str] | None = [] if explain else None
+        if plan.unavailable is not None:
+            return _with(plan.unavailable, trace, "the tool is not offered: nothing else is considered")
+        if not (plan.deny or plan.ask or plan.allow or explain):
+            return plan.default
+        subject_view = view(plan.kind, subjects, self.workspace) if subjects else _EMPTY
+        if explain and subject_view.unclear:
+            trace.append("not plain: " + "; ".join(subject_view.unclear))  # type: ignore[union-attr]
+        if isinstance(args, BaseModel):
+            args = args.model_dump(mode="json") if plan.predicates else {}
+        args = args or {}
+        for rule in plan.deny:
+            hit = _hits(rule, plan.kind, subject_view, args)
+            _note(trace, rule, hit)
+            if hit is not None:
+                return _with(self._deny(rule, tool.name, hit), trace, subjects=subject_view)
+        for rule in plan.ask:
+            hit = _hits(rule, plan.kind, subject_view, args)
+            _note(trace, rule, hit)
+            if hit is not None:
+                reason = rule.reason or f"{rule.source} asks for {_target(tool.name, hit)}"
+                return _with(Decision("ask", rule.source, reason, rule.keys), trace, subjects=subject_view)
+        covering = _cover(plan.allow, plan.kind, subject_view, args, trace)
+        unclear = "; ".join(subject_view.unclear)
+        if covering:
+            first = covering[0]
+            by_subject = any(r.subject is not None for r in covering)
+            if unclear and by_subject:
+                reason = f"{first.source} would allow it, but it is not plain ({unclear})"
+                return _with(Decision("ask", first.source, reason, first.keys), trace, subjects=subject_view)
+            return _with(self._allowed(covering), trace, subjects=subject_view)
+        if unclear and plan.subject_rules and plan.default.verdict == "allow":
+            reason = f"rules about its subjects cannot be checked: {unclear}"
+            return _with(Decision("ask", plan.default.rule, reason), trace, subjects=subject_view)
+        return _with(plan.default, trace, "no rule decided", subjects=subject_view)
+
+    def _allowed(self, covering: list[Rule]) -> Decision:
+        key = tuple(id(rule) for rule in covering)  # rules live as long as the policy; their args are dicts
+        decision = self._allow_decisions.get(key)
+        if decision is None:
+            sources = ", ".join(dict.fromkeys(r.source for r in covering))
+            decision = Decision("allow", sources, f"allowed by {sources}", covering[0].keys)
+            self._allow_decisions[key] = decision
+        return decision
+
+    def _deny(self, rule: Rule, tool: str, hit: str) -> Decision:
+        reason = rule.reason or f"{rule.source} ({rule.describe()}) denies {_target(tool, hit)}"
+        return Decision("deny", rule.source, reason, rule.keys)
+
+
+_EMPTY = SubjectView("text", (), (), ())
+
+
+def _target(tool: str, hit: str) -> str:
+    return f"'{hit}'" if hit else f"every call of '{tool}'"
+
+
+def _with(
+    decision: Decision, trace: list[str] | None, note: str = "", *, subjects: SubjectView | None = None
+) -> Decision:
+    """The decision as is; when explaining, with the trace and the subjects as policy read them."""
+    if trace is None:
+        return decision
+    if note:
+        trace.append(note)
+    return _replace(decision, trace=tuple(trace), subjects=subjects)
+
+
+def _replace(decision: Decision, **changes: Any) -> Decision:
+    return replace(decision, **changes)
+
+
+def _note(trace: list[str] | None, rule: Rule, hit: str | None) -> None:
+    if trace is not None:
+        if hit is None:
+            outcome = "no match"
+        elif hit:
+            outcome = f"matches {hit!r}"
+        else:
+            outcome = "the arguments match" if rule.args is not None else "matches every call"
+        trace.append(f"{rule.source}: {rule.describe()}: {outcome}")
+
+
+def _hits(rule: Rule, kind: str, subjects: SubjectView, args: Mapping[str, Any]) -> str | None:
+    """For deny/ask: the subject (or "" for the whole call) one spelling of which matches, else None."""
+    if rule.args is not None and not _predicate(rule.args, args, every=False):
+        return None
+    if rule.subject is None:
+        return ""
+    for text in subjects.deny_texts:
+        if matches(kind, rule.subject, text):
+            return text
+    return None
+
+
+def _cover(
+    rules: list[Rule], kind: str, subjects: SubjectView, args: Mapping[str, Any], trace: list[str] | None
+) -> list[Rule]:
+    """For allow: the rules that together cover the whole call, or [] if some part stays uncovered."""
+    usable = [r for r in rules if r.args is None or _predicate(r.args, args, every=True)]
+    for rule in usable:
+        if rule.subject is None:
+            if trace is not None:
+                trace.append(f"{rule.source}: {rule.describe()}: covers the whole call")
+            return [rule]
+    if not subjects.units:
+        if trace is not None and rules:
+            trace.append("allow rules with subject patterns need subjects to cover; this call has none readable")
+        return []
+    covering: list[Rule] = []
+    for unit in subjects.units:
+        found = next((r for r in usable if matches(kind, r.subject or "", unit)), None)
+        if found is None:
+            if trace is not None:
+                trace.append(f"no allow rule covers {unit!r}")
+            return []
+        if trace is not None:
+            trace.append(f"{found.source}: {found.describe()}: covers {unit!r}")
+        covering.append(found)
+    return covering
+
+
+# ---------------------------------------------------------------------------------- argument predicates
+
+
+def _predicate(conditions: Mapping[str, Any], args: Mapping[str, Any], *, every: bool) -> bool:
+    """All conditions hold. A list argument satisfies a condition if any (deny/ask) or every (allow) item does."""
+    for name, condition in conditions.items():
+        found, value = _lookup(args, name)
+        if not found:
+            return False
+        whole_list = isinstance(value, list) and isinstance(condition, dict) and list(condition) == ["eq"]
+        if whole_list and _same(value, condition["eq"]):
+            continue  # {eq: [...]}: a condition about the whole list
+        values = value if isinstance(value, list) else [value]
+        checks = [_holds(condition, item) for item in values]
+        if not checks or not (all(checks) if every else any(checks)):
+            return False
+    return True
+
+
+def _lookup(args: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    value: Any = args
+    for part in dotted.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            return False, None
+    return True, value
+
+
+def _holds(condition: Any, value: Any) -> bool:
+    if isinstance(condition, dict):
+        return all(_operator(op, operand, value) for op, operand in condition.items())
+    if isinstance(condition, str):
+        return _operator("glob", condition, value)
+    if isinstance(condition, list):
+        return _operator("in", condition, value)
+    return _operator("eq", condition, value)
+
+
+_COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _operator(op: str, operand: Any, value: Any) -> bool:
+    if op == "eq":
+        return _same(value, operand)
+    if op == "ne":
+        return not _same(value, operand)
+    if op == "in":
+        return isinstance(operand, list) and any(_same(value, item) for item in operand)
+    if op == "glob":
+        text = value if isinstance(value, str) else json.dumps(value)
+        return isinstance(operand, str) and fnmatch.fnmatchcase(text, operand)
+    if not (_number(value) and _number(operand)):
+        return False
+    return bool(_COMPARE[op](value, operand))

@@ -1,0 +1,254 @@
+"""Running ripgrep (from the ``ripgrep`` wheel) for searching and listing, with argv built only by us.
+
+Trust model: the pattern, globs and flags come from a model. They reach ripgrep after ``--`` or as the
+value of an allowlisted option; ripgrep's config file is disabled, stdin is closed, toolrig's state and
+``.git`` are always excluded, and the process is killed at the first cap, timeout or cancellation.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import IO
+
+from toolrig.cancel import current_token
+from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.patterns import PatternSet
+
+# Hidden directories worth searching although ripgrep skips hidden files by default.
+HIDDEN_DIRS_SEARCHED = (".github", ".gitlab", ".circleci", ".husky", ".agents")
+ALWAYS_EXCLUDED = ("!.git", "!.toolrig")
+
+
+@lru_cache(maxsize=1)
+def rg_binary() -> str:
+    """The ``rg`` executable shipped by the ``ripgrep`` wheel installed with toolrig (never a system one)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("ripgrep")
+    except PackageNotFoundError:
+        dist = None
+    for file in (dist.files or []) if dist is not None else []:
+        if file.name in ("rg", "rg.exe"):
+            located = Path(str(file.locate())).resolve()
+            if located.is_file() and os.access(located, os.X_OK):
+                return str(located)
+    raise ToolError(
+        ErrorType.UNAVAILABLE,
+        "The ripgrep binary is not installed.",
+        "Install it with `pip install ripgrep==14.1.0` (toolrig depends on it), then retry.",
+        retryable=False,
+    )
+
+
+def _environment() -> dict[str, str]:
+    # RIPGREP_CONFIG_PATH would let a file inject flags; --no-config covers it too, this is belt and braces.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")}
+    env.setdefault("LC_ALL", "C.UTF-8")
+    return env
+
+
+def base_argv(*, hidden: bool = False) -> list[str]:
+    argv = [rg_binary(), "--no-config", "--no-ignore-global", "--no-ignore-dot"]
+    if hidden:
+        argv.append("--hidden")
+    return argv
+
+
+def exclusions(extra: Sequence[str] = ()) -> list[str]:
+    """``--glob`` arguments that keep .git, toolrig's state and the workspace's deny globs out of sight."""
+    globs = [*ALWAYS_EXCLUDED, *(f"!{pattern}" for pattern in extra if not pattern.startswith("!"))]
+    return [f"--glob={glob}" for glob in globs]
+
+
+@dataclass
+class RgRun:
+    r"""A running ripgrep whose stdout is read line by line (split on ``\\n`` only)."""
+
+    argv: list[str]
+    cwd: Path
+    timeout: float
+    timed_out: bool = False
+    stopped: bool = False
+    _process: subprocess.Popen[bytes] | None = None
+    _stderr: IO[bytes] | None = None
+    _errors: str = ""
+    _timer: threading.Timer | None = None
+    lines_read: int = field(default=0)
+
+    def __enter__(self) -> RgRun:
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(  # noqa: S603 - argv is built by us, never a shell
+            self.argv,
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=_environment(),
+            bufsize=1 << 16,
+        )
+        self._timer = threading.Timer(self.timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def _expire(self) -> None:
+        self.timed_out = True
+        self.stop()
+
+    def stop(self) -> None:
+        """Kill ripgrep: the caps are reached, time is up, or the call was cancelled."""
+        self.stopped = True
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        if self._process is None or self._process.stdout is None:
+            raise RuntimeError("ripgrep is not running: use RgRun as a context manager")
+        return self._process.stdout
+
+    def records(self, separator: bytes) -> Iterator[bytes]:
+        """Output split on ``separator`` (NUL for ``--null`` file lists), streamed as it arrives."""
+        token = current_token()
+        buffer = b""
+        fd = self.stdout.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            if token is not None and token.cancelled:
+                self.stop()
+                return
+            *done, buffer = (buffer + chunk).split(separator)
+            yield from done
+        if buffer and not self.stopped:
+            yield buffer
+
+    def lines(self) -> Iterator[bytes]:
+        token = current_token()
+        for line in self.stdout:
+            if token is not None and token.cancelled:
+                self.stop()
+                break
+            self.lines_read += 1
+            yield line
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        process = self._process
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            if process.stdout is not None:
+                process.stdout.close()
+            process.wait()
+        handle = self._stderr
+        if handle is not None:
+            handle.seek(0)
+            self._errors = handle.read(8192).decode("utf-8", errors="replace").strip()
+            handle.close()
+
+    def errors(self) -> str:
+        """What ripgrep printed on stderr (regex errors, unreadable files), trimmed; read after the run."""
+        return self._errors
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.returncode
+
+
+def list_files(
+    cwd: Path,
+    paths: Sequence[str],
+    *,
+    extra: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    hidden: bool = False,
+    timeout: float = 30.0,
+) -> Iterator[list[str]]:
+    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` as ripgrep prints them.
+
+    Yields batches as ripgrep finds them, so a caller can work on them (stat, filter) while ripgrep walks on;
+    closing the generator stops ripgrep. Raises ``timeout`` if the walk takes longer than ``timeout``.
+    """
+    argv = [*base_argv(hidden=hidden), "--files", "--null"]
+    argv += extra  # trusted arguments (a GlobFilter's)
+    argv += exclusions(deny)
+    argv += ["--", *paths]
+    with RgRun(argv, cwd, timeout) as run:
+        buffer = b""
+        fd = run.stdout.fileno()
+        token = current_token()
+        while chunk := os.read(fd, 1 << 17):
+            if token is not None and token.cancelled:
+                run.stop()
+                return
+            complete, _, buffer = (buffer + chunk).rpartition(b"\0")
+            if complete:
+                yield os.fsdecode(complete).split("\0")  # one decode per chunk, not per name
+    if run.timed_out:
+        raise ToolError(
+            ErrorType.TIMEOUT,
+            f"Listing files took longer than {timeout:g} seconds and was stopped.",
+            "Use a narrower cwd or pattern.",
+        )
+
+
+@dataclass
+class GlobFilter:
+    """A model's globs as ripgrep arguments that keep .gitignore in force, plus a check ripgrep cannot do.
+
+    ripgrep's own ``--glob`` whitelists a matching file even when it is gitignored or hidden, so positive
+    globs go in as a file type (which filters names after the ignore rules); the directory part of a glob
+    like ``src/**/*.py`` is checked here, on the paths ripgrep prints. Negations stay ``--glob=!...``.
+    """
+
+    argv: list[str]
+    directories: PatternSet | None = None
+    typed: bool = False
+
+    def accepts(self, rel: str) -> bool:
+        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel.removeprefix("./")):
+            return False  # a file type lets hidden files through; keep them out as a plain listing does
+        return self.directories is None or self.directories.matches(rel.removeprefix("./"))
+
+
+TYPE_NAME = "toolrigglob"
+
+
+def glob_filter(patterns: Sequence[str], prefix: str, *, hidden: bool = False) -> GlobFilter:
+    """Build the filter for globs written relative to ``prefix`` (a directory relative to ripgrep's cwd)."""
+    from toolrig.sandbox.rgflags import rebase_glob
+
+    positives = [p.removeprefix("./") for p in patterns if not p.startswith("!")]
+    argv = [f"--glob={rebase_glob(p, prefix)}" for p in patterns if p.startswith("!")]
+    if not positives:
+        return GlobFilter(argv)
+    typed = not hidden
+    names = []
+    with_dirs = False
+    for pattern in positives:
+        body = pattern.rstrip("/")
+        last = body.rsplit("/", 1)[-1]
+        names.append("*" if last == "**" else last)
+        with_dirs |= "/" in body.removeprefix("**/")
+    argv += [f"--type-add={TYPE_NAME}:{name}" for name in dict.fromkeys(names)]
+    argv.append(f"--type={TYPE_NAME}")
+    directories = None
+    if with_dirs:
+        # Name-only globs stay as they are (any directory under the search path); the rest anchor at prefix.
+        rebased = [rebase_glob(p, prefix) for p in positives]
+        directories = PatternSet(rebased, braces=True)
+    return GlobFilter(argv, directories, typed=typed)
+
+
+def _visible(rel: str) -> bool:
+    """No hidden component, except the hidden directories searched on purpose."""
+    return all(not part.startswith(".") or part in HIDDEN_DIRS_SEARCHED for part in rel.split("/"))

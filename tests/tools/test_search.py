@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.file_helpers import Caller, git_init, write
+
+
+@pytest.fixture
+def project(workspace: Path) -> Path:
+    git_init(workspace)
+    write(
+        workspace,
+        {
+            ".gitignore": "node_modules/\n*.min.js\n",
+            "src/app.py": "import os\n\ndef main():\n    print('hello world')\n",
+            "src/util.py": "def helper():\n    return 'hello'\n",
+            "src/deep/x.ts": "const hello = 1;\n",
+            "node_modules/dep/index.js": "hello from a dependency\n",
+            "dist/app.min.js": "hello minified\n",
+            ".github/workflows/ci.yml": "run: echo hello\n",
+            ".hidden/notes.txt": "hello hidden\n",
+            "weird.txt": "a\u2028hello\x0cstill the same line\n",
+        },
+    )
+    return workspace
+
+
+def test_content_mode_prints_path_line_text(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern="hello")
+    lines = sorted(out["output"].split("\n"))
+    assert lines == [
+        ".github/workflows/ci.yml:1: run: echo hello",
+        "src/app.py:4:     print('hello world')",
+        "src/deep/x.ts:1: const hello = 1;",
+        "src/util.py:2:     return 'hello'",
+        "weird.txt:1: a\u2028hello\x0cstill the same line",
+    ]
+    assert out["match_count"] == 5 and out["file_count"] == 5 and not out["truncated"]
+
+
+def test_limits_stop_the_search_early_and_say_so(call: Caller, workspace: Path) -> None:
+    write(workspace, {f"f{n}.txt": "match\n" * 40 for n in range(10)})
+    out = call.ok("code_search", pattern="match", max_results_per_file=3, global_max_results=7)
+    assert out["match_count"] == 7 and out["truncated"] and "limit" in out["message"]
+    per_file: dict[str, int] = {}
+    for line in out["output"].split("\n"):
+        per_file[line.split(":")[0]] = per_file.get(line.split(":")[0], 0) + 1
+    assert max(per_file.values()) <= 3
+
+
+def test_files_and_count_modes(call: Caller, project: Path) -> None:
+    files = call.ok("code_search", pattern="hello", output_mode="files_with_matches", cwd="src")
+    assert sorted(files["output"].split("\n")) == ["src/app.py", "src/deep/x.ts", "src/util.py"]
+    counts = call.ok("code_search", pattern="o", output_mode="count", glob=["*.py"])
+    assert sorted(counts["output"].split("\n")) == ["src/app.py: 2", "src/util.py: 1"]
+
+
+def test_glob_field_keeps_gitignore_in_force_and_anchors_at_cwd(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern="hello", glob=["*.js"])
+    assert out["output"] == "" and out["message"] == "No matches."
+    out = call.ok("code_search", pattern="hello", cwd="src", glob=["deep/*.ts"])
+    assert out["output"] == "src/deep/x.ts:1: const hello = 1;"
+    out = call.ok("code_search", pattern="hello", glob=["!src/**"])
+    assert "src/" not in out["output"] and "weird.txt" in out["output"]
+
+
+def test_context_lines_and_flags(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern="HELPER", flags=["-i"], context=1, cwd="src/util.py")
+    assert out["output"] == "src/util.py:1: def helper():\nsrc/util.py-2-     return 'hello'"
+    literal = call.ok("code_search", pattern="print('hello", flags=["-F"])
+    assert literal["match_count"] == 1
+
+
+def test_multiline_patterns_span_lines(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern=r"def main\(\):\n\s+print", multiline=True)
+    assert out["output"] == "src/app.py:3: def main():\nsrc/app.py:4:     print('hello world')"
+
+
+def test_a_bad_regex_is_invalid_input_with_ripgreps_reason(call: Caller, project: Path) -> None:
+    assert "regex parse error" in call.error("code_search", "invalid_input", pattern="(unclosed")
+
+
+def test_a_pattern_that_looks_like_a_flag_is_searched_for(call: Caller, workspace: Path) -> None:
+    write(workspace, {"a.txt": "use --pre=cat here\n"})
+    assert call.ok("code_search", pattern="--pre=cat")["output"] == "a.txt:1: use --pre=cat here"
+
+
+def test_follow_is_allowed_when_every_link_stays_inside(call: Caller, workspace: Path) -> None:
+    write(workspace, {"real/a.txt": "needle\n"})
+    os.symlink("real", workspace / "alias")
+    out = call.ok("code_search", pattern="needle", flags=["-L"])
+    assert sorted(out["output"].split("\n")) == ["alias/a.txt:1: needle", "real/a.txt:1: needle"]
+
+
+def test_glob_lists_matches_newest_first(call: Caller, project: Path) -> None:
+    os.utime(project / "src/util.py", (1_000_000, 1_000_000))
+    os.utime(project / "src/app.py", (2_000_000, 2_000_000))
+    out = call.ok("glob", pattern="**/*.py")
+    assert out == {"files": ["src/app.py", "src/util.py"], "count": 2, "message": "2 matching files, newest first."}
+
+
+def test_glob_braces_negation_cwd_and_hidden_directories(call: Caller, project: Path) -> None:
+    assert sorted(call.ok("glob", pattern="src/**/*.{py,ts}")["files"]) == [
+        "src/app.py",
+        "src/deep/x.ts",
+        "src/util.py",
+    ]
+    assert call.ok("glob", pattern=["**/*.py", "!**/util.py"])["files"] == ["src/app.py"]
+    assert call.ok("glob", pattern="*.ts", cwd="src/deep")["files"] == ["src/deep/x.ts"]
+    assert call.ok("glob", pattern=".github/**/*.yml")["files"] == [".github/workflows/ci.yml"]
+    everything = call.ok("glob", pattern="**")["files"]
+    assert not any(f.startswith(("node_modules", "dist", ".hidden", ".git/")) for f in everything)
+
+
+def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> None:
+    write(workspace, {f"f{n:02}.txt": "" for n in range(25)})
+    out = Caller(workspace, {"tool_config": {"glob": {"max_files": 10}}}).ok("glob", pattern="*.txt")
+    assert len(out["files"]) == 10 and out["count"] == 25 and "10 newest of 25" in out["message"]
+
+
+def test_non_utf8_lines_are_shown_with_replacement_characters(call: Caller, workspace: Path) -> None:
+    write(workspace, {"latin.txt": "caf\xe9 needle\n".encode("latin-1")})
+    assert call.ok("code_search", pattern="needle")["output"] == "latin.txt:1: caf\ufffd needle"
+
+
+def test_context_groups_are_separated_where_lines_are_not_adjacent(call: Caller, workspace: Path) -> None:
+    write(workspace, {"a.txt": "hit\nx\nx\nx\nx\nx\nhit\n", "b.txt": "hit\n"})
+    out = call.ok("code_search", pattern="hit", context=1, cwd="a.txt")["output"]
+    assert out == "a.txt:1: hit\na.txt-2- x\n--\na.txt-6- x\na.txt:7: hit"
