@@ -124,6 +124,24 @@ def test_rig_accepts_a_dict_config_and_reports_bad_keys(workspace: Path) -> None
     assert "calculate" not in names and "read_output" in names
 
 
+def test_stores_section_chooses_backends_and_rejects_unknown_ones(workspace: Path) -> None:
+    config = Rig(workspace, config={"stores": {"kv": {"backend": "redis", "url": "redis://127.0.0.1:1/0"}}}).config
+    assert (config.stores.kv.backend, config.stores.librarian.backend) == ("redis", "embedded")
+    with pytest.raises(ConfigError, match=r"stores\.librarian\.backend"):
+        Rig(workspace, config={"stores": {"librarian": {"backend": "exist"}}})
+
+
+def test_untrusted_workspace_cannot_point_stores_at_another_server(
+    workspace: Path, toolrig_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (workspace / ".toolrig").mkdir()
+    (workspace / ".toolrig" / "config.yaml").write_text(
+        "stores:\n  kv: {backend: redis, url: 'redis://127.0.0.1:6379/0', max_value_bytes: 50}\n"
+    )
+    config = Rig(workspace).config.stores
+    assert (config.kv.backend, config.kv.max_value_bytes) == ("sqlite", 50)
+
+
 def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, toolrig_home: Path) -> None:
     from pydantic import BaseModel, ConfigDict
 

@@ -68,7 +68,7 @@ class Rig:
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
         self.agent = agent
         self.events = EventBus()
-        self.stores = Stores(self.workspace.state_dir)
+        self.stores = Stores(self.workspace.state_dir, self.config.stores)
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
@@ -103,6 +103,20 @@ class Rig:
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
+
+    def close(self) -> None:
+        """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
+
+        The stores reopen on next use; the governance databases also close when the rig is garbage-collected.
+        """
+        self.governance.close()
+        self.stores.close()
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
@@ -193,10 +207,6 @@ class Rig:
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
 
     # ------------------------------------------------------------------------------ hooks
-
-    def close(self) -> None:
-        """Close the audit and rate-limit databases (they also close when the rig is garbage-collected)."""
-        self.governance.close()
 
     def _add_script_hooks(self) -> None:
         if not self.config.hooks.enabled:
