@@ -34,8 +34,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def rig(workspace: Path) -> Rig:
-    return Rig(workspace)
+def rig(workspace: Path) -> Iterator[Rig]:
+    with Rig(workspace) as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -157,3 +158,7 @@ def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
     yield llm_server
     left = llm_server.reset()
     assert not left, f"{len(left)} scripted replies were never requested"
+
+
+# Real servers (redis-server, BaseX) shared by the whole session; see tests/state_servers.py.
+from tests.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401

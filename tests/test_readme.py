@@ -46,7 +46,7 @@ def test_the_agent_example_runs_against_a_provider(
     from tests.agent.fake_llm import Call, Text, reply
 
     agent = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": llm.anthropic_url, "api_key": "k"}
-    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"agent": agent}))
+    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"llm": agent}))
     llm.script(
         reply(Call("toolu_1", "calculate", '{"expression": "6 * 7"}')),
         reply(Text("42")),

@@ -195,7 +195,7 @@ class PriceConfig(Section):
     cache_write: float = Field(default=0.0, ge=0)
 
 
-class AgentRunConfig(Section):
+class LlmConfig(Section):
     """The model an agent talks to (``toolrig run`` / ``toolrig chat``).
 
     Endpoint, key and model are trusted-only: a workspace must not redirect prompts (and the code they
@@ -219,6 +219,42 @@ class AgentRunConfig(Section):
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
+
+
+class KeyValueStoreConfig(Section):
+    backend: Literal["sqlite", "redis"] = Field(
+        default="sqlite", description="sqlite: a WAL database under .toolrig/; redis: the server at `url`."
+    )
+    url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis URL (redis backend only).")
+    max_value_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=1_000_000, ge=1, le=512_000_000, description="Largest value, as UTF-8 JSON."
+    )
+
+
+class LibrarianStoreConfig(Section):
+    backend: Literal["embedded", "basex"] = Field(
+        default="embedded",
+        description="embedded: files under .toolrig/librarian/ queried by Saxon; basex: a BaseX server.",
+    )
+    url: str = Field(default="basex://127.0.0.1:1984", description="BaseX server (basex://host:port).")
+    user: str = Field(default="admin", description="BaseX user that may create databases.")
+    password: str = Field(default="", description="BaseX password; prefer password_env.")
+    password_env: str | None = Field(default=None, description="Environment variable holding the password.")
+    query_timeout_seconds: Annotated[float, Narrow.MIN] = Field(
+        default=10.0, gt=0, le=3600, description="Longest an XQuery may run before it is stopped."
+    )
+
+
+class MemoryStoreConfig(Section):
+    semantic: bool = Field(default=False, description="Fuse BM25 with local embeddings (needs the `semantic` extra).")
+
+
+class StoresConfig(Section):
+    """Where agent state lives. Server URLs and credentials are trusted-only: no Narrow rule on them."""
+
+    kv: KeyValueStoreConfig = Field(default_factory=KeyValueStoreConfig)
+    librarian: LibrarianStoreConfig = Field(default_factory=LibrarianStoreConfig)
+    memory: MemoryStoreConfig = Field(default_factory=MemoryStoreConfig)
 
 
 # Words of letters and digits joined by single '-' or '_': never '__', which joins server and tool names.
@@ -269,8 +305,8 @@ class Config(Section):
     output: OutputConfig = Field(default_factory=OutputConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
-    agent: AgentRunConfig = Field(
-        default_factory=AgentRunConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
+    llm: LlmConfig = Field(
+        default_factory=LlmConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
     )
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     rate_limits: dict[str, RateText] = Field(
@@ -279,6 +315,8 @@ class Config(Section):
     agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Named agents and their permissions.")
     audit: AuditConfig = Field(default_factory=AuditConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    stores: StoresConfig = Field(default_factory=StoresConfig)
+
     # Trusted-only (no Narrow rule): a workspace's own config must never start processes until trusted.
     mcp_servers: dict[McpServerName, McpServerConfig] = Field(
         default_factory=dict,

@@ -72,7 +72,7 @@ class Rig:
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
         self.agent = agent
         self.events = EventBus()
-        self.stores = Stores(self.workspace.state_dir)
+        self.stores = Stores(self.workspace.state_dir, self.config.stores)
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
@@ -116,6 +116,20 @@ class Rig:
 
     # ------------------------------------------------------------------------------ lifetime
 
+    def close(self) -> None:
+        """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
+
+        The stores reopen on next use; the governance databases also close when the rig is garbage-collected.
+        """
+        self.governance.close()
+        self.stores.close()
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     async def __aenter__(self) -> Rig:
         """Keep what the rig starts (MCP servers) running until the block ends; see ``aclose``."""
         if self.mcp_servers is not None:
@@ -128,9 +142,10 @@ class Rig:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop everything the rig started. Outside ``async with``, MCP servers live for one call each."""
+        """Stop the MCP servers the rig started, then ``close``; outside ``async with`` they live one call each."""
         if self.mcp_servers is not None:
             await self.mcp_servers.close()
+        self.close()
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
@@ -221,10 +236,6 @@ class Rig:
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
 
     # ------------------------------------------------------------------------------ hooks
-
-    def close(self) -> None:
-        """Close the audit and rate-limit databases (they also close when the rig is garbage-collected)."""
-        self.governance.close()
 
     def _add_script_hooks(self) -> None:
         if not self.config.hooks.enabled:

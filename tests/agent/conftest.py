@@ -26,7 +26,7 @@ def agent_config(llm: FakeLLM, provider: str, **agent: Any) -> dict[str, Any]:
         "max_retries": 0,
         "request_timeout_seconds": 20,
     }
-    return {"agent": {**base, **agent}}
+    return {"llm": {**base, **agent}}
 
 
 @pytest.fixture

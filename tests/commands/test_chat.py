@@ -32,7 +32,7 @@ def write_config(home: Path, llm: FakeLLM, provider: str) -> None:
     }
     # Governance asks before every calculation: the approval prompt is part of the conversation.
     rules = [{"tool": "calculate", "verdict": "ask", "reason": "checking arithmetic"}]
-    (home / "config.yaml").write_text(yaml.safe_dump({"agent": agent, "tools": {"rules": rules}}))
+    (home / "config.yaml").write_text(yaml.safe_dump({"llm": agent, "tools": {"rules": rules}}))
 
 
 def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctrl_c(

@@ -30,7 +30,7 @@ def configure(home: Path, llm: FakeLLM, provider: str, **extra: object) -> None:
         "max_retries": 0,
         **extra,
     }
-    (home / "config.yaml").write_text(yaml.safe_dump({"agent": agent}))
+    (home / "config.yaml").write_text(yaml.safe_dump({"llm": agent}))
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -80,7 +80,7 @@ def test_without_a_model_run_and_chat_say_how_to_configure_one_in_two_lines(work
         assert code == 2 and out == ""
         lines = err.strip().splitlines()
         assert len(lines) == 2, err
-        assert "--model" in lines[0] and "agent.model" in lines[0]
+        assert "--model" in lines[0] and "llm.model" in lines[0]
         assert "ANTHROPIC_API_KEY" in lines[1] and "OPENAI_API_KEY" in lines[1]
 
 

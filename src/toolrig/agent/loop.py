@@ -71,7 +71,7 @@ class _Run:
         self.rig = rig
         self.options = options
         self.sink = _Sink(on_event)
-        agent = rig.config.agent
+        agent = rig.config.llm
         self.provider: Provider = options.provider or self._make_provider()
         self.max_turns = options.max_turns or agent.max_turns
         self.budget = options.max_budget_usd if options.max_budget_usd is not None else agent.max_budget_usd
@@ -99,7 +99,7 @@ class _Run:
         self.owns_provider = options.provider is None
 
     def _make_provider(self) -> Provider:
-        agent = self.rig.config.agent
+        agent = self.rig.config.llm
         options = self.options
         updates: dict[str, Any] = {}
         if options.thinking is not None:

@@ -1,7 +1,7 @@
 """Token usage and what it cost, per turn and per run.
 
 Prices are US dollars per million tokens. The table holds list prices of common models as published by
-their providers; ``agent.price`` in config overrides it (local models, negotiated prices, new models).
+their providers; ``llm.price`` in config overrides it (local models, negotiated prices, new models).
 A model with no known price costs 0 and cannot be held to a budget (the loop warns once).
 """
 

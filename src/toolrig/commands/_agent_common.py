@@ -57,7 +57,7 @@ def check_provider(rig: Rig, model: str | None) -> ProviderSettings:
     from toolrig.agent.providers import settings_from
 
     try:
-        return settings_from(rig.config.agent, model=model)
+        return settings_from(rig.config.llm, model=model)
     except RunError as exc:
         fail(exc.message)
 

@@ -4,7 +4,7 @@ import pytest
 
 from toolrig.agent.errors import MissingKeyError, RunError
 from toolrig.agent.providers import NOT_CONFIGURED, choose_provider, settings_from
-from toolrig.config import AgentRunConfig
+from toolrig.config import LlmConfig
 
 
 @pytest.mark.parametrize(
@@ -25,30 +25,30 @@ def test_models_go_to_the_provider_users_expect(model: str, base_url: str | None
 
 
 def test_a_routers_claude_name_goes_native_under_its_own_name() -> None:
-    settings = settings_from(AgentRunConfig(model="anthropic/claude-sonnet-4-5"), environ={"ANTHROPIC_API_KEY": "k"})
+    settings = settings_from(LlmConfig(model="anthropic/claude-sonnet-4-5"), environ={"ANTHROPIC_API_KEY": "k"})
     assert settings.provider == "anthropic" and settings.model == "claude-sonnet-4-5" and settings.api_key == "k"
 
 
 def test_no_model_is_the_two_line_configuration_hint() -> None:
     with pytest.raises(RunError) as caught:
-        settings_from(AgentRunConfig(), environ={})
+        settings_from(LlmConfig(), environ={})
     assert caught.value.message == NOT_CONFIGURED and NOT_CONFIGURED.count("\n") == 1
 
 
 @pytest.mark.parametrize(
     ("config", "variable"),
     [
-        (AgentRunConfig(model="claude-sonnet-4-5"), "ANTHROPIC_API_KEY"),
-        (AgentRunConfig(model="gpt-4.1"), "OPENAI_API_KEY"),
+        (LlmConfig(model="claude-sonnet-4-5"), "ANTHROPIC_API_KEY"),
+        (LlmConfig(model="gpt-4.1"), "OPENAI_API_KEY"),
         (
-            AgentRunConfig(
+            LlmConfig(
                 model="deepseek-chat", base_url="https://api.deepseek.example/v1", api_key_env="DEEPSEEK_API_KEY"
             ),
             "DEEPSEEK_API_KEY",
         ),
     ],
 )
-def test_a_missing_key_names_the_variable_to_set(config: AgentRunConfig, variable: str) -> None:
+def test_a_missing_key_names_the_variable_to_set(config: LlmConfig, variable: str) -> None:
     with pytest.raises(MissingKeyError) as caught:
         settings_from(config, environ={"UNRELATED": "x"})
     assert caught.value.variable == variable
@@ -56,13 +56,9 @@ def test_a_missing_key_names_the_variable_to_set(config: AgentRunConfig, variabl
 
 
 def test_local_servers_need_no_key_and_config_keys_win_over_the_environment() -> None:
-    local = settings_from(AgentRunConfig(model="llama3", base_url="http://localhost:11434/v1"), environ={})
+    local = settings_from(LlmConfig(model="llama3", base_url="http://localhost:11434/v1"), environ={})
     assert local.provider == "openai" and local.api_key
-    configured = settings_from(
-        AgentRunConfig(model="gpt-4.1", api_key="from-config"), environ={"OPENAI_API_KEY": "env"}
-    )
+    configured = settings_from(LlmConfig(model="gpt-4.1", api_key="from-config"), environ={"OPENAI_API_KEY": "env"})
     assert configured.api_key == "from-config"
-    overridden = settings_from(
-        AgentRunConfig(model="gpt-4.1"), model="claude-haiku-4-5", environ={"ANTHROPIC_API_KEY": "a"}
-    )
+    overridden = settings_from(LlmConfig(model="gpt-4.1"), model="claude-haiku-4-5", environ={"ANTHROPIC_API_KEY": "a"})
     assert overridden.provider == "anthropic" and overridden.model == "claude-haiku-4-5"

@@ -16,7 +16,7 @@ from toolrig.agent.errors import MissingKeyError, RunError
 from toolrig.agent.providers.base import Provider, ProviderName, ProviderSettings, TurnComplete, TurnRequest
 
 if TYPE_CHECKING:
-    from toolrig.config import AgentRunConfig
+    from toolrig.config import LlmConfig
 
 __all__ = [
     "NOT_CONFIGURED",
@@ -31,8 +31,8 @@ __all__ = [
 ]
 
 NOT_CONFIGURED = (
-    "no model is configured: pass --model, or set agent.model in ~/.toolrig/config.yaml "
-    "(claude-* goes to Anthropic, anything else to an OpenAI-compatible agent.base_url)\n"
+    "no model is configured: pass --model, or set llm.model in ~/.toolrig/config.yaml "
+    "(claude-* goes to Anthropic, anything else to an OpenAI-compatible llm.base_url)\n"
     "then export the key: ANTHROPIC_API_KEY for Anthropic, OPENAI_API_KEY for OpenAI (or agent.api_key_env)"
 )
 
@@ -48,7 +48,7 @@ def choose_provider(model: str, base_url: str | None, forced: str = "auto") -> P
 
 
 def settings_from(
-    config: AgentRunConfig, *, model: str | None = None, environ: Mapping[str, str] | None = None
+    config: LlmConfig, *, model: str | None = None, environ: Mapping[str, str] | None = None
 ) -> ProviderSettings:
     """Resolve model, provider and key from config, a ``--model`` override and the environment."""
     environ = os.environ if environ is None else environ

