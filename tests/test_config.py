@@ -245,3 +245,36 @@ def test_a_trusted_workspace_may_allow(workspace: Path, toolrig_home: Path) -> N
     write(workspace / ".toolrig/config.yaml", "tools:\n  rules:\n    - {tool: c, verdict: allow}\n")
     set_trust(workspace)
     assert [r.verdict for r in load_config(workspace).config.tools.rules] == ["allow"]
+
+
+def test_an_mcp_server_name_that_cannot_join_tool_names_is_refused_with_its_line(toolrig_home: Path) -> None:
+    path = write(toolrig_home / "config.yaml", "mcp_servers:\n  ok:\n    command: a\n  bad__name:\n    command: b\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(toolrig_home)
+    assert caught.value.file == path and caught.value.line == 4
+    assert "not a valid MCP server name" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ("{}", "either 'command'"),
+        ("{command: a, url: 'http://127.0.0.1:1/mcp'}", "not both"),
+        ("{url: 'ftp://127.0.0.1/mcp'}", "http:// or https://"),
+        ("{command: a, timeout_seconds: 0}", "greater than 0"),
+    ],
+)
+def test_an_mcp_server_needs_exactly_one_way_to_reach_it(server: str, problem: str, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", f"mcp_servers:\n  s: {server}\n")
+    with pytest.raises(ConfigError, match=problem) as caught:
+        load_config(toolrig_home)
+    assert caught.value.line == 2
+
+
+def test_mcp_servers_come_only_from_trusted_config(workspace: Path, toolrig_home: Path) -> None:
+    write(workspace / ".toolrig/config.yaml", "mcp_servers:\n  s:\n    command: x\n")
+    untrusted = load_config(workspace)
+    assert untrusted.config.mcp_servers == {}
+    assert any("'mcp_servers' is ignored" in w for w in untrusted.warnings)
+    set_trust(workspace)
+    assert list(load_config(workspace).config.mcp_servers) == ["s"]

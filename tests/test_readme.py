@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -56,3 +57,30 @@ def test_the_agent_example_runs_against_a_provider(
     exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
     printed = capsys.readouterr().out
     assert printed.startswith("42 $0.0012 ")  # two turns of 100 in / 20 out at $3 / $15 per million
+
+
+def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, toolrig_home: Path) -> None:
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.adapters.mcp_peers import running
+
+    text = README.read_text(encoding="utf-8")
+    quick = text.split("## Quick start", 1)[1].split("## ", 1)[0]
+    first = re.findall(r"```bash\n(.*?)```", quick, flags=re.S)[0]
+    serve = shlex.split(first.split("&&")[-1])
+    assert serve[0] == ".venv/bin/toolrig" and serve[1:3] == ["mcp", "serve"]
+    toolrig = str(Path(sys.executable).parent / "toolrig")
+    env = {**os.environ, "TOOLRIG_HOME": str(toolrig_home)}
+    with running([toolrig, *serve[1:], "--port", "0"], env=env, cwd=workspace) as process:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+    assert "MCP server listening on http://127.0.0.1:" in line
+    # The client snippet is valid JSON whose arguments the command accepts.
+    snippet = json.loads(re.findall(r"```json\n(.*?)```", quick, flags=re.S)[0])
+    args = snippet["mcpServers"]["toolrig"]["args"]
+    assert args[:2] == ["mcp", "serve"]
+    helped = subprocess.run([toolrig, *args[:2], "--help"], capture_output=True, text=True, check=False)
+    assert all(option in helped.stdout for option in args[2:] if option.startswith("--"))

@@ -134,3 +134,28 @@ def test_a_broken_plugin_is_logged_and_does_not_take_the_catalog_down(tmp_path: 
 
 def test_tool_base_class_is_generic_over_pydantic_models() -> None:
     assert Tool.__parameters__  # type: ignore[attr-defined]
+
+
+class Displayed(Echo):
+    name = "srv__echo"
+    display_name = "srv/echo"
+
+
+def test_a_tool_is_found_by_its_display_name_too() -> None:
+    registry = Registry([Displayed(), Echo()])
+    assert registry.get("srv/echo") is registry.get("srv__echo")
+    assert registry.find("srv/nope") is None
+
+
+@pytest.mark.parametrize(
+    ("allow", "deny", "expected"),
+    [
+        ([], ["srv/*"], ["echo"]),
+        ([], ["srv/echo"], ["echo"]),
+        (["srv/*"], [], ["srv__echo"]),
+        ([], ["srv__*"], ["echo"]),
+        ([], ["*/echo"], ["echo"]),
+    ],
+)
+def test_allow_and_deny_match_display_names(allow: list[str], deny: list[str], expected: list[str]) -> None:
+    assert Registry([Displayed(), Echo()]).select(allow, deny).names() == expected

@@ -257,6 +257,46 @@ class StoresConfig(Section):
     memory: MemoryStoreConfig = Field(default_factory=MemoryStoreConfig)
 
 
+# Words of letters and digits joined by single '-' or '_': never '__', which joins server and tool names.
+MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
+
+
+def _mcp_server_name(name: str) -> str:
+    if len(name) > 32 or not MCP_SERVER_NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a valid MCP server name: use up to 32 letters and digits, "
+            "words joined by single '-' or '_'"
+        )
+    return name
+
+
+class McpServerConfig(Section):
+    """One MCP server whose tools join the catalog: a command to start (stdio) or a URL (streamable HTTP)."""
+
+    command: str | None = Field(default=None, description="Program that serves MCP over stdio.")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Added to a minimal environment (PATH, HOME...).")
+    cwd: str | None = None
+    url: str | None = Field(default=None, description="Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every HTTP request (auth).")
+    timeout_seconds: float | None = Field(default=None, gt=0, description="Per call; default limits.timeout_seconds.")
+    startup_timeout_seconds: float = Field(default=60.0, gt=0, description="Start, handshake and tool listing.")
+    trust_annotations: bool = Field(
+        default=False, description="Believe the server's readOnly/destructive hints (they steer approvals)."
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both or neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("'url' must start with http:// or https://")
+        return self
+
+
+McpServerName = Annotated[str, AfterValidator(_mcp_server_name)]
+
+
 class Config(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     tool_config: dict[str, dict[str, Any]] = Field(
@@ -276,6 +316,12 @@ class Config(Section):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     stores: StoresConfig = Field(default_factory=StoresConfig)
+
+    # Trusted-only (no Narrow rule): a workspace's own config must never start processes until trusted.
+    mcp_servers: dict[McpServerName, McpServerConfig] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools join the catalog as 'server/tool' (names: letters, digits, '-', '_').",
+    )
 
 
 @dataclass

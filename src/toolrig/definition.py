@@ -61,7 +61,9 @@ class Tool(Generic[InT, OutT]):
 
     ``read_only`` marks a tool that changes nothing (smart approvals let it run); ``destructive`` and
     ``open_world`` feed MCP's hints; ``terminal`` ends an agent loop with the tool's output; ``sequential``
-    makes the agent loop run the call alone rather than alongside its siblings.
+    makes the agent loop run the call alone rather than alongside its siblings. ``display_name`` is how
+    people see a tool whose provider-safe ``name`` is mangled (an MCP server's ``github/create_issue`` is
+    registered as ``github__create_issue``); the registry finds a tool by either, and allow/deny match both.
 
     ``subject_kind`` says how policy reads what ``subjects()`` returns: ``"command"`` (a shell command
     line, split into its simple commands), ``"path"`` (resolved against the workspace before matching),
@@ -70,6 +72,7 @@ class Tool(Generic[InT, OutT]):
 
     name: str
     description: str
+    display_name: str | None = None
     group: str = "custom"
     input_model: type[BaseModel]
     output_model: type[BaseModel]

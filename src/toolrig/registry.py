@@ -68,6 +68,7 @@ class Registry:
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         self._tools: dict[str, AnyTool] = {}
         self._origin: dict[str, str] = {}
+        self._aliases: dict[str, str] = {}  # display name -> name
         self._pending: dict[str, Callable[[], list[AnyTool]]] = {}
         for item in tools:
             self.add(item)
@@ -93,6 +94,8 @@ class Registry:
             )
         self._tools[item.name] = item
         self._origin[item.name] = origin
+        if item.display_name and item.display_name != item.name:
+            self._aliases[item.display_name] = item.name
         return item
 
     def add_lazy_group(self, key: str, loader: Callable[[], list[AnyTool]]) -> None:
@@ -117,9 +120,13 @@ class Registry:
         return found
 
     def find(self, name: str) -> AnyTool | None:
-        if name not in self._tools and self._pending:
+        """The tool called ``name``, or displayed as ``name`` (``server/tool``); None when there is none."""
+        if name not in self._tools and name not in self._aliases and self._pending:
             self.load_all()
-        return self._tools.get(name)
+        found = self._tools.get(name)
+        if found is None and name in self._aliases:
+            found = self._tools.get(self._aliases[name])
+        return found
 
     def list(self, group: str | None = None) -> builtins.list[AnyTool]:
         if group is not None and f"builtin:{group}" in self._pending:
@@ -149,7 +156,8 @@ class Registry:
     def select(self, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> Registry:
         """A registry of the tools ``allow`` admits (empty admits all) that ``deny`` does not name.
 
-        Patterns are globs on the tool name (``files_*``, ``server/*``) or ``group:NAME``. Deny always wins.
+        Patterns are globs on the tool name or its display name (``files_*``, ``server/*``), or ``group:NAME``.
+        Deny always wins.
         """
         allow, deny = list(allow), list(deny)
         chosen = Registry()
@@ -164,7 +172,9 @@ def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
         if pattern.startswith("group:"):
             if fnmatch.fnmatchcase(item.group, pattern[len("group:") :]):
                 return True
-        elif fnmatch.fnmatchcase(item.name, pattern):
+        elif fnmatch.fnmatchcase(item.name, pattern) or (
+            item.display_name is not None and fnmatch.fnmatchcase(item.display_name, pattern)
+        ):
             return True
     return False
 

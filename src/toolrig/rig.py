@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -26,6 +27,9 @@ from toolrig.registry import AnyTool, Registry
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
 from toolrig.stores import Stores
+
+if TYPE_CHECKING:
+    from toolrig.adapters.mcp_client import McpServers
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
 
@@ -72,6 +76,12 @@ class Rig:
         self._base_registry = registry if registry is not None else Registry.default()
         for item in tools:
             self._base_registry.add(item)
+        self.mcp_servers: McpServers | None = None
+        if self.config.mcp_servers:
+            from toolrig.adapters.mcp_client import McpServers
+
+            self.mcp_servers = McpServers(self.config.mcp_servers, state_dir=self.workspace.state_dir)
+            self.mcp_servers.register(self._base_registry)
         self._available: Registry | None = None
         self._views: dict[str | None, Registry] = {}
         self._tool_configs: dict[tuple[str, str | None], BaseModel | None] = {}
@@ -104,6 +114,8 @@ class Rig:
             output_cap=self.config.output.max_chars,
         )
 
+    # ------------------------------------------------------------------------------ lifetime
+
     def close(self) -> None:
         """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
 
@@ -116,6 +128,23 @@ class Rig:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Rig:
+        """Keep what the rig starts (MCP servers) running until the block ends; see ``aclose``."""
+        if self.mcp_servers is not None:
+            await self.mcp_servers.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers the rig started, then ``close``; outside ``async with`` they live one call each."""
+        if self.mcp_servers is not None:
+            await self.mcp_servers.close()
         self.close()
 
     @property

@@ -80,8 +80,13 @@ def run_once(
         max_budget_usd=max_budget,
     )
     printer = json_printer if as_json else PlainPrinter()
+
+    async def run() -> object:
+        async with rig:  # MCP servers in the config stay up for the whole run, and stop with it
+            return await run_agent(prompt, options, rig=rig, on_event=printer)
+
     try:
-        anyio.run(lambda: run_agent(prompt, options, rig=rig, on_event=printer))
+        anyio.run(run)
     except RunError as exc:
         if not as_json:  # the JSON stream already carries the error event
             click.echo(f"toolrig: run failed ({exc.kind}): {exc.message}", err=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from toolrig.sandbox.ripgrep import (
 )
 
 MAX_LINE_CHARS = 300
+PROGRESS_INTERVAL = 0.5  # seconds between progress reports of a long search (MCP clients show them)
 
 
 def _start(ctx: ToolContext, cwd: str | None) -> tuple[Path, Path, str]:
@@ -161,6 +163,7 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         truncated = False
         seen: dict[str, str | None] = {}  # path as ripgrep printed it -> as shown, None = hidden
         last: tuple[str, int] = ("", 0)
+        next_report = 0.0
         with RgRun(argv, root, input.timeout_seconds) as run:
             for raw in run.lines():
                 kind = raw[9:14]  # b'{"type":"match"...': the record type without parsing begin/end records
@@ -187,6 +190,9 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
                 if kind == b"match":
                     matches += 1
                     files.add(shown)
+                    if (now := time.monotonic()) >= next_report:  # the first match, then twice a second
+                        ctx.progress(matches, input.global_max_results, f"{matches} matches in {len(files)} files")
+                        next_report = now + PROGRESS_INTERVAL
                     if matches >= input.global_max_results:
                         truncated = True
                         run.stop()

@@ -1,0 +1,237 @@
+"""Approvals over MCP: the client asks its user through elicitation; without it, a configured fallback answers.
+
+Trust model: the answer is only as good as the client that relays it; an answer is bound to the approval
+request it was asked for (its id, hence its fingerprint of tool and arguments). A client that cannot ask
+gets the fallback (deny by default), never a silent yes.
+
+Clients on 2025-era protocols are asked mid-call with ``elicitation/create``. 2026-07-28 clients cannot be
+sent requests, so the call is parked: the server answers ``input_required`` with the questions, the client
+asks its user and calls again with the answers, and the parked call resumes where it stopped. A parked
+call that nobody resumes is denied after ``timeout_seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import anyio
+
+from toolrig.approvals import ApprovalDecision, ApprovalRequest, Verdict
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.types import ElicitRequest
+
+    from toolrig.result import ToolResult
+
+log = logging.getLogger("toolrig.mcp")
+
+Fallback = Literal["deny", "allow"]
+
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "oneOf": [
+                {"const": "allow_once", "title": "Allow once"},
+                {"const": "allow_always", "title": "Always allow"},
+                {"const": "deny", "title": "Deny"},
+            ],
+        }
+    },
+    "required": ["decision"],
+}
+_VERDICTS: tuple[Verdict, ...] = ("allow_once", "allow_always", "deny")
+
+
+class Asker(Protocol):
+    """Puts approval questions to the user of the MCP client that made a call."""
+
+    async def ask(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]: ...
+
+
+class McpApprovalChannel:
+    """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the client that made each call.
+
+    A request's id is its call's id, and the server registers each call's asker (``asking``) for as long
+    as the call runs: a batch that gathers calls from several clients is split, and each client is asked
+    only about its own calls. A call whose client cannot ask gets the fallback.
+    """
+
+    def __init__(self, fallback: Fallback = "deny") -> None:
+        self.fallback = fallback
+        self._askers: dict[str, Asker | None] = {}
+
+    @contextmanager
+    def asking(self, call_id: str, asker: Asker | None) -> Iterator[None]:
+        self._askers[call_id] = asker
+        try:
+            yield
+        finally:
+            self._askers.pop(call_id, None)
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        decisions: list[ApprovalDecision | None] = [None] * len(requests)
+        groups: dict[int, tuple[Asker, list[int]]] = {}
+        for index, request in enumerate(requests):
+            asker = self._askers.get(request.id)
+            if asker is None:
+                decisions[index] = self._fallback()
+            else:
+                groups.setdefault(id(asker), (asker, []))[1].append(index)
+
+        async def ask(asker: Asker, indexes: list[int]) -> None:
+            answers = await asker.ask([requests[i] for i in indexes])
+            for i, answer in zip(indexes, answers, strict=True):
+                decisions[i] = answer
+
+        async with anyio.create_task_group() as group:  # two clients' users answer at their own pace
+            for asker, indexes in groups.values():
+                group.start_soon(ask, asker, indexes)
+        return [d if d is not None else self._fallback() for d in decisions]
+
+    def _fallback(self) -> ApprovalDecision:
+        if self.fallback == "deny":
+            return ApprovalDecision("deny", "the MCP client cannot ask its user (no elicitation support)")
+        return ApprovalDecision("allow_once", "allowed without asking: the MCP client cannot ask its user")
+
+
+def question(request: ApprovalRequest) -> str:
+    """What the user reads: the tool, what it acts on, why it asks, and the exact arguments."""
+    lines = [f"Allow the tool '{request.tool}' to run?"]
+    if request.reason:
+        lines.append(request.reason)
+    if request.subjects:
+        lines.append("It acts on: " + ", ".join(request.subjects[:10]))
+    args = json.dumps(request.args, ensure_ascii=False, default=str)
+    lines.append("Arguments: " + (args if len(args) <= 2000 else args[:2000] + "…"))
+    return "\n".join(lines)
+
+
+def decision_from(answer: Any) -> ApprovalDecision:
+    """Read an ElicitResult (or its JSON): only an accepted, well-formed answer allows anything."""
+    action = getattr(answer, "action", None) if not isinstance(answer, dict) else answer.get("action")
+    content = getattr(answer, "content", None) if not isinstance(answer, dict) else answer.get("content")
+    if action == "accept" and isinstance(content, dict) and content.get("decision") in _VERDICTS:
+        verdict: Verdict = content["decision"]
+        return ApprovalDecision(verdict, "the user answered through the MCP client")
+    if action == "decline":
+        return ApprovalDecision("deny", "the user declined")
+    if action == "cancel":
+        return ApprovalDecision("deny", "the user dismissed the question")
+    return ApprovalDecision("deny", "the MCP client sent no usable answer")
+
+
+def elicit_request(request: ApprovalRequest) -> ElicitRequest:
+    from mcp.types import ElicitRequest, ElicitRequestFormParams
+
+    return ElicitRequest(params=ElicitRequestFormParams(message=question(request), requested_schema=DECISION_SCHEMA))
+
+
+class ElicitingAsker:
+    """2025-era clients: one ``elicitation/create`` per request, sent on the call's own stream."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+
+    async def ask(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        from mcp.shared.exceptions import MCPError, NoBackChannelError
+
+        decisions = []
+        for request in requests:
+            try:
+                answer = await self._ctx.session.elicit_form(
+                    question(request), DECISION_SCHEMA, related_request_id=self._ctx.request_id
+                )
+            except (MCPError, NoBackChannelError) as exc:
+                decisions.append(ApprovalDecision("deny", f"the MCP client could not ask its user: {exc}"))
+                continue
+            decisions.append(decision_from(answer))
+        return decisions
+
+
+class ParkedCall:
+    """A call waiting for its client to come back with answers (2026-07-28 input_required rounds).
+
+    The call itself runs in the server's task group; each round's ``tools/call`` waits for the next thing
+    the call has to say: questions (answered by the next round) or its result.
+    """
+
+    def __init__(self, fingerprint: str, timeout_seconds: float) -> None:
+        self.key = secrets.token_urlsafe(24)  # the request state: unguessable, so it cannot be forged
+        self.fingerprint = fingerprint
+        self.timeout_seconds = timeout_seconds
+        self.questions: dict[str, ApprovalRequest] = {}
+        self.result: ToolResult | None = None
+        self.report: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+        self._answers: dict[str, Any] = {}
+        self._answered = anyio.Event()
+        self._send, self._receive = anyio.create_memory_object_stream[str](2)
+        self._scope = anyio.CancelScope()
+
+    async def ask(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        self.questions = {request.id: request for request in requests}
+        self._answers, self._answered = {}, anyio.Event()
+        if not self._announce("questions"):
+            return [ApprovalDecision("deny", "the MCP client went away") for _ in requests]
+        try:
+            with anyio.move_on_after(self.timeout_seconds):
+                await self._answered.wait()
+        finally:
+            answers, self.questions = self._answers, {}
+        return [
+            decision_from(answers[r.id]) if r.id in answers else ApprovalDecision("deny", "no answer came in time")
+            for r in requests
+        ]
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        self._answers = {key: value for key, value in responses.items() if key in self.questions}
+        self._answered.set()
+
+    async def run(self, call: Callable[[], Awaitable[ToolResult]]) -> None:
+        """Run the call (registered with this object as its asker); always ends by announcing its end."""
+        try:
+            with self._scope:
+                self.result = await call()
+        finally:
+            self._announce("done")
+            self._send.close()
+
+    def _announce(self, what: str) -> bool:
+        try:
+            self._send.send_nowait(what)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
+
+    async def next(self) -> Literal["questions", "done"]:
+        """Wait for the call to ask something or finish; a cancelled round cancels the call."""
+        try:
+            outcome = await self._receive.receive()
+        except anyio.get_cancelled_exc_class():
+            self.cancel()
+            raise
+        except anyio.EndOfStream:
+            return "done"
+        if outcome == "done":
+            self._receive.close()
+            return "done"
+        return "questions"
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+        self._receive.close()
+
+    def abandon(self) -> None:
+        """No round will ever wait for this call again."""
+        self._receive.close()
+
+    def __repr__(self) -> str:
+        return f"<parked call {self.key[:6]}… {len(self.questions)} question(s)>"

@@ -1,0 +1,293 @@
+"""Every tool of a rig, served to any MCP client (Claude Desktop, Cursor, an IDE, an agent SDK).
+
+Trust model: the client is whoever holds our stdio pipes (the program that started us) or can reach the
+HTTP endpoint (loopback by default; see ``mcp_http``). Every call goes through the rig's executor with
+``origin="mcp"``, so policy, approvals, rate limits, hooks, audit and output caps apply as for any agent.
+
+Tools are listed with their input and output schemas and MCP's hints; a result carries
+``structuredContent`` plus the same JSON as text, and a tool's failure is an ``isError`` result (never a
+protocol error), so the model sees it and can correct itself. Progress a tool reports becomes progress
+notifications when the client asked for them; a client's cancellation cancels the tool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from toolrig.adapters.mcp_approvals import (
+    Asker,
+    ElicitingAsker,
+    Fallback,
+    McpApprovalChannel,
+    ParkedCall,
+    elicit_request,
+)
+from toolrig.approvals import fingerprint
+from toolrig.errors import ErrorType
+from toolrig.events import Event, EventSink, ToolProgressEvent
+from toolrig.executor import new_call_id
+from toolrig.result import ToolResult
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
+
+    from toolrig.registry import AnyTool
+    from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.mcp")
+
+Report = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+def mcp_tool(tool: AnyTool) -> Tool:
+    """A toolrig tool as MCP lists it: schemas plus readOnly/destructive/openWorld hints."""
+    from mcp.types import Tool, ToolAnnotations
+
+    output = tool.output_schema()
+    annotations = ToolAnnotations(
+        title=tool.display_name,
+        read_only_hint=tool.read_only,
+        destructive_hint=None if tool.read_only else tool.destructive,
+        open_world_hint=tool.open_world,
+    )
+    return Tool(
+        name=tool.name,
+        title=tool.display_name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        # 2025-era clients take only object output schemas; others get the text alone.
+        output_schema=output if output is not None and output.get("type") == "object" else None,
+        annotations=annotations,
+    )
+
+
+def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
+    """The contract JSON as text, the output as structured content, and ``isError`` for any failure."""
+    from mcp.types import CallToolResult, ContentBlock, TextContent
+
+    text: list[ContentBlock] = [TextContent(text=result.to_json())]
+    if result.is_error:
+        return CallToolResult(content=text, is_error=True)
+    return CallToolResult(content=text, structured_content=result.output if structured else None)
+
+
+class ProgressRelay:
+    """An event sink for one call: passes events on, and forwards the latest progress to the client.
+
+    Tools report progress from the event loop or from worker threads; the relay keeps only the newest
+    report (progress is a level, not a log), so a chatty tool never queues up notifications.
+    """
+
+    def __init__(self, downstream: EventSink, report: Report) -> None:
+        self._downstream = downstream
+        self.report = report
+        self._latest: ToolProgressEvent | None = None
+        self._lock = threading.Lock()
+        self._send, self._receive = anyio.create_memory_object_stream[None](1)
+        self._loop_thread = threading.get_ident()
+        self._token = anyio.lowlevel.current_token()
+
+    def emit(self, event: Event) -> None:
+        self._downstream.emit(event)
+        if not isinstance(event, ToolProgressEvent):
+            return
+        with self._lock:
+            self._latest = event
+        if threading.get_ident() == self._loop_thread:
+            self._wake()
+            return
+        with suppress(RuntimeError):  # the loop is gone: nobody is listening any more
+            anyio.from_thread.run_sync(self._wake, token=self._token)
+
+    def _wake(self) -> None:
+        # A wake-up already pending, or the call over, both mean there is nothing to do.
+        with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._send.send_nowait(None)
+
+    async def forward(self) -> None:
+        with self._receive:
+            async for _ in self._receive:
+                with self._lock:
+                    event, self._latest = self._latest, None
+                if event is not None:
+                    await self.report(event.progress, event.total, event.message)
+
+    def close(self) -> None:
+        self._send.close()
+
+
+class McpToolServer:
+    """The rig's tools behind one MCP ``Server``; serve it with ``serve_stdio`` or ``mcp_http.serve_http``.
+
+    A rig without an approval channel gets the MCP one (the calling client asks its user); its fallback and
+    the time a parked call waits for its client default to the config's ``approvals.fallback`` and
+    ``approvals.timeout_seconds``.
+    """
+
+    def __init__(
+        self, rig: Rig, *, approval_fallback: Fallback | None = None, approval_timeout: float | None = None
+    ) -> None:
+        from mcp.server.lowlevel import Server
+
+        from toolrig import __version__
+
+        self.rig = rig
+        settings = rig.config.approvals
+        fallback: Fallback = approval_fallback or ("allow" if settings.fallback == "allow" else "deny")
+        if rig.approval_channel is None:
+            rig.approval_channel = McpApprovalChannel(fallback)
+        channel = rig.approval_channel
+        # A program's own channel stays in charge; only ours is told which client asks for which call.
+        self.channel = channel if isinstance(channel, McpApprovalChannel) else None
+        self.approval_timeout = approval_timeout or settings.timeout_seconds
+        self.session_id = f"mcp-{os.getpid()}-{os.urandom(3).hex()}"
+        self._tools: ListToolsResult | None = None
+        self._structured: dict[str, bool] = {}
+        self._parked: dict[str, ParkedCall] = {}
+        self._group: TaskGroup | None = None
+        self.server: Server[Any] = Server(
+            "toolrig",
+            version=__version__,
+            instructions=f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[McpToolServer]:
+        """Open the rig (its MCP servers) and the group that parked calls run in, for as long as we serve."""
+        async with self.rig, anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield self
+            finally:
+                group.cancel_scope.cancel()
+                self._group = None
+
+    # ------------------------------------------------------------------------------------ handlers
+
+    def listing(self) -> ListToolsResult:
+        if self._tools is None:
+            from mcp.types import ListToolsResult
+
+            tools = [mcp_tool(tool) for tool in self.rig.tools()]
+            self._structured = {tool.name: tool.output_schema is not None for tool in tools}
+            self._tools = ListToolsResult(tools=tools)
+        return self._tools
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ListToolsResult:
+        return self.listing()
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        self.listing()
+        args = params.arguments or {}
+        if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
+            return await self._call_parked(ctx, params)
+        call_id = new_call_id()
+        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None):
+            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
+        return call_tool_result(result, structured=self._structured.get(params.name, False))
+
+    def _asking(self, call_id: str, asker: Asker | None) -> AbstractContextManager[None]:
+        return self.channel.asking(call_id, asker) if self.channel is not None else nullcontext()
+
+    async def _invoke(
+        self, ctx: ServerRequestContext[Any, Any], name: str, args: dict[str, Any], report: Report, call_id: str
+    ) -> ToolResult:
+        from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+
+        call = partial(self.rig.call, name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        if progress_token_from_params(ctx.params) is None:
+            return await call()
+        relay = ProgressRelay(self.rig.events, report)
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay.forward)
+            try:
+                result: ToolResult = await call(events=relay)
+            finally:
+                relay.close()
+        return result
+
+    async def _call_parked(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        """A 2026-era call that may have to ask: run it aside, and answer each round with questions or the result."""
+        from mcp.types import InputRequiredResult
+
+        args = params.arguments or {}
+        bound = fingerprint(params.name, args)
+        parked = self._parked.pop(params.request_state, None) if params.request_state else None
+        if parked is not None and parked.fingerprint == bound and parked.questions:
+            parked.answer(dict(params.input_responses or {}))
+        else:
+            if parked is not None:
+                parked.cancel()  # the state came back with another call: the old one is abandoned
+            parked = ParkedCall(bound, self.approval_timeout)
+            if self._group is None:
+                raise RuntimeError("serve inside `async with server.running()`")
+            call_id = new_call_id()
+            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id)
+            self._group.start_soon(self._run_parked, parked, call_id, call)
+        parked.report = ctx.session.report_progress
+        try:
+            outcome = await parked.next()
+        finally:
+            parked.report = None
+        if outcome == "questions":
+            self._parked[parked.key] = parked
+            requests = {key: elicit_request(request) for key, request in parked.questions.items()}
+            return InputRequiredResult(input_requests=dict(requests), request_state=parked.key)
+        if parked.result is None:
+            return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
+        return call_tool_result(parked.result, structured=self._structured.get(params.name, False))
+
+    async def _run_parked(self, parked: ParkedCall, call_id: str, call: Callable[[], Awaitable[ToolResult]]) -> None:
+        try:
+            with self._asking(call_id, parked):
+                await parked.run(call)
+        finally:
+            # Still parked when it ends: no round is waiting for it (its client went away). Forget it.
+            if self._parked.get(parked.key) is parked:
+                del self._parked[parked.key]
+                parked.abandon()
+
+    # ------------------------------------------------------------------------------------ transports
+
+    async def serve_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it disconnects."""
+        from toolrig.adapters.mcp_stdio import stdio_streams
+
+        async with self.running(), stdio_streams() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+
+def _report_to(parked: ParkedCall) -> Report:
+    """Progress of a parked call goes to whichever round is waiting for it (none: dropped)."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if parked.report is not None:
+            await parked.report(progress, total, message)
+
+    return report
+
+
+def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the client can show a form (an empty elicitation capability means form mode, per the spec)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)

@@ -1,0 +1,150 @@
+"""Connecting to one configured MCP server (stdio or streamable HTTP) with the official ``mcp`` client.
+
+Trust model: only servers from trusted config are started; a stdio server gets a minimal environment
+(PATH, HOME... plus its configured ``env``) and its stderr goes to a log file, never to our protocol pipe.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolrig.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client._transport import TransportStreams
+
+log = logging.getLogger("toolrig.mcp")
+
+MAX_PAGES = 100
+
+
+class McpStartError(Exception):
+    """The server could not be started, reached or listed; the message says why."""
+
+
+@dataclass
+class Connection:
+    """A started server: the client, what it listed, and an event set when its output ends (it exited)."""
+
+    client: Client
+    definitions: list[dict[str, Any]]
+    closed: anyio.Event
+
+
+class _EofWatch:
+    """Passes a transport's read stream through, setting ``closed`` when it ends: the server has gone."""
+
+    def __init__(self, inner: Any, closed: anyio.Event) -> None:
+        self._inner = inner
+        self._closed = closed
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._closed.set()
+            raise
+
+    async def aclose(self) -> None:
+        self._closed.set()
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _EofWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _EofWatch:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _streams(config: McpServerConfig, log_path: Path, closed: anyio.Event) -> AsyncIterator[TransportStreams]:
+    if config.url is not None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with (
+            create_mcp_http_client(headers=dict(config.headers)) as http,
+            streamable_http_client(config.url, http_client=http) as (read, write),
+        ):
+            yield _EofWatch(read, closed), write
+        return
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=config.command or "", args=config.args, env=config.env or None, cwd=config.cwd
+    )
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            yield _EofWatch(read, closed), write
+
+
+async def _list_tools(client: Client) -> list[dict[str, Any]]:
+    from toolrig.adapters.mcp_tool import definition_of
+
+    definitions: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        definitions.extend(d for d in map(definition_of, page.tools) if d is not None)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return definitions
+
+
+@asynccontextmanager
+async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIterator[Connection]:
+    """Start (or reach) the server, list its tools, and keep the connection for the body of the block.
+
+    Anything that goes wrong before the body runs is an ``McpStartError`` naming the server; the start-up,
+    handshake and listing share ``startup_timeout_seconds``. Leaving the block stops a stdio server.
+    """
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    closed = anyio.Event()
+    started = False
+    timeout = config.startup_timeout_seconds
+    where = f" (its stderr is in {log_path})" if config.command is not None else ""
+    try:
+        # The deadline covers only the start: it is lifted before the body runs. The scope must enclose the
+        # whole client context (anyio scopes nest strictly), hence the deadline rather than fail_after.
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+            async with Client(_streams(config, log_path, closed), cache=None) as client:
+                definitions = await _list_tools(client)
+                scope.deadline = math.inf
+                started = True
+                yield Connection(client, definitions, closed)
+    except (OSError, MCPError, ValueError) as exc:
+        if started:
+            raise
+        raise McpStartError(f"the MCP server '{name}' could not be started: {exc}{where}") from None
+    except ExceptionGroup as group:
+        if started:
+            raise
+        first = group.exceptions[0] if group.exceptions else group
+        raise McpStartError(f"the MCP server '{name}' could not be started: {first}{where}") from None
+    if not started:
+        raise McpStartError(f"the MCP server '{name}' did not start within {timeout:g} seconds{where}")

@@ -1,0 +1,184 @@
+"""``toolrig mcp``: serve every tool to MCP clients, and manage the MCP servers whose tools toolrig uses."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from toolrig.adapters.mcp_approvals import Fallback
+    from toolrig.config import Config, McpServerConfig
+
+_root = click.option(
+    "--root",
+    "rig_root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Workspace directory the tools work in.",
+)
+
+
+@click.group()
+def command() -> None:
+    """Serve toolrig's tools over MCP; review the MCP servers whose tools toolrig uses."""
+
+
+@command.command("serve")
+@_root
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to listen on.")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP: port (0 picks a free one).")
+@click.option("--agent", default=None, help="Serve the tools this agent may use, as this agent.")
+@click.option(
+    "--approval-fallback",
+    type=click.Choice(["deny", "allow"]),
+    default="deny",
+    show_default=True,
+    help="The answer to an approval when the client cannot ask its user (no elicitation).",
+)
+@click.option("--approval-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for an answer.")
+@click.option(
+    "--token-env",
+    default="TOOLRIG_MCP_TOKEN",
+    show_default=True,
+    help="HTTP: environment variable holding the bearer token clients must send (required beyond loopback).",
+)
+@click.option("--allow-host", multiple=True, help="HTTP: another Host header value to accept (name:port).")
+@click.option("--allow-origin", multiple=True, help="HTTP: another browser Origin to accept.")
+def serve(
+    rig_root: Path,
+    transport: str,
+    host: str,
+    port: int,
+    agent: str | None,
+    approval_fallback: str | None,
+    approval_timeout: float | None,
+    token_env: str,
+    allow_host: tuple[str, ...],
+    allow_origin: tuple[str, ...],
+) -> None:
+    """Serve every tool this workspace offers to an MCP client (stdio by default, or streamable HTTP)."""
+    import anyio
+
+    from toolrig.adapters.mcp_server import McpToolServer
+    from toolrig.cli import _fail as fail
+    from toolrig.cli import make_rig
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="toolrig: %(levelname)s: %(message)s")
+    rig = make_rig(rig_root, agent=agent)
+    fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
+    server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
+    if transport == "stdio":
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(server.serve_stdio)
+        return
+
+    from toolrig.adapters.mcp_http import bind, is_loopback, serve_http
+
+    token = os.environ.get(token_env) or None
+    if not is_loopback(host) and token is None:
+        fail(
+            f"refusing to serve MCP on {host}, beyond loopback, without a bearer token: "
+            f"put one in the environment variable {token_env}"
+        )
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+    def ready(url: str) -> None:
+        click.echo(f"toolrig: MCP server listening on {url}", err=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(
+            partial(
+                serve_http, server, sock, token=token, extra_hosts=allow_host, extra_origins=allow_origin, ready=ready
+            )
+        )
+
+
+@command.command("trust")
+@click.argument("name")
+@_root
+def trust(name: str, rig_root: Path) -> None:
+    """Review and accept the current tool definitions of the MCP server NAME.
+
+    Definitions (name, description, schemas) are trusted on first use; when a server changes one later,
+    calls to that tool are blocked until this command accepts the change.
+    """
+    import anyio
+
+    from toolrig.adapters.mcp_client import McpServer
+    from toolrig.adapters.mcp_transport import McpStartError
+    from toolrig.cli import _fail as fail
+
+    server = McpServer(name, _server_config(name, rig_root), log_dir=rig_root / ".toolrig" / "logs")
+    try:
+        listing = anyio.run(server.list_once)
+    except McpStartError as exc:
+        fail(str(exc))
+    first = server.store.trusted(name, server.config) is None
+    diff = server.store.diff(name, server.config, listing)
+    for tool in diff.added:
+        click.echo(f"  + {tool}" + ("" if first else "  (new)"))
+    for tool in diff.changed:
+        click.echo(f"  ~ {tool}  (description or schema changed)")
+    for tool in diff.removed:
+        click.echo(f"  - {tool}  (gone)")
+    server.store.accept(name, server.config, listing)
+    if first:
+        click.echo(f"Trusted the {len(listing)} tools of the MCP server '{name}'.")
+    elif diff:
+        click.echo(f"Accepted the changes; the {len(listing)} tools of '{name}' are trusted as they are now.")
+    else:
+        click.echo(f"Nothing changed: the {len(listing)} tools of '{name}' were trusted already.")
+
+
+@command.command("list")
+@_root
+def list_servers(rig_root: Path) -> None:
+    """List the configured MCP servers and how many of their tools are trusted (starts nothing)."""
+    from toolrig.adapters.mcp_trust import TrustStore
+
+    servers = _load_config(rig_root).mcp_servers
+    store = TrustStore()
+    for name, config in sorted(servers.items()):
+        where = config.url or " ".join([config.command or "", *config.args])
+        trusted = store.trusted(name, config)
+        status = "never listed" if trusted is None else f"{len(trusted)} tools trusted"
+        click.echo(f"{name:<20} {status:<18} {where}")
+    if not servers:
+        click.echo("No MCP servers are configured (mcp_servers: in ~/.toolrig/config.yaml).")
+
+
+def _load_config(root: Path) -> Config:
+    from toolrig.cli import _fail as fail
+    from toolrig.config import load_config
+    from toolrig.errors import ConfigError
+
+    try:
+        loaded = load_config(root)
+    except ConfigError as exc:
+        fail(str(exc))
+    for warning in loaded.warnings:
+        click.echo(f"toolrig: warning: {warning}", err=True)
+    return loaded.config
+
+
+def _server_config(name: str, root: Path) -> McpServerConfig:
+    from toolrig.cli import _fail as fail
+
+    servers = _load_config(root).mcp_servers
+    config = servers.get(name)
+    if config is None:
+        known = ", ".join(sorted(servers)) or "none"
+        fail(f"no MCP server named {name!r} is configured (configured: {known})")
+    return config

@@ -1,0 +1,86 @@
+"""Our MCP server over streamable HTTP: the official client, and the DNS-rebinding and token guards."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mcp import Client
+
+from tests.adapters.mcp_peers import running, toolrig_command
+from toolrig.adapters.mcp_http import allowed_hosts, is_loopback
+
+pytestmark = pytest.mark.anyio
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@contextmanager
+def http_server(workspace: Path, home: Path, *extra: str, token: str | None = None) -> Iterator[str]:
+    env = {**os.environ, "TOOLRIG_HOME": str(home)}
+    env.pop("TOOLRIG_MCP_TOKEN", None)
+    if token is not None:
+        env["TOOLRIG_MCP_TOKEN"] = token
+    args = [toolrig_command(), "mcp", "serve", "--transport", "http", "--port", "0", "--root", str(workspace), *extra]
+    with running(args, env=env) as process:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        if "listening on" not in line:
+            pytest.fail(f"the server did not start: {line}{process.stderr.read()}")
+        yield line.rsplit(" ", 1)[1].strip()
+
+
+def post(url: str, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.post(url, content=json.dumps(INIT), headers={**MCP_HEADERS, **(headers or {})}, timeout=20)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_official_client_lists_and_calls_tools_over_streamable_http(
+    mode: str, workspace: Path, toolrig_home: Path
+) -> None:
+    with http_server(workspace, toolrig_home) as url:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        async with Client(url, mode=mode) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "calculate" in names
+            result = await client.call_tool("calculate", {"expression": "6 * 7"})
+            assert result.structured_content == {"result": 42}
+            broken = await client.call_tool("calculate", {"expression": "6 *"})
+            assert broken.is_error is True
+
+
+def test_an_extra_allowed_host_and_origin_are_accepted(workspace: Path, toolrig_home: Path) -> None:
+    extra = ("--allow-origin", "https://app.example", "--allow-host", "toolrig.test:8080")
+    with http_server(workspace, toolrig_home, *extra) as url:
+        assert post(url, {"origin": "https://app.example"}).status_code == 200
+        assert post(url, {"host": "toolrig.test:8080"}).status_code == 200
+        assert post(url, {"host": "toolrig.test:8081"}).status_code == 421
+
+
+@given(st.ip_addresses())
+def test_only_loopback_addresses_count_as_loopback(address: Any) -> None:
+    assert is_loopback(str(address)) is address.is_loopback
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("localhost", True), ("[::1]", True), ("example.com", False)])
+def test_names_are_loopback_only_when_they_are_localhost(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_loopback_servers_answer_to_every_loopback_name_on_their_port() -> None:
+    assert allowed_hosts("127.0.0.1", 8765) == ["127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
+    assert allowed_hosts("10.0.0.5", 80, ["mcp.internal:80"]) == ["10.0.0.5:80", "mcp.internal:80"]
