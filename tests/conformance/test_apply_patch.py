@@ -8,6 +8,7 @@ checks the outcome and the success summary or error text against ``expectations.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,12 @@ from toolrig import Rig
 
 
 def _corpus() -> Path:
+    """The corpus beside the checkout, or where TOOLRIG_SHARED says, or at the team's shared location."""
     here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "shared" / "conformance" / "apply_patch"
+    roots = [Path(os.environ["TOOLRIG_SHARED"])] if os.environ.get("TOOLRIG_SHARED") else []
+    roots += [parent / "shared" for parent in here.parents] + [Path("/work/shared")]
+    for root in roots:
+        candidate = root / "conformance" / "apply_patch"
         if (candidate / "scenarios").is_dir():
             return candidate
     raise RuntimeError(
