@@ -268,3 +268,23 @@ def test_a_server_that_cannot_start_offers_no_tools(workspace: Path, caplog: pyt
     rig = Rig(workspace, config={"mcp_servers": {"ghost": {"command": "/nonexistent/mcp-server"}}})
     assert rig.tools("mcp") == []
     assert "the MCP server 'ghost' could not be started" in caplog.text
+
+
+def test_a_rig_held_open_in_one_task_serves_calls_from_others_on_one_server(workspace: Path, peer_state: Path) -> None:
+    """How `toolrig chat` keeps MCP servers up between turns: one task holds the rig, turns run in others."""
+    from toolrig.commands._chat_impl import keep_open
+
+    Rig(workspace, config=peer(peer_state)).tools()  # first listing, trusted
+    rig = Rig(workspace, config=peer(peer_state))
+    with anyio.from_thread.start_blocking_portal() as portal:
+        stop = portal.call(anyio.Event)
+        held = portal.start_task_soon(keep_open, rig, stop)
+        for text in ("one", "two", "three"):
+            result = portal.call(rig.call, "peer__echo", {"text": text})
+            assert not result.is_error, result
+        assert len(starts(peer_state)) == 2  # the listing, then one server for all three calls
+        pid = starts(peer_state)[-1]
+        portal.call(stop.set)
+        held.result()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

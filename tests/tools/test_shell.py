@@ -141,3 +141,29 @@ def test_a_mistyped_setting_is_a_config_error_with_file_and_line(workspace: Path
 def test_an_invalid_mode_is_a_config_error(workspace: Path) -> None:
     with pytest.raises(ConfigError, match="mode"):
         Rig(workspace, config={"tool_config": {"run_command": {"mode": "zsh"}}}).tools()
+
+
+def test_a_running_command_reports_progress_to_the_calls_event_sink(workspace: Path) -> None:
+    from toolrig.events import Event, ToolProgressEvent
+
+    class Sink:
+        def __init__(self) -> None:
+            self.seen: list[Event] = []
+
+        def emit(self, event: Event) -> None:
+            self.seen.append(event)
+
+    sink = Sink()
+    rig = shell(workspace, progress_interval_seconds=0.05)
+    result = rig.call_sync("run_command", {"command": "echo started; sleep 0.6", "timeout_seconds": 10}, events=sink)
+    assert not result.is_error, result
+    progress = [e for e in sink.seen if isinstance(e, ToolProgressEvent)]
+    assert len(progress) >= 2
+    assert all(p.name == "run_command" and p.total == 10 for p in progress)
+    assert [p.progress for p in progress] == sorted(p.progress for p in progress)
+    assert "bytes of output so far" in (progress[-1].message or "")
+
+
+def test_progress_interval_has_a_floor(workspace: Path) -> None:
+    with pytest.raises(ConfigError, match="progress_interval_seconds"):
+        shell(workspace, progress_interval_seconds=0.001).registry  # noqa: B018

@@ -58,6 +58,9 @@ class Chat:
         self.console.print(Text.assemble(("toolrig chat", "bold"), f" · {self.settings.model} · {where}"))
         self.console.print(Text(HELP, "dim"))
         with anyio.from_thread.start_blocking_portal() as portal:
+            # MCP servers in the config stay up for the whole chat, not one call each, and stop with it.
+            stop = portal.call(anyio.Event)
+            held = portal.start_task_soon(keep_open, self.rig, stop)
             try:
                 while True:
                     try:
@@ -75,6 +78,8 @@ class Chat:
                     self.turn(portal, line)
             finally:
                 portal.call(self._close)
+                portal.call(stop.set)
+                held.result()
 
     def turn(self, portal: anyio.from_thread.BlockingPortal, line: str) -> None:
         abort = portal.call(anyio.Event)
@@ -144,6 +149,12 @@ class Chat:
         else:
             self.console.print(Text(f"unknown command {name}: {HELP}", "yellow"))
         return True
+
+
+async def keep_open(rig: Rig, stop: anyio.Event) -> None:
+    """Hold the rig open (``async with``) in a task of its own until ``stop``; other tasks call through it."""
+    async with rig:
+        await stop.wait()
 
 
 def chat(rig_root: Path, **options: Any) -> None:

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -381,11 +381,14 @@ async def run_contained(
     kill_grace: float = 2.0,
     report_cwd: bool = False,
     prelude: bool = True,
+    on_progress: Callable[[float, str], None] | None = None,
+    progress_interval: float = 1.0,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
     With ``prelude`` the child must be bash: it joins the cgroup and applies the limits itself before the
-    command starts, and with ``report_cwd`` says where it finished.
+    command starts, and with ``report_cwd`` says where it finished. ``on_progress(seconds, message)`` is
+    called every ``progress_interval`` seconds while the command runs (MCP clients show it).
     """
     child_env = dict(env)
     cgroup: PidsCgroup | None = None
@@ -439,6 +442,8 @@ async def run_contained(
                 raise RuntimeError("the process has no output pipes")
             group.start_soon(_pump, popen.stdout.fileno(), run.out, run, done[0])
             group.start_soon(_pump, popen.stderr.fileno(), run.err, run, done[1])
+            if on_progress is not None:
+                group.start_soon(_tick, on_progress, progress_interval, run, started)
             with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
                 async with anyio.create_task_group() as waiters:
                     waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
@@ -469,6 +474,15 @@ async def run_contained(
         final_cwd=final_cwd,
         stopped=run.stopped,
     )
+
+
+async def _tick(report: Callable[[float, str], None], interval: float, run: _Run, started: float) -> None:
+    """Say how long the command has run and how much it wrote, until the task group ends."""
+    while True:
+        await anyio.sleep(interval)
+        elapsed = time.perf_counter() - started
+        written = run.out.bytes_seen + run.err.bytes_seen
+        report(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
 
 
 async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:

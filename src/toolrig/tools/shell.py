@@ -53,6 +53,9 @@ class RunCommandConfig(BaseModel):
     max_output_chars: int = Field(default=50_000, ge=1_000, description="Characters kept per stream (head and tail).")
     max_output_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="Bytes per stream before a kill.")
     kill_grace_seconds: float = Field(default=2.0, ge=0, description="Time between SIGTERM and SIGKILL.")
+    progress_interval_seconds: float = Field(
+        default=1.0, ge=0.05, description="How often a running command reports progress (MCP clients show it)."
+    )
 
     @field_validator("allow", "deny")
     @classmethod
@@ -162,6 +165,8 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             max_output_bytes=config.max_output_bytes,
             kill_grace=config.kill_grace_seconds,
             report_cwd=argv is None,
+            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+            progress_interval=config.progress_interval_seconds,
         )
         final = self._remember(result.final_cwd, key, cwd, ctx)
         return RunCommandOutput(
