@@ -253,3 +253,36 @@ def test_a_forked_child_opens_its_own_shared_database_and_leaves_the_parents_alo
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+# ---------------------------------------------------------------------------------- driver and setup
+
+
+@pytest.mark.anyio
+async def test_setup_runs_on_every_connection_before_it_is_used(tmp_path: Path) -> None:
+    def setup(conn: sqlite3.Connection) -> None:
+        conn.create_function("double", 1, lambda value: value * 2)
+
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, setup=setup)
+    await db.write_async(lambda conn: conn.execute("INSERT INTO t (v) VALUES (double(2))"))  # the fast connection
+    db.write(lambda conn: conn.execute("INSERT INTO t (v) VALUES (double(3))"))  # the waiting one
+    assert db.read(lambda conn: conn.execute("SELECT double(v) FROM t ORDER BY v").fetchall()) == [(8,), (12,)]
+    db.close()
+
+
+def test_another_sqlite_driver_gets_the_same_bounded_wait(tmp_path: Path) -> None:
+    from pysqlite3 import dbapi2
+
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, driver=dbapi2, busy_timeout_ms=1, max_wait=0.2)
+    assert type(db.connection).__module__.startswith("pysqlite3")
+    # Two SQLite libraries in one process do not see each other's locks: the other writer uses the same one.
+    other = dbapi2.connect(str(tmp_path / "a.db"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(ToolError) as caught:  # not pysqlite3's own "database is locked"
+        db.write(insert(1))
+    assert caught.value.error_type is ErrorType.UNAVAILABLE
+    other.execute("ROLLBACK")
+    other.close()
+    db.write(insert(2))
+    assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(2,)]
+    db.close()

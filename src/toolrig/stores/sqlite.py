@@ -36,7 +36,7 @@ SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _BUSY_WORDS = ("locked", "busy")
 
 
-def is_busy(exc: sqlite3.OperationalError) -> bool:
+def is_busy(exc: Exception) -> bool:
     """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock; waiting is the cure."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -51,7 +51,9 @@ class Database:
     ``write`` from any thread, and, once ``write_async`` is used, one with no busy wait for the event
     loop's fast path. ``lazy=True`` opens the file on first use, so constructing costs nothing.
     ``accept_newer=True`` lets a file migrated by a newer toolrig be used as it is (for append-only
-    tables whose columns this version names), where the default refuses it.
+    tables whose columns this version names), where the default refuses it. ``driver`` is a DB-API
+    module built on SQLite (``pysqlite3.dbapi2`` where the standard one cannot load extensions) and
+    ``setup`` runs on every new connection before the migrations (loading an extension, say).
     """
 
     def __init__(
@@ -64,6 +66,8 @@ class Database:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         lazy: bool = False,
         accept_newer: bool = False,
+        driver: Any = sqlite3,
+        setup: Callable[[Any], None] | None = None,
     ) -> None:
         if synchronous.upper() not in SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
@@ -73,6 +77,9 @@ class Database:
         self.max_wait = max_wait
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.accept_newer = accept_newer
+        self.driver = driver
+        self.setup = setup
+        self._busy_error: type[Exception] = driver.OperationalError
         self._conn: sqlite3.Connection | None = None  # waits on busy; used under _lock
         self._fast: sqlite3.Connection | None = None  # busy_timeout 0; used by whoever gets _fast_lock
         self._lock = threading.RLock()
@@ -113,7 +120,7 @@ class Database:
         while True:
             try:
                 return action()
-            except sqlite3.OperationalError as exc:
+            except self._busy_error as exc:
                 if not is_busy(exc):
                     raise
                 if time.monotonic() >= deadline:
@@ -142,7 +149,7 @@ class Database:
         if self._fast_lock.acquire(blocking=False):
             try:
                 return body(fast) if single else _transaction(fast, body)
-            except sqlite3.OperationalError as exc:
+            except self._busy_error as exc:
                 if not is_busy(exc):
                     raise
             finally:
@@ -168,11 +175,15 @@ class Database:
 
     def _connect(self, busy_ms: int) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so the transaction kind is ours to choose.
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000)
+        conn: sqlite3.Connection = self.driver.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000
+        )
         try:
             conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            if self.setup is not None:
+                self.setup(conn)
         except BaseException:
             conn.close()
             raise
