@@ -215,9 +215,12 @@ def test_one_shared_database_per_file_whatever_the_path_spelling(tmp_path: Path)
     first = Database.shared(tmp_path / "x.sqlite", MIGRATIONS)
     assert Database.shared(tmp_path / "sub" / ".." / "x.sqlite", MIGRATIONS) is first
     assert Database.shared(tmp_path / "x.sqlite", MIGRATIONS) is first
+    private = Database(tmp_path / "x.sqlite", MIGRATIONS)
+    assert first.is_shared and not private.is_shared
+    private.close()
     first.close()  # ends the sharing: the next caller gets a new database
     again = Database.shared(tmp_path / "x.sqlite", MIGRATIONS)
-    assert again is not first
+    assert again is not first and again.is_shared and not first.is_shared
     again.write(insert(1))
     assert again.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(1,)]
     again.close()
@@ -234,7 +237,7 @@ parent.write(lambda c: c.execute("INSERT INTO t VALUES ('parent')"))
 pid = os.fork()
 if pid == 0:
     child = Database.shared(path, migrations)
-    fresh = child is not parent
+    fresh = child is not parent and not parent.is_shared
     child.write(lambda c: c.execute("INSERT INTO t VALUES ('child')"))
     child.close()
     os._exit(0 if fresh else 3)

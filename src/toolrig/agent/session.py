@@ -48,6 +48,8 @@ CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+_SHARED_STORES: dict[Path, SessionStore] = {}
+
 
 def new_session_id() -> str:
     """Sortable by start time, unique without coordination."""
@@ -96,7 +98,10 @@ class SessionStore:
         Closing the last connection to a WAL database checkpoints and syncs it (~20 ms here), which a run
         should not pay at its end; the shared connection stays open until the process exits.
         """
-        return cls(state_dir / DB_NAME, shared=True)
+        store = _SHARED_STORES.get(state_dir)  # saves building a path and a store per run (~10 µs)
+        if store is None or not store.db.is_shared:
+            store = _SHARED_STORES[state_dir] = cls(state_dir / DB_NAME, shared=True)
+        return store
 
     def close(self) -> None:
         self.db.close()

@@ -110,6 +110,11 @@ class Database:
             return found
 
     @property
+    def is_shared(self) -> bool:
+        """Still the process's shared database for its file (not closed since, not inherited through a fork)."""
+        return _SHARED.get(self.path) is self
+
+    @property
     def connection(self) -> sqlite3.Connection:
         return self._conn or self._open()
 
