@@ -69,3 +69,15 @@ def test_a_second_process_can_read_while_a_session_is_written(tmp_path: Path) ->
     writer.record(sid, turn=0, messages=[Message.user("one")])
     assert reader.messages(sid) == [Message.user("one")]
     assert sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_shared_stores_of_one_workspace_use_one_connection_until_closed(tmp_path: Path) -> None:
+    first = SessionStore.shared(tmp_path)
+    second = SessionStore.shared(tmp_path)
+    assert first.db is second.db and first.path == tmp_path.resolve() / "sessions.db"
+    sid = first.create(model="m", provider="openai")
+    assert second.exists(sid)
+    first.close()
+    third = SessionStore.shared(tmp_path)
+    assert third.db is not first.db and third.exists(sid)
+    third.close()

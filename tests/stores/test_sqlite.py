@@ -1,15 +1,23 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.sqlite import Database
 
 MIGRATIONS = ("CREATE TABLE t (v INTEGER);", "ALTER TABLE t ADD COLUMN w TEXT;")
+TWO_ON_ONE_LINE = ["CREATE TABLE t (v INTEGER)", "ALTER TABLE t ADD COLUMN w TEXT; CREATE TABLE u (x)"]
+
+
+def insert(value: int) -> object:
+    return lambda conn: conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
 
 
 def test_migrations_apply_once_in_order_and_record_the_schema_version(tmp_path: Path) -> None:
@@ -78,4 +86,206 @@ def test_a_lock_held_past_the_wait_limit_becomes_unavailable_not_database_is_loc
     assert "database is locked" not in caught.value.message
     other.execute("ROLLBACK")
     other.close()
+    db.close()
+
+
+def test_a_newer_schema_is_used_as_it_is_when_the_user_accepts_it(tmp_path: Path) -> None:
+    Database(tmp_path / "x.sqlite", MIGRATIONS).close()
+    db = Database(tmp_path / "x.sqlite", MIGRATIONS[:1], accept_newer=True)
+    db.write(lambda conn: conn.execute("INSERT INTO t (v) VALUES (1)"))
+    assert db.read(lambda conn: conn.execute("PRAGMA user_version").fetchone()[0]) == 2  # not downgraded
+    db.close()
+
+
+def test_migrations_split_on_statement_ends_not_on_semicolons_inside_strings(tmp_path: Path) -> None:
+    script = "CREATE TABLE t (v TEXT DEFAULT 'a;b'); CREATE TABLE u (x);\nINSERT INTO t DEFAULT VALUES;"
+    db = Database(tmp_path / "x.sqlite", [script])
+    assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [("a;b",)]
+    assert db.read(lambda conn: conn.execute("SELECT count(*) FROM u").fetchone()[0]) == 0
+    db.close()
+
+
+def test_a_lazy_database_creates_its_file_only_when_first_used(tmp_path: Path) -> None:
+    db = Database(tmp_path / "state" / "x.sqlite", MIGRATIONS, lazy=True)
+    assert not (tmp_path / "state").exists()
+    db.write(insert(1))
+    assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(1,)]
+    db.close()
+
+
+def test_each_database_keeps_its_own_synchronous_setting(tmp_path: Path) -> None:
+    full = Database(tmp_path / "full.sqlite", synchronous="full")
+    normal = Database(tmp_path / "normal.sqlite")
+    assert full.read(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 2
+    assert normal.read(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]) == 1
+    full.close()
+    normal.close()
+    with pytest.raises(ValueError, match="synchronous must be one of"):
+        Database(tmp_path / "bad.sqlite", synchronous="NORMAL; DROP TABLE t")
+
+
+def test_a_closed_database_reopens_on_next_use(tmp_path: Path) -> None:
+    db = Database(tmp_path / "x.sqlite", MIGRATIONS)
+    db.write(insert(1))
+    db.close()
+    assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(1,)]
+    db.close()
+
+
+# ---------------------------------------------------------------------------------- write_async
+
+
+@pytest.mark.anyio
+async def test_migrations_run_once_in_order_whoever_opens_first(tmp_path: Path) -> None:
+    first = Database(tmp_path / "a.db", TWO_ON_ONE_LINE[:1], lazy=True)
+    await first.write_async(insert(1))
+    second = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, lazy=True)
+    await second.write_async(insert(2))
+    assert second.read(lambda c: c.execute("PRAGMA user_version").fetchone()[0]) == 2
+    assert second.read(lambda c: c.execute("SELECT v, w FROM t ORDER BY v").fetchall()) == [(1, None), (2, None)]
+    assert first.read(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0]) == "wal"
+    first.close()
+    second.close()
+
+
+@pytest.mark.anyio
+async def test_a_failed_async_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE)
+
+    def half(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO t (v) VALUES (1)")
+        raise ValueError("changed my mind")
+
+    with pytest.raises(ValueError, match="changed my mind"):
+        await db.write_async(half)
+    await db.write_async(insert(2))
+    assert db.read(lambda c: c.execute("SELECT v FROM t").fetchall()) == [(2,)]
+    db.close()
+
+
+@pytest.mark.anyio
+async def test_an_async_write_to_a_free_file_runs_on_the_event_loop_thread(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE)
+    threads: list[int] = []
+
+    def body(conn: sqlite3.Connection) -> None:
+        threads.append(threading.get_ident())
+        conn.execute("INSERT INTO t (v) VALUES (1)")
+
+    await db.write_async(body)
+    await db.write_async(body, single=True)
+    assert threads == [threading.get_ident()] * 2
+    db.close()
+
+
+@pytest.mark.anyio
+async def test_an_async_write_waits_in_a_thread_while_another_process_holds_the_lock(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE)
+    await db.write_async(insert(1))
+    other = sqlite3.connect(tmp_path / "a.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t (v) VALUES (2)")
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(db.write_async, insert(3))  # busy at once: moves to a worker thread and waits there
+            await anyio.to_thread.run_sync(other.commit)
+    other.close()
+    assert db.read(lambda c: c.execute("SELECT v FROM t ORDER BY rowid").fetchall()) == [(1,), (2,), (3,)]
+    db.close()
+
+
+@pytest.mark.anyio
+async def test_an_async_write_past_the_wait_limit_becomes_unavailable(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, busy_timeout_ms=1, max_wait=0.2)
+    other = sqlite3.connect(tmp_path / "a.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with anyio.fail_after(10), pytest.raises(ToolError) as caught:
+        await db.write_async(insert(1))
+    assert caught.value.error_type is ErrorType.UNAVAILABLE
+    other.execute("ROLLBACK")
+    other.close()
+    db.close()
+
+
+# ---------------------------------------------------------------------------------- shared
+
+
+def test_one_shared_database_per_file_whatever_the_path_spelling(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    first = Database.shared(tmp_path / "x.sqlite", MIGRATIONS)
+    assert Database.shared(tmp_path / "sub" / ".." / "x.sqlite", MIGRATIONS) is first
+    assert Database.shared(tmp_path / "x.sqlite", MIGRATIONS) is first
+    private = Database(tmp_path / "x.sqlite", MIGRATIONS)
+    assert first.is_shared and not private.is_shared
+    private.close()
+    first.close()  # ends the sharing: the next caller gets a new database
+    again = Database.shared(tmp_path / "x.sqlite", MIGRATIONS)
+    assert again is not first and again.is_shared and not first.is_shared
+    again.write(insert(1))
+    assert again.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(1,)]
+    again.close()
+
+
+FORKER = """
+import os, sys
+from pathlib import Path
+from toolrig.stores.sqlite import Database
+
+path, migrations = Path(sys.argv[1]), ["CREATE TABLE t (v TEXT)"]
+parent = Database.shared(path, migrations)
+parent.write(lambda c: c.execute("INSERT INTO t VALUES ('parent')"))
+pid = os.fork()
+if pid == 0:
+    child = Database.shared(path, migrations)
+    fresh = child is not parent and not parent.is_shared
+    child.write(lambda c: c.execute("INSERT INTO t VALUES ('child')"))
+    child.close()
+    os._exit(0 if fresh else 3)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+parent.write(lambda c: c.execute("INSERT INTO t VALUES ('parent again')"))
+print([v for (v,) in parent.read(lambda c: c.execute("SELECT v FROM t ORDER BY rowid").fetchall())])
+"""
+
+
+def test_a_forked_child_opens_its_own_shared_database_and_leaves_the_parents_alone(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite"
+    done = subprocess.run([sys.executable, "-c", FORKER, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['parent', 'child', 'parent again']"
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+# ---------------------------------------------------------------------------------- driver and setup
+
+
+@pytest.mark.anyio
+async def test_setup_runs_on_every_connection_before_it_is_used(tmp_path: Path) -> None:
+    def setup(conn: sqlite3.Connection) -> None:
+        conn.create_function("double", 1, lambda value: value * 2)
+
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, setup=setup)
+    await db.write_async(lambda conn: conn.execute("INSERT INTO t (v) VALUES (double(2))"))  # the fast connection
+    db.write(lambda conn: conn.execute("INSERT INTO t (v) VALUES (double(3))"))  # the waiting one
+    assert db.read(lambda conn: conn.execute("SELECT double(v) FROM t ORDER BY v").fetchall()) == [(8,), (12,)]
+    db.close()
+
+
+def test_another_sqlite_driver_gets_the_same_bounded_wait(tmp_path: Path) -> None:
+    from pysqlite3 import dbapi2
+
+    db = Database(tmp_path / "a.db", TWO_ON_ONE_LINE, driver=dbapi2, busy_timeout_ms=1, max_wait=0.2)
+    assert type(db.connection).__module__.startswith("pysqlite3")
+    # Two SQLite libraries in one process do not see each other's locks: the other writer uses the same one.
+    other = dbapi2.connect(str(tmp_path / "a.db"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(ToolError) as caught:  # not pysqlite3's own "database is locked"
+        db.write(insert(1))
+    assert caught.value.error_type is ErrorType.UNAVAILABLE
+    other.execute("ROLLBACK")
+    other.close()
+    db.write(insert(2))
+    assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(2,)]
     db.close()

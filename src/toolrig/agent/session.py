@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,11 +18,12 @@ from typing import Any
 
 from toolrig.agent.messages import Message
 from toolrig.agent.usage import Usage
+from toolrig.stores.sqlite import Database
 
 DB_NAME = "sessions.db"
-SCHEMA_VERSION = 1
 
-_SCHEMA = """
+MIGRATIONS = (
+    """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL, title TEXT NOT NULL DEFAULT '',
     model TEXT NOT NULL DEFAULT '', provider TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'open'
@@ -44,11 +44,11 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     duration_ms REAL NOT NULL, PRIMARY KEY (session_id, call_id)
 );
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
-"""
+""",
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 
-
-_SHARED: dict[Path, SessionStore] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED_STORES: dict[Path, SessionStore] = {}
 
 
 def new_session_id() -> str:
@@ -83,20 +83,9 @@ class ToolCallRecord:
 class SessionStore:
     """One workspace's sessions. Writes are short transactions; WAL lets a second process read meanwhile."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(f"{path} was written by a newer toolrig (schema {version} > {SCHEMA_VERSION})")
-        if version < SCHEMA_VERSION:
-            with self._lock:
-                self._db.executescript(_SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+    def __init__(self, path: Path, *, shared: bool = False) -> None:
+        self.db = Database.shared(path, MIGRATIONS) if shared else Database(path, MIGRATIONS)
+        self.path = self.db.path
 
     @classmethod
     def for_state_dir(cls, state_dir: Path) -> SessionStore:
@@ -104,34 +93,30 @@ class SessionStore:
 
     @classmethod
     def shared(cls, state_dir: Path) -> SessionStore:
-        """One open store per database for the whole process.
+        """A store on the process's one open connection to this database (see ``Database.shared``).
 
         Closing the last connection to a WAL database checkpoints and syncs it (~20 ms here), which a run
         should not pay at its end; the shared connection stays open until the process exits.
         """
-        store = _SHARED.get(state_dir)
-        if store is not None:
-            return store
-        with _SHARED_LOCK:
-            path = (state_dir / DB_NAME).resolve()
-            store = next((s for s in _SHARED.values() if s.path == path), None) or cls(path)
-            _SHARED[state_dir] = store
-            return store
+        store = _SHARED_STORES.get(state_dir)  # saves building a path and a store per run (~10 µs)
+        if store is None or not store.db.is_shared:
+            store = _SHARED_STORES[state_dir] = cls(state_dir / DB_NAME, shared=True)
+        return store
 
     def close(self) -> None:
-        self._db.close()
+        self.db.close()
 
     # ------------------------------------------------------------------------------ writing
 
     def create(self, *, model: str, provider: str, title: str = "", session_id: str | None = None) -> str:
         sid = session_id or new_session_id()
-        with self._lock:
-            self._insert_session(sid, model, provider, title)
+        self.db.write(lambda db: self._insert_session(db, sid, model, provider, title), single=True)
         return sid
 
-    def _insert_session(self, sid: str, model: str, provider: str, title: str) -> None:
+    @staticmethod
+    def _insert_session(db: sqlite3.Connection, sid: str, model: str, provider: str, title: str) -> None:
         now = time.time()
-        self._db.execute(
+        db.execute(
             "INSERT OR IGNORE INTO sessions (id, created, updated, title, model, provider) VALUES (?, ?, ?, ?, ?, ?)",
             (sid, now, now, title[:200], model, provider),
         )
@@ -152,63 +137,58 @@ class SessionStore:
     ) -> None:
         """Append what one turn produced, in one transaction; with ``title`` the session is created first."""
         now = time.time()
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                if title is not None:
-                    self._insert_session(session_id, model, provider, title)
-                if messages:
-                    seq = db.execute(
-                        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
-                    ).fetchone()[0]
-                    db.executemany(
-                        "INSERT INTO messages (session_id, seq, turn, role, content) VALUES (?, ?, ?, ?, ?)",
-                        [
-                            (session_id, seq + i + 1, turn, m.role, json.dumps(m.to_json()["content"]))
-                            for i, m in enumerate(messages)
-                        ],
-                    )
-                if usage is not None:
-                    db.execute(
-                        "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            session_id, turn, model, provider, usage.input, usage.output, usage.cache_read,
-                            usage.cache_write, usage.cost_usd, stop_reason, now,
-                        ),
-                    )  # fmt: skip
-                calls = [
-                    (session_id, c.call_id, c.turn, c.name, c.args, int(c.is_error), c.preview, c.duration_ms)
-                    for c in tool_calls
-                ]
-                if calls:
-                    db.executemany("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)", calls)
-                sets: list[str] = ["updated = ?"]
-                values: list[Any] = [now]
-                if model:
-                    sets += ["model = ?", "provider = ?"]
-                    values += [model, provider]
-                if status is not None:
-                    sets.append("status = ?")
-                    values.append(status)
-                db.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, session_id))  # noqa: S608
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        encoded = [(m.role, json.dumps(m.to_json()["content"])) for m in messages]  # before taking the lock
+        calls = [
+            (session_id, c.call_id, c.turn, c.name, c.args, int(c.is_error), c.preview, c.duration_ms)
+            for c in tool_calls
+        ]
+        sets: list[str] = ["updated = ?"]
+        values: list[Any] = [now]
+        if model:
+            sets += ["model = ?", "provider = ?"]
+            values += [model, provider]
+        if status is not None:
+            sets.append("status = ?")
+            values.append(status)
+        update = f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?"  # noqa: S608 - fixed column names
+
+        def body(db: sqlite3.Connection) -> None:
+            if title is not None:
+                self._insert_session(db, session_id, model, provider, title)
+            if encoded:
+                seq = db.execute(
+                    "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+                db.executemany(
+                    "INSERT INTO messages (session_id, seq, turn, role, content) VALUES (?, ?, ?, ?, ?)",
+                    [(session_id, seq + i + 1, turn, role, content) for i, (role, content) in enumerate(encoded)],
+                )
+            if usage is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session_id, turn, model, provider, usage.input, usage.output, usage.cache_read,
+                        usage.cache_write, usage.cost_usd, stop_reason, now,
+                    ),
+                )  # fmt: skip
+            if calls:
+                db.executemany("INSERT OR REPLACE INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)", calls)
+            db.execute(update, (*values, session_id))
+
+        self.db.write(body)
 
     def set_status(self, session_id: str, status: str) -> None:
-        with self._lock:
-            self._db.execute(
+        self.db.write(
+            lambda db: db.execute(
                 "UPDATE sessions SET status = ?, updated = ? WHERE id = ?", (status, time.time(), session_id)
-            )
+            ),
+            single=True,
+        )
 
     # ------------------------------------------------------------------------------ reading
 
     def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        """One query under the lock: the connection is shared by the threads of a process."""
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        return self.db.read(lambda db: db.execute(sql, params).fetchall())
 
     def exists(self, session_id: str) -> bool:
         return bool(self._rows("SELECT 1 FROM sessions WHERE id = ?", (session_id,)))
@@ -261,7 +241,9 @@ class SessionStore:
         return [ToolCallRecord(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            cursor = self._db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY turn", (session_id,))
+        def rows(db: sqlite3.Connection) -> list[dict[str, Any]]:
+            cursor = db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY turn", (session_id,))
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+        return self.db.read(rows)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from toolrig.policy.redact import redact
-from toolrig.policy.sqlite import SqliteFile
+from toolrig.stores.sqlite import Database
 
 if TYPE_CHECKING:
     from toolrig.executor import ToolCall
@@ -96,11 +96,12 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
 class AuditLog:
     def __init__(self, state_dir: Path, *, sync: str = "normal") -> None:
         self.path = state_dir / FILE_NAME
-        self.db = SqliteFile(self.path, MIGRATIONS, synchronous=sync.upper())
+        # Opened with the first row; a file from a newer toolrig still takes rows (the columns are named).
+        self.db = Database(self.path, MIGRATIONS, synchronous=sync, lazy=True, accept_newer=True)
 
     async def record(self, call: ToolCall, result: ToolResult) -> None:
         values = row_values(call, result)
-        await self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
+        await self.db.write_async(lambda conn: conn.execute(_INSERT, values), single=True)
 
     def query(
         self,

@@ -60,9 +60,9 @@ class RateLimiter:
     def __init__(self, config: Config, state_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.clock = clock  # wall time: buckets are shared with other processes, monotonic clocks are not
-        from toolrig.policy.sqlite import SqliteFile
+        from toolrig.stores.sqlite import Database
 
-        self.db = SqliteFile(state_dir / "ratelimit.db", MIGRATIONS)
+        self.db = Database(state_dir / "ratelimit.db", MIGRATIONS, lazy=True, accept_newer=True)
         self._limits: dict[tuple[str, str | None], list[Limit]] = {}
 
     def limits_for(self, tool: AnyTool, agent: str | None) -> list[Limit]:
@@ -91,10 +91,10 @@ class RateLimiter:
         limits = self.limits_for(tool, agent)
         if not limits:
             return None
-        return await self.db.write(lambda conn: self._take(conn, limits))
+        return await self.db.write_async(lambda conn: self._take(conn, limits))
 
     def acquire_blocking(self, limits: list[Limit]) -> Refusal | None:
-        return self.db.write_blocking(lambda conn: self._take(conn, limits))
+        return self.db.write(lambda conn: self._take(conn, limits))
 
     def _take(self, conn: Any, limits: list[Limit]) -> Refusal | None:  # a sqlite3.Connection
         now = self.clock()

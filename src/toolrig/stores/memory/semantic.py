@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.stores.sqlite import Database
 
 DIMENSIONS = 384
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.); large enough that one list cannot dominate
@@ -48,72 +49,73 @@ def embed(texts: list[str]) -> list[bytes]:
     return [vector.astype("float32").tobytes() for vector in vectors]
 
 
-def _connect(path: Path) -> Any:
+MIGRATIONS = (f"CREATE VIRTUAL TABLE IF NOT EXISTS vectors USING vec0(embedding float[{DIMENSIONS}])",)
+
+
+def _open(path: Path) -> Database:
     try:
         import sqlite_vec
     except ImportError:
         raise _unavailable("sqlite-vec is not installed") from None
     import sqlite3
 
+    driver: Any = sqlite3
     probe = sqlite3.connect(":memory:")
     loadable = hasattr(probe, "enable_load_extension")
     probe.close()
-    if loadable:
-        conn: Any = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    else:
+    if not loadable:
         try:
             from pysqlite3 import dbapi2
+
+            driver = dbapi2
         except ImportError:
             raise _unavailable("this Python's sqlite3 cannot load extensions and pysqlite3 is missing") from None
-        conn = dbapi2.connect(str(path), isolation_level=None, check_same_thread=False)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vectors USING vec0(embedding float[{DIMENSIONS}])")
-    return conn
+
+    def load_vec(conn: Any) -> None:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+
+    return Database(path, MIGRATIONS, driver=driver, setup=load_vec)
 
 
 class SemanticIndex:
     """Embeddings keyed by chunk id (chunk ids are never reused, so a stale vector can never be misread)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = _connect(path)
-        self._lock = threading.Lock()
+        self.db = _open(path)
+        self._lock = threading.Lock()  # one sync at a time, so no chunk is embedded twice
 
     def sync(self, chunks: dict[int, str]) -> int:
         """Make the vectors match ``chunks`` (id -> text): embed the new ones, drop the vanished. Returns #embedded."""
         with self._lock:
-            have = {row[0] for row in self._conn.execute("SELECT rowid FROM vectors")}
+            have = {row[0] for row in self.db.read(lambda conn: conn.execute("SELECT rowid FROM vectors").fetchall())}
             missing = [chunk_id for chunk_id in chunks if chunk_id not in have]
             stale = [chunk_id for chunk_id in have if chunk_id not in chunks]
             for begin in range(0, len(missing), 256):
                 batch = missing[begin : begin + 256]
-                vectors = embed([chunks[chunk_id] for chunk_id in batch])
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO vectors (rowid, embedding) VALUES (?, ?)", zip(batch, vectors, strict=True)
+                rows = list(zip(batch, embed([chunks[chunk_id] for chunk_id in batch]), strict=True))
+                self.db.write(
+                    lambda conn, rows=rows: conn.executemany(  # type: ignore[misc]
+                        "INSERT OR REPLACE INTO vectors (rowid, embedding) VALUES (?, ?)", rows
+                    )
                 )
-                self._conn.execute("COMMIT")
             if stale:
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.executemany("DELETE FROM vectors WHERE rowid = ?", [(chunk_id,) for chunk_id in stale])
-                self._conn.execute("COMMIT")
+                gone = [(chunk_id,) for chunk_id in stale]
+                self.db.write(lambda conn: conn.executemany("DELETE FROM vectors WHERE rowid = ?", gone))
             return len(missing)
 
     def nearest(self, query: str, k: int) -> list[int]:
         vector = embed([query])[0]
-        with self._lock:
-            rows = self._conn.execute(
+        rows = self.db.read(
+            lambda conn: conn.execute(
                 "SELECT rowid FROM vectors WHERE embedding MATCH ? AND k = ? ORDER BY distance", (vector, k)
             ).fetchall()
+        )
         return [row[0] for row in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self.db.close()
 
 
 def fuse(*rankings: Iterable[int]) -> list[tuple[int, float]]:
