@@ -32,9 +32,9 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
         monkeypatch.setenv("TOOLRIG_NO_CGROUP", "1")
     else:
         monkeypatch.delenv("TOOLRIG_NO_CGROUP", raising=False)
+    monkeypatch.setattr(PidsCgroup, "_base", None)  # both are restored after the test
     monkeypatch.setattr(PidsCgroup, "_probed", False)
     yield request.param
-    monkeypatch.setattr(PidsCgroup, "_probed", False)
 
 
 def alive(pid: int) -> bool:

@@ -1,8 +1,10 @@
 """Running a child process for a tool: contained, killable, with bounded output and a scrubbed environment.
 
-Trust model: the command is hostile. It runs in its own session and process group (and, where the kernel
-lets us, its own pids cgroup), under resource limits set in the child before the command starts, with an
-environment stripped of secrets; on timeout, cancellation or when it finishes, everything it started dies.
+Trust model: the command is hostile and runs as our user. It is started by the launcher
+(``toolrig.sandbox.launcher``), never by toolrig itself, so no ancestor of the command holds toolrig's
+environment; a per-command keeper (a child subreaper) starts it in its own session, inside its own pids cgroup
+where the kernel lets us create one, and counts its processes where it does not. On timeout, cancellation,
+an output flood or when the leader exits, everything the command started dies, ``setsid`` children included.
 """
 
 from __future__ import annotations
@@ -606,7 +608,8 @@ async def _stop(keeper: Keeper, grace: float, cgroup: PidsCgroup | None) -> None
         with anyio.move_on_after(grace):
             await keeper.exited()
     if not keeper.closed:
-        keeper.signal(signal.SIGUSR1)
+        if keeper.exit_code is None:
+            keeper.signal(signal.SIGUSR1)  # after the leader's exit the keeper ends the rest by itself
         with anyio.move_on_after(_KEEPER_SECONDS):
             await keeper.gone()
     if not keeper.closed:
