@@ -122,3 +122,10 @@ def _sleepers(seconds: str) -> list[int]:
             if cmdline[:2] == [b"sleep", seconds.encode()] and alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
+
+
+def test_commands_leave_no_prelude_directories_behind(workspace: Path) -> None:
+    before = set(Path("/tmp").glob("toolrig-*/prelude.bash"))
+    result = run(shell(workspace, cpu_seconds=5), "ulimit -t; pwd")
+    assert result.output["stdout"].split() == ["5", str(workspace)]
+    assert set(Path("/tmp").glob("toolrig-*/prelude.bash")) <= before
