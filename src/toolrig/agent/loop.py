@@ -267,7 +267,7 @@ class _Run:
             if not calls:
                 response = complete.message.text
                 await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
-                return self._result(progress, response, "completed")
+                return self._result(progress, response, _stop_of(complete))
             outcome = await self._tool_phase(progress, {})
             if outcome is not None:
                 return outcome
@@ -306,7 +306,7 @@ class _Run:
             model=s.model,
             provider=s.provider,
             stop_reason=complete.stop_reason,
-            status=None if message.tool_calls else "done",
+            status=None if message.tool_calls else ("max_tokens" if _stop_of(complete) == "max_tokens" else "done"),
         )
         progress.session_turn += 1
         if self.budget is not None and progress.usage.cost_usd > self.budget:
@@ -356,7 +356,7 @@ class _Run:
             complete = await self._model_turn(progress, tool_choice="none")
             response = complete.message.text
             await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
-            return self._result(progress, response, "max_turns")
+            return self._result(progress, response, "max_turns" if _stop_of(complete) == "completed" else "max_tokens")
         return None
 
     def _paused(
@@ -423,6 +423,11 @@ class _Run:
     async def _hook(self, event: HookEvent) -> None:
         await self.rig.hooks.run(event)
         await self.hooks.run(event)
+
+
+def _stop_of(complete: TurnComplete) -> StopReason:
+    """A final answer cut off by the token limit is not a completed run: callers must be able to tell."""
+    return "max_tokens" if complete.stop_reason == "length" else "completed"
 
 
 def _record_of(call: ToolCallBlock, result: ToolResult, turn: int) -> ToolCallRecord:
