@@ -18,6 +18,7 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
+from toolrig.agent.context import tool_list_warning
 from toolrig.agent.errors import RunError
 from toolrig.agent.hooks import current_hooks, install_run_hooks
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
@@ -87,6 +88,9 @@ class _Run:
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
+        warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
+        if warning is not None:
+            log.warning(warning)
         self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
         self.hooks = HookChain()
         for hook in options.hooks:
