@@ -52,7 +52,7 @@ def test_trust_lists_first_use_then_reports_nothing_changed(
     again = CliRunner().invoke(app, ["mcp", "trust", "peer", "--root", str(workspace)])
     assert "Nothing changed" in again.output
     listed = CliRunner().invoke(app, ["mcp", "list", "--root", str(workspace)])
-    assert "peer" in listed.output and "4 tools trusted" in listed.output
+    assert "peer" in listed.output and "5 tools trusted" in listed.output
 
 
 def test_trust_names_the_configured_servers_when_asked_for_another(workspace: Path, toolrig_home: Path) -> None:
