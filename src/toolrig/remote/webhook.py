@@ -126,7 +126,7 @@ class WebhookChannel:
             return self._refuse(self._closed.get(request_id, "unknown"), request_id, 409)
         request = slot.request
         slot.decision = ApprovalDecision(
-            verdict,  # type: ignore[arg-type]  # checked against _VERDICTS above
+            verdict,  # one of _VERDICTS, checked above
             str(answer.get("reason") or "answered through the webhook")[:500],
             patterns=request.suggested[:1] if verdict == "allow_always" else (),
             fingerprint=request.fingerprint,
