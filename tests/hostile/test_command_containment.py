@@ -46,9 +46,7 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_r04_no_ancestor_of_a_command_holds_toolrigs_secrets(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_r04_no_ancestor_of_a_command_holds_toolrigs_secrets(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     monkeypatch.setenv("FAKE_SECRET_TOKEN", SECRET)
     rig = shell(workspace)
@@ -81,7 +79,7 @@ def test_a_fork_burst_over_max_processes_is_bounded(workspace: Path, mode: str) 
     else:
         assert out["stopped"] and "process limit" in out["stopped"], out
     assert not out["timed_out"] or mode == "cgroup"
-    assert not [p for p in _sleepers("30")], "a sleeper outlived its command"
+    assert not _sleepers("30"), "a sleeper outlived its command"
 
 
 @pytest.mark.parametrize(
