@@ -127,3 +127,10 @@ def test_commands_leave_no_prelude_directories_behind(workspace: Path) -> None:
     result = run(shell(workspace, cpu_seconds=5), "ulimit -t; pwd")
     assert result.output["stdout"].split() == ["5", str(workspace)]
     assert set(Path("/tmp").glob("toolrig-*/prelude.bash")) <= before
+
+
+def test_a_command_that_kills_the_launcher_does_not_break_the_next_one(workspace: Path) -> None:
+    rig = shell(workspace)
+    run(rig, "kill -9 $(awk '{print $4}' /proc/$PPID/stat)")
+    result = run(rig, "echo still here")
+    assert result.output["stdout"] == "still here\n", result

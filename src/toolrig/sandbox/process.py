@@ -515,8 +515,9 @@ async def run_contained(
     final_cwd: str | None = None
     try:
         await keeper.started()
-        if keeper.error is not None:
-            raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {keeper.error}.")
+        if keeper.error is not None or not keeper.pid:
+            reason = keeper.error or "the launcher stopped before it started the command"
+            raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
         async with anyio.create_task_group() as group:
             done = [anyio.Event(), anyio.Event()]
             group.start_soon(_pump, out_r, run.out, run, done[0])
