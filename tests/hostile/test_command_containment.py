@@ -4,6 +4,7 @@ machine with and without a pids cgroup (D12). ``TOOLRIG_NO_CGROUP=1`` simulates 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,14 @@ def test_a_command_that_kills_the_launcher_does_not_break_the_next_one(workspace
     run(rig, "kill -9 $(awk '{print $4}' /proc/$PPID/stat)")
     result = run(rig, "echo still here")
     assert result.output["stdout"] == "still here\n", result
+
+
+def test_a_command_that_stops_its_keeper_still_loses_its_children(workspace: Path, mode: str) -> None:
+    command = "setsid -f bash -c 'sleep 190 & sleep 190'; kill -STOP $PPID; sleep 60"
+    result = run(shell(workspace, kill_grace_seconds=0.2), command, timeout_seconds=1)
+    assert result.output["timed_out"] is True
+    for _ in range(500):  # the launcher adopts and kills what the stopped keeper kept: wait for it, not a time
+        if not _sleepers("190"):
+            break
+        time.sleep(0.01)
+    assert not _sleepers("190")

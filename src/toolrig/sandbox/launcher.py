@@ -220,15 +220,13 @@ def main(fd: int) -> None:
     keepers: set[int] = set()
 
     def reap(_signum: int, _frame: object) -> None:
-        abnormal = False
-        for pid, status in _reap_all():
-            if pid in keepers:
-                keepers.discard(pid)
-                abnormal = abnormal or status != 0
-        if abnormal:  # a keeper was killed: what it kept is now ours, and must not outlive it
-            for orphan in set(children(os.getpid())) - keepers:
-                with contextlib.suppress(OSError):
-                    os.kill(orphan, signal.SIGKILL)
+        for pid, _status in _reap_all():
+            keepers.discard(pid)
+        # Our only children are keepers: any other was left to us by a keeper that was killed (a command may
+        # kill or stop its keeper), and must not outlive it. Its own children come back to us in turn.
+        for orphan in set(children(os.getpid())) - keepers:
+            with contextlib.suppress(OSError):
+                os.kill(orphan, signal.SIGKILL)
 
     signal.signal(signal.SIGCHLD, reap)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -249,12 +247,14 @@ def main(fd: int) -> None:
             big = fds.pop()
             request = json.loads(os.pread(big, int(request["memfd"]), 0))
             os.close(big)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # a new keeper is never taken for an orphan
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             sock.close()
             keeper(request, fds, prelude_fd)
         keepers.add(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         for received in fds:
             os.close(received)
     for pid in list(keepers):  # toolrig is gone: so is everything it started
