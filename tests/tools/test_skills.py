@@ -59,7 +59,9 @@ def test_an_unknown_skill_names_the_ones_that_exist(skills_rig: Rig) -> None:
     assert "pdf-forms" in (result.next_action_hint or "")
 
 
-def test_untrusted_workspace_skills_cannot_be_loaded(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_untrusted_workspace_skills_cannot_be_loaded(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     isolate_home(tmp_path, monkeypatch)
     install_samples(workspace, trusted=False)
     with Rig(workspace, {"approvals": {"mode": "off"}}) as rig:
@@ -112,7 +114,9 @@ def test_any_resource_path_reads_inside_the_folder_or_is_refused_cleanly(skills_
         assert target.is_relative_to(folder)
 
 
-def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     isolate_home(tmp_path, monkeypatch)
     install_samples(workspace)
     (workspace / "notes.txt").write_text("hello\n")
@@ -129,7 +133,9 @@ def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(workspace: Path, 
     assert row.rule.startswith("skills.pdf-forms.allowed-tools")
 
 
-def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     isolate_home(tmp_path, monkeypatch)
     install_samples(workspace)
     (workspace / "notes.txt").write_text("hello\n")

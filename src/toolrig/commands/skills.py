@@ -58,7 +58,9 @@ def show(name: str, rig_root: Path) -> None:
     if skill is None:
         click.echo(f"toolrig: error: no skill named {name!r} (known: {', '.join(found.names()) or 'none'})", err=True)
         raise SystemExit(1)
-    click.echo(f"name: {skill.name}\nlocation: {skill.location}\nscope: {skill.scope}\ndescription: {skill.description}")
+    click.echo(
+        f"name: {skill.name}\nlocation: {skill.location}\nscope: {skill.scope}\ndescription: {skill.description}"
+    )
     for label, value in (("license", skill.license), ("compatibility", skill.compatibility)):
         if value:
             click.echo(f"{label}: {value}")

@@ -199,4 +199,7 @@ def _metadata(value: object, warnings: list[str]) -> dict[str, str]:
     if not isinstance(value, dict):
         warnings.append("metadata should be a mapping of strings; ignored")
         return {}
-    return {str(k): v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip() for k, v in value.items()}
+    return {
+        str(k): v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip()
+        for k, v in value.items()
+    }

@@ -38,7 +38,9 @@ class LoadSkillOutput(ToolOutput):
 
 class ReadSkillResourceInput(ToolInput):
     name: str = Field(description="The skill's name.")
-    path: str = Field(description="A file inside the skill's folder, as load_skill listed it (e.g. 'references/api.md').")
+    path: str = Field(
+        description="A file inside the skill's folder, as load_skill listed it (e.g. 'references/api.md')."
+    )
 
 
 class ReadSkillResourceOutput(ToolOutput):
