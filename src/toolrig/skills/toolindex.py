@@ -61,7 +61,7 @@ class ToolIndex:
             names = words(tool.name) + words(tool.display_name or "") + words(getattr(tool, "group", ""))
             try:
                 schema = tool.input_schema()
-            except Exception:  # noqa: BLE001 - a proxied tool's odd schema must not break the search of the rest
+            except Exception:
                 schema = {}
             body = words(tool.description) + [w for t in parameter_text(schema) for w in words(t)]
             self._docs.append(Counter(names * NAME_WEIGHT + body))
