@@ -47,6 +47,10 @@ class ToolCatalog(Protocol):
 
     def offered(self, agent: str | None) -> list[Any]: ...
 
+    async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
+        """Rewrite the capabilities summary from the policy in force: (its text, how it was grouped)."""
+        ...
+
 
 class SkillAccess(Protocol):
     """The workspace's Agent Skills, and what loading one grants for the rest of a run."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
-from toolrig.skills import verdicts
+from toolrig.skills import capabilities, verdicts
+from toolrig.skills.capabilities import Theme
 from toolrig.skills.allowed import to_patterns
 from toolrig.skills.discovery import SkillSet, discover
 from toolrig.skills.skill import Skill
@@ -32,12 +34,28 @@ def skills_of(rig: Rig) -> SkillSet:
     return discover(root, trusted=is_trusted(root), extra_paths=rig.config.skills.paths)
 
 
+AsyncGrouper = Callable[[list[Theme]], Awaitable["list[Theme] | None"]]
+
+
 class RigCatalog:
+    """``grouper``, when set (by whoever holds a model: the agent loop, the CLI), phrases the themes."""
+
     def __init__(self, rig: Rig) -> None:
         self._rig = rig
+        self.grouper: AsyncGrouper | None = None
 
     def offered(self, agent: str | None) -> list[Any]:
         return verdicts.offered(self._rig, agent)
+
+    async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
+        regrouped = None
+        if self.grouper is not None:
+            try:
+                regrouped = await self.grouper(capabilities.themes(self._rig, agent))
+            except Exception as exc:  # the model is a nicety here: the deterministic grouping stands in
+                log.warning("capabilities: the model's grouping failed, grouping by tool group: %s", exc)
+        path, grouping = capabilities.refresh(self._rig, agent, regrouped)
+        return path.read_text("utf-8"), grouping
 
 
 class RigSkills:
