@@ -84,6 +84,10 @@ class _Run:
             log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
         system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
         self.system = system.replace("{root}", str(rig.workspace.root))
+        if not options.system_prompt:  # a program's own prompt stays as given; ours gets skills and capabilities
+            from toolrig.agent.capabilities import prompt_sections
+
+            self.system += prompt_sections(rig)
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
@@ -97,6 +101,9 @@ class _Run:
         self.session_id = ""
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
+        from toolrig.agent.capabilities import install_grouper
+
+        install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm

@@ -166,3 +166,40 @@ def current(rig: Rig, agent: str | None) -> str:
         except OSError:
             pass
     return summary(rig, agent)[0]
+
+
+def regroup(rig: Rig, agent: str | None, groups: object) -> list[Theme] | None:
+    """A model's grouping (``[{"title", "summary", "tools": [...]}]``) as themes, or None if it is unusable.
+
+    Every offered tool must appear exactly once; the policy facts are recomputed here, never the model's.
+    """
+    if not isinstance(groups, list) or not groups:
+        return None
+    standings = {t.name: verdicts.standing(rig, t, agent) for t in verdicts.offered(rig, agent)}
+    by_display = {(s.tool.display_name or name): name for name, s in standings.items()}
+    seen: set[str] = set()
+    result: list[Theme] = []
+    for index, group in enumerate(groups):
+        if not isinstance(group, dict):
+            return None
+        title, summary_, names = group.get("title"), group.get("summary"), group.get("tools")
+        if not (isinstance(title, str) and isinstance(summary_, str) and isinstance(names, list) and names):
+            return None
+        members = [by_display.get(n, n) for n in names if isinstance(n, str)]
+        if any(m not in standings or m in seen for m in members):
+            return None
+        seen.update(members)
+        chosen = [standings[m] for m in members]
+        tool_groups = {s.tool.group for s in chosen}
+        key = next(iter(tool_groups)) if len(tool_groups) == 1 else f"theme{index}"
+        theme = Theme(key, _one_line(title, 60), _one_line(summary_, 200).rstrip("."))
+        theme.tools = [s.tool.display_name or s.tool.name for s in chosen]
+        path_key = min(tool_groups & PATH_GROUPS, default=None)  # denied paths belong to any theme with file tools
+        theme.policy = policy_facts(rig, path_key or key, chosen)
+        result.append(theme)
+    return result if seen == set(standings) else None
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.replace("*", "").split())
+    return flat[:limit]
