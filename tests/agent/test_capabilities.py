@@ -43,7 +43,10 @@ async def test_every_system_prompt_carries_the_skills_catalog_and_the_capabiliti
         await run_agent("hi", RunOptions(), rig=rig)
     system = system_text(llm.bodies()[0])
     assert "- pdf-forms: Fill in PDF forms" in system
-    assert "**Editing** (write_file): create, change and preview changes to files. Policy: every call needs approval" in system
+    assert (
+        "**Editing** (write_file): create, change and preview changes to files. Policy: every call needs approval"
+        in system
+    )
 
 
 async def test_with_a_model_configured_capabilities_refresh_asks_it_to_group_the_themes(

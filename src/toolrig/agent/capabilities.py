@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from toolrig.agent.messages import Message
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
-from toolrig.skills import capabilities
+from toolrig.skills import capabilities, verdicts
 from toolrig.skills.binding import RigCatalog, skills_of
 from toolrig.skills.capabilities import Theme
 
@@ -62,7 +62,7 @@ def install_grouper(rig: Rig, provider: Provider) -> None:
 
 async def model_themes(rig: Rig, provider: Provider, themes: list[Theme]) -> list[Theme] | None:
     """One model call: the tools (names, descriptions, verdicts) in, themes out; None when unusable."""
-    tools = {t.name: t for t in capabilities.verdicts.offered(rig, rig.agent)}
+    tools = {t.name: t for t in verdicts.offered(rig, rig.agent)}
     listing = [
         {
             "theme_now": theme.title,

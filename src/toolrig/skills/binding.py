@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
 from toolrig.skills import capabilities, verdicts
-from toolrig.skills.capabilities import Theme
 from toolrig.skills.allowed import to_patterns
+from toolrig.skills.capabilities import Theme
 from toolrig.skills.discovery import SkillSet, discover
 from toolrig.skills.skill import Skill
 
