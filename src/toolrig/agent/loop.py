@@ -18,6 +18,7 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
+from toolrig.agent.deferred import deferral
 from toolrig.agent.errors import RunError
 from toolrig.agent.hooks import current_hooks, install_run_hooks
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
@@ -91,6 +92,10 @@ class _Run:
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
+        # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
+        self.deferred = deferral(self.tools, rig.config.tools.deferred)
+        if self.deferred is not None:
+            self.tools = self.deferred.visible()
         self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
         self.hooks = HookChain()
         for hook in options.hooks:
@@ -345,6 +350,8 @@ class _Run:
                 raise RunError("state", f"tool call {call.id} did not run")
             blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
             records.append(_record_of(call, result, progress.session_turn - 1))
+            if self.deferred is not None and self.deferred.reveal(call.name, result):
+                self.tools = self.deferred.visible()
             tool = self.offered.get(call.name)
             if terminal is None and tool is not None and tool.terminal and not result.is_error:
                 terminal = outcome
