@@ -173,7 +173,11 @@ class Rig:
         view = self._views.get(agent)
         if view is None:
             available = self._available_tools()
-            view = Registry(t for t in available.list() if self.governance.policy.offered(t, agent))
+            from toolrig.skills.binding import for_schemas
+
+            view = Registry(
+                for_schemas(self, [t for t in available.list() if self.governance.policy.offered(t, agent)])
+            )
             self._views[agent] = view
         return view
 

@@ -158,3 +158,13 @@ def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(
         assert rig.governance.policy.decide(tool, None, ["git log --oneline"]).verdict == "ask"
         assert rig.governance.policy.decide(tool, None, ["git describe --tags"]).verdict == "allow"
         assert rig.governance.policy.decide(tool, None, ["rm -rf /"]).verdict == "ask"
+
+
+def test_the_schema_lists_the_skills_found_as_an_enum(skills_rig: Rig, workspace: Path) -> None:
+    schemas = {s["name"]: s for s in skills_rig.schemas("anthropic")}
+    enum = schemas["load_skill"]["input_schema"]["properties"]["name"]["enum"]
+    assert sorted(enum) == ["original-name", "pdf-forms", "release-notes", "sql_helper"]
+    assert "enum" in schemas["read_skill_resource"]["input_schema"]["properties"]["name"]
+    with Rig(workspace.parent, {}) as elsewhere:  # another workspace, no skills: a plain string
+        plain = {s["name"]: s for s in elsewhere.schemas("anthropic")}
+    assert "enum" not in plain["load_skill"]["input_schema"]["properties"]["name"]

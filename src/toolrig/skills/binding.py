@@ -28,6 +28,14 @@ def bind(rig: Rig) -> None:
     rig.executor.skills = RigSkills(rig)
 
 
+def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
+    """The tools as a model is shown them: a skill tool lists this workspace's skill names as an enum."""
+    if not any(getattr(t, "lists_skills", False) for t in tools):
+        return tools
+    names = skills_of(rig).names()
+    return [t.with_skill_names(names) if getattr(t, "lists_skills", False) else t for t in tools]
+
+
 def skills_of(rig: Rig) -> SkillSet:
     """The skills this rig's workspace offers (trust and ``skills.paths`` applied)."""
     root = rig.workspace.root

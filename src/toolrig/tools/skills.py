@@ -7,8 +7,10 @@ component without following any symlink, so nothing outside the folder can be re
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from pydantic import Field
 
@@ -73,7 +75,26 @@ def run_key(ctx: ToolContext) -> str:
     return ctx.session_id or ctx.agent_id or "run"
 
 
-class LoadSkill(Tool[LoadSkillInput, LoadSkillOutput]):
+class _NamesSkills:
+    """A skill tool whose schema can list the skills found (``name`` as an enum), per workspace."""
+
+    lists_skills = True
+    skill_names: tuple[str, ...] = ()
+
+    def with_skill_names(self, names: list[str]) -> Any:
+        bound = copy.copy(self)
+        bound.skill_names = tuple(names)
+        return bound
+
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = super().input_schema()  # type: ignore[misc]
+        if self.skill_names:
+            schema = copy.deepcopy(schema)
+            schema["properties"]["name"]["enum"] = list(self.skill_names)
+        return schema
+
+
+class LoadSkill(_NamesSkills, Tool[LoadSkillInput, LoadSkillOutput]):
     name = "load_skill"
     aliases = ("skill",)  # the name other agents (Codebuff) give the same tool
     group = "skills"
@@ -101,7 +122,7 @@ class LoadSkill(Tool[LoadSkillInput, LoadSkillOutput]):
         )
 
 
-class ReadSkillResource(Tool[ReadSkillResourceInput, ReadSkillResourceOutput]):
+class ReadSkillResource(_NamesSkills, Tool[ReadSkillResourceInput, ReadSkillResourceOutput]):
     name = "read_skill_resource"
     group = "skills"
     read_only = True
