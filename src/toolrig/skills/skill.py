@@ -199,7 +199,10 @@ def _metadata(value: object, warnings: list[str]) -> dict[str, str]:
     if not isinstance(value, dict):
         warnings.append("metadata should be a mapping of strings; ignored")
         return {}
-    return {
-        str(k): v if isinstance(v, str) else yaml.safe_dump(v, default_flow_style=True).strip()
-        for k, v in value.items()
-    }
+    kept: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, str | int | float | bool) or item is None:
+            kept[str(key)] = "" if item is None else str(item)
+        else:  # nested values are not in the spec; never serialised (a YAML alias bomb would explode here)
+            warnings.append(f"metadata.{key} is not a plain value; ignored")
+    return kept
