@@ -93,6 +93,7 @@ def _record(root: Path, name: str, body: dict[str, Any]) -> None:
     directory = root / ".toolrig" / "journal"
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_text(json.dumps(body))
+    (directory / name).chmod(0o600)
 
 
 def test_recovery_ignores_records_naming_paths_outside_the_workspace_or_foreign_temps(tmp_path: Path) -> None:
@@ -119,6 +120,19 @@ def test_recovery_ignores_records_naming_paths_outside_the_workspace_or_foreign_
     assert make_journal(root).recover() == ["finished an interrupted change of 0 file(s)"]
     assert (tmp_path / "outside.txt").read_text() == "keep" and (root / "inside.txt").read_text() == "keep"
     assert (root / ".evil").read_text() == "not ours"
+
+
+def test_a_record_readable_by_others_as_a_git_checkout_makes_it_is_never_acted_on(tmp_path: Path) -> None:
+    (tmp_path / "victim.txt").write_text("keep")
+    tx = "00112233445566aa"
+    _record(
+        tmp_path,
+        f"{tx}.commit",
+        {"tx": tx, "entries": [{"path": str(tmp_path / "victim.txt"), "temp": None}], "dirs": []},
+    )
+    (tmp_path / ".toolrig" / "journal" / f"{tx}.commit").chmod(0o644)
+    assert make_journal(tmp_path).recover() == []
+    assert (tmp_path / "victim.txt").read_text() == "keep"
 
 
 def test_a_record_whose_writer_is_alive_is_left_alone(tmp_path: Path) -> None:

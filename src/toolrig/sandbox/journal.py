@@ -218,11 +218,14 @@ class Journal:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None  # its writer is alive
+            info = os.fstat(fd)
             try:
-                if os.stat(path, follow_symlinks=False).st_ino != os.fstat(fd).st_ino:
+                if os.stat(path, follow_symlinks=False).st_ino != info.st_ino:
                     return None  # finished and replaced meanwhile
             except FileNotFoundError:
                 return None
+            if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+                return None  # not written by us (git checks files out 0644): never act on it
             entries, dirs = self._read(fd, name)
             if name.endswith(_COMMIT):
                 for entry in entries:
