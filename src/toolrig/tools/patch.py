@@ -187,7 +187,8 @@ class Plan:
         if hunk.kind == "add":
             if current is _DIRECTORY:
                 raise _failed(ErrorType.CONFLICT, f"Failed to write file {self._shown(path)}: it is a directory")
-            self.state[path] = self._encode(new_file(hunk.content), new_file(hunk.content).text, self._shown(path))
+            created = new_file(hunk.content)
+            self.state[path] = self._encode(created, created.text, self._shown(path))
             return [FileChange(op="A", path=spelled)]
         if hunk.kind == "delete":
             if current is _DIRECTORY:
