@@ -96,7 +96,7 @@ class WebhookChannel:
                     break
                 for request_id, slot in mine:
                     if not slot.done.is_set():
-                        await self._poll(request_id)
+                        await self._poll(self.poll_url, request_id)
                 if not all(slot.done.is_set() for _, slot in mine):
                     await anyio.sleep(self.poll_interval)
             return [slot.decision for _, slot in mine if slot.decision is not None]
@@ -126,7 +126,7 @@ class WebhookChannel:
             return self._refuse(self._closed.get(request_id, "unknown"), request_id, 409)
         request = slot.request
         slot.decision = ApprovalDecision(
-            verdict,  # type: ignore[arg-type]  # checked against _VERDICTS above
+            verdict,  # one of _VERDICTS, checked above
             str(answer.get("reason") or "answered through the webhook")[:500],
             patterns=request.suggested[:1] if verdict == "allow_always" else (),
             fingerprint=request.fingerprint,
@@ -157,9 +157,8 @@ class WebhookChannel:
         if response.status_code >= 300:
             raise WebhookError(f"the approval webhook answered HTTP {response.status_code} to the request")
 
-    async def _poll(self, request_id: str) -> None:
-        assert self.poll_url is not None
-        response = await self._request("GET", self.poll_url, params={"id": request_id})
+    async def _poll(self, poll_url: str, request_id: str) -> None:
+        response = await self._request("GET", poll_url, params={"id": request_id})
         if response.status_code in (202, 204, 404):  # no answer yet
             return
         if response.status_code >= 300:
