@@ -20,6 +20,7 @@ from toolrig.stores import Stores
 if TYPE_CHECKING:
     import httpx2
 
+    from toolrig.durable.api import Durable
     from toolrig.sandbox.network import NetworkPolicy
 
 
@@ -63,6 +64,7 @@ class ToolContext:
     call_id: str = ""
     tool_name: str = ""
     output_cap: int = 100_000
+    durable: Durable | None = None  # schedules and tasks (cron, tasks, complete/fail/wait_task)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:
