@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,7 +72,7 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
     had_result = last["role"] == "user" and "tool_result" in _text_of(last)
     resumed = any("You are resuming this task" in _text_of(m) for m in messages)
     turn = sum(1 for m in messages if m["role"] == "assistant")
-    cid = f"call-{turn}-{abs(hash(first)) % 10**8}"
+    cid = f"call-{turn}-{zlib.crc32(first.encode()):08x}"
     if "answer:" in first:
         return reply(Text(first.split("answer:", 1)[1].split('"')[0]))
     if "fail:" in first:

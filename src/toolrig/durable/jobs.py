@@ -203,7 +203,8 @@ class JobBook:
             if at is None or at > now:
                 continue
             parsed = self.parsed(job)
-            following = None if parsed.one_shot else self._next(parsed, max(at, now - self.settings.misfire_grace_seconds))
+            # Slots that passed while nobody polled are folded into this one firing (no burst of catch-up runs).
+            following = None if parsed.one_shot else self._next(parsed, max(at, now))
             if not self.records.advance_job(job["id"], at, following):
                 continue  # another worker owns this firing
             task_id = f"{job['id']}@{int(at * 1000)}"
