@@ -37,3 +37,19 @@ def access(workspace: Path, cfg: dict[str, Any]) -> DurableAccess:
 @pytest.fixture
 def durable_rig(workspace: Path, cfg: dict[str, Any]) -> Rig:
     return Rig(workspace, config=cfg, registry=Registry(tools()))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    import shutil
+    import tempfile
+
+    from tests.durable.postgres import postgres_server
+
+    # Not under pytest's tmp dir: as root that is private (0700), and the server runs as `postgres`.
+    base = Path(tempfile.mkdtemp(prefix="toolrig-pg-"))
+    try:
+        with postgres_server(base) as server:
+            yield server
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -51,8 +51,31 @@ class AppendLine(Tool[AppendInput, AppendOutput]):
         return AppendOutput(appended=input.line)
 
 
+class GateInput(ToolInput):
+    pass
+
+
+class GateOutput(ToolOutput):
+    opened: bool
+
+
+class Gate(Tool[GateInput, GateOutput]):
+    """Blocks until the file ``release`` exists in the workspace: holds a run mid-task for a kill test."""
+
+    name = "gate"
+    description = "Wait for the release file."
+
+    def execute(self, input: GateInput, ctx: ToolContext) -> GateOutput:
+        release = ctx.workspace.root / "release"
+        pause = threading.Event()
+        deadline = time.monotonic() + 120
+        while not release.exists() and time.monotonic() < deadline:
+            pause.wait(0.05)
+        return GateOutput(opened=release.exists())
+
+
 def tools() -> list[Any]:
-    return [AppendLine(), *cron_tools.TOOLS, *task_tools.TOOLS]
+    return [AppendLine(), Gate(), *cron_tools.TOOLS, *task_tools.TOOLS]
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -79,9 +102,11 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
         return reply(Call(cid, "fail_task", json.dumps({"reason": first.split("fail:", 1)[1].split('"')[0]})))
     if "wait:" in first and not resumed:
         return reply(Call(cid, "wait_task", json.dumps({"for_task": first.split("wait:", 1)[1].split('"')[0]})))
-    if "append:" in first and not had_result and not resumed:
-        line = first.split("append:", 1)[1].split('"')[0]
+    if "append:" in first and turn == 0 and not resumed:
+        line = first.split("append:", 1)[1].split('"')[0].split(" ")[0]
         return reply(Call(cid, "append_line", json.dumps({"line": line})))
+    if " gate" in first and turn == 1 and not resumed:
+        return reply(Call(cid, "gate", "{}"))
     return reply(Call(cid, "complete_task", json.dumps({"summary": f"finished after {turn} turns"})))
 
 
