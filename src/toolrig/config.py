@@ -306,7 +306,9 @@ class CronJobConfig(Section):
     agent: str | None = Field(default=None, description="The agent profile (agents:) the run uses.")
     enabled: bool = True
     timezone: str = Field(default="UTC", description="IANA zone for cron lines and naive times.")
-    retries: int = Field(default=0, ge=0, le=10, description="Retries with backoff after a failed run (0: at most once).")
+    retries: int = Field(
+        default=0, ge=0, le=10, description="Retries with backoff after a failed run (0: at most once)."
+    )
 
 
 class WorkersConfig(Section):
@@ -325,7 +327,9 @@ class WorkersConfig(Section):
         default=60.0, ge=0, description="A firing noticed later than this is recorded as missed, not run late."
     )
     max_jobs: int = Field(default=50, ge=1, le=10_000, description="Cap on runtime jobs.")
-    model_job_days: float = Field(default=7.0, gt=0, description="Jobs a model creates expire after this unless renewed.")
+    model_job_days: float = Field(
+        default=7.0, gt=0, description="Jobs a model creates expire after this unless renewed."
+    )
 
 
 class Config(Section):

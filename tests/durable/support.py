@@ -91,8 +91,6 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
     """
     messages = body["messages"]
     first = _text_of(messages[0])
-    last = messages[-1]
-    had_result = last["role"] == "user" and "tool_result" in _text_of(last)
     resumed = any("You are resuming this task" in _text_of(m) for m in messages)
     turn = sum(1 for m in messages if m["role"] == "assistant")
     cid = f"call-{turn}-{zlib.crc32(first.encode()):08x}"

@@ -91,10 +91,12 @@ def test_config_jobs_follow_the_config(access: DurableAccess) -> None:
     book = access.job_book
     from toolrig.config import CronJobConfig
 
-    book.sync_config([CronJobConfig(name="a", schedule="1h", prompt="p"), CronJobConfig(name="b", schedule="2h", prompt="q")])
-    assert {j["id"] for j in book.list()} == {config_job_id("a"), config_job_id("b")}
+    book.sync_config(
+        [CronJobConfig(name="a", schedule="1h", prompt="p"), CronJobConfig(name="b", schedule="2h", prompt="q")]
+    )
+    assert {j["id"] for j in book.live()} == {config_job_id("a"), config_job_id("b")}
     book.sync_config([CronJobConfig(name="a", schedule="3h", prompt="p")])
-    (job,) = book.list()
+    (job,) = book.live()
     assert job["schedule"] == "3h"
 
 
@@ -115,7 +117,7 @@ def test_model_jobs_expire_after_seven_days_unless_renewed(access: DurableAccess
     person_job = book.add(name="h", schedule="1h", prompt="p", by="person", now=now)
     book.renew(renewed["id"])
     later = now + 7 * 86400 + 1
-    assert {j["id"] for j in book.list(later)} == {renewed["id"], person_job["id"]}
+    assert {j["id"] for j in book.live(later)} == {renewed["id"], person_job["id"]}
     assert access.records.job(model_job["id"]) is None
 
 
@@ -132,7 +134,7 @@ def test_a_runtime_job_survives_reopening_the_workspace(workspace: Path, cfg: di
     first = access_for(workspace, cfg)
     job = first.job_book.add(name="keep", schedule="1h", prompt="p", by="person")
     again = access_for(workspace, cfg)
-    assert [j["id"] for j in again.job_book.list()] == [job["id"]]
+    assert [j["id"] for j in again.job_book.live()] == [job["id"]]
 
 
 def test_each_firing_is_recorded_once_even_when_two_workers_race(access: DurableAccess) -> None:

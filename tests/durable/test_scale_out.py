@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -73,7 +74,9 @@ def all_ended(access: DurableAccess, ids: list[str]) -> bool:
     return len({t["id"] for t in done + failed} & set(ids)) == len(ids)
 
 
-def test_three_workers_run_300_queued_tasks_exactly_once(pg_access: DurableAccess, workspace: Path, llm: FakeLLM) -> None:
+def test_three_workers_run_300_queued_tasks_exactly_once(
+    pg_access: DurableAccess, workspace: Path, llm: FakeLLM
+) -> None:
     url = pg_access.records.url
     ids = [pg_access.task_book.add(prompt=f"append:task{i:03d}", by="person")["id"] for i in range(300)]
     with ExitStack() as stack:
@@ -113,7 +116,7 @@ def test_a_killed_workers_tasks_finish_on_the_others_without_repeating_a_complet
         assert task["status"] == "done"
         assert task["attempt"] == 1  # the same attempt, resumed from its journal
         gate = [k for k in _keys(pg_access, task["workflow_id"]) if k.startswith("tool-call-1")]
-        state, payload = pg_access.records.step(task["workflow_id"], gate[0])
+        _, payload = pg_access.records.step(task["workflow_id"], gate[0])
         assert payload["is_error"] and "unknown" in payload["message"]  # the interrupted call, reported
 
 
@@ -131,7 +134,7 @@ def test_a_schedule_firing_every_second_runs_once_per_firing_with_three_workers(
     firings = sorted(pg_access.records.tasks(job_id=job["id"]), key=lambda t: t["fire_time"])
     times = [t["fire_time"] for t in firings]
     assert len(times) == len(set(times))  # no firing recorded twice
-    assert all(b - a == 1 for a, b in zip(times, times[1:], strict=False))  # and none lost between
+    assert all(b - a == 1 for a, b in itertools.pairwise(times))  # and none lost between
     done = [t for t in firings if t["status"] == "done"]
     assert len(lines(workspace)) == len(done)  # exactly one run for each firing that ran
     assert all(t["status"] in ("done", "skipped") for t in firings)

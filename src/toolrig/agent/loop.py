@@ -278,7 +278,9 @@ class _Run:
         if steps is None:
             complete = await self._stream_turn(progress, request)
         else:
-            complete = await steps.model_turn(f"turn-{progress.turns_used}", lambda: self._stream_turn(progress, request))
+            complete = await steps.model_turn(
+                f"turn-{progress.turns_used}", lambda: self._stream_turn(progress, request)
+            )
         return self._turn_done(progress, complete)
 
     async def _stream_turn(self, progress: _Progress, request: TurnRequest) -> TurnComplete:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from toolrig.agent.providers.base import Effort, Provider, Thinking, TurnComplete
     from toolrig.result import ToolResult
 
+
 class Steps(Protocol):
     """Wraps each model turn and tool call of a run so a durable engine can record and replay them.
 

@@ -39,7 +39,9 @@ def add_job(name: str, schedule: str, prompt: str, agent: str | None, zone: str,
     with errors():
         access = open_access(rig_root)
         book = access.job_book
-        emit(book.view(book.add(name=name, schedule=schedule, prompt=prompt, by="person", agent=agent, zone=zone)), True)
+        emit(
+            book.view(book.add(name=name, schedule=schedule, prompt=prompt, by="person", agent=agent, zone=zone)), True
+        )
 
 
 @command.command("remove")

@@ -24,7 +24,9 @@ def command() -> None:
 def add_task(prompt: str, agent: str | None, after: str | None, retries: int, as_json: bool, rig_root: Path) -> None:
     """Queue PROMPT for a worker."""
     with errors():
-        task = open_access(rig_root).task_book.add(prompt=prompt, by="person", agent=agent, after=after, retries=retries)
+        task = open_access(rig_root).task_book.add(
+            prompt=prompt, by="person", agent=agent, after=after, retries=retries
+        )
     if as_json:
         emit({"id": task["id"], "status": task["status"]}, True)
     else:

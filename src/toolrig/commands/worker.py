@@ -10,7 +10,9 @@ from toolrig.commands._durable_common import ROOT
 
 
 @click.command("worker")
-@click.option("--concurrency", type=click.IntRange(1, 256), help="Tasks this worker runs at once (workers.concurrency).")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 256), help="Tasks this worker runs at once (workers.concurrency)."
+)
 @ROOT
 def command(concurrency: int | None, rig_root: Path) -> None:
     """Run tasks and schedules; start several (one database) to share the work."""

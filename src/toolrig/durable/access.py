@@ -83,7 +83,7 @@ class DurableAccess:
 
     def list_jobs(self) -> list[dict[str, Any]]:
         book = self.job_book
-        return [book.view(job) for job in book.list()]
+        return [book.view(job) for job in book.live()]
 
     def add_job(self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None) -> dict[str, Any]:
         book = self.job_book
@@ -128,9 +128,7 @@ class DurableAccess:
 
     # ------------------------------------------------------------------ Tasks
 
-    def add_task(
-        self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None
-    ) -> dict[str, Any]:
+    def add_task(self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None) -> dict[str, Any]:
         return self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
 
     def current_task(self) -> str | None:

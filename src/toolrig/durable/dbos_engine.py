@@ -26,9 +26,7 @@ APP_VERSION = "toolrig-durable-1"  # the same on every worker: recovery only tak
 def _attempt(root: str, task_id: str) -> str:
     from toolrig.durable.runner import run_attempt_blocking
 
-    workflow_id = DBOS.workflow_id
-    assert workflow_id is not None
-    return run_attempt_blocking(root, task_id, workflow_id, DBOS.executor_id)
+    return run_attempt_blocking(root, task_id, DBOS.workflow_id or f"{task_id}#?", DBOS.executor_id)
 
 
 class DbosEngine:

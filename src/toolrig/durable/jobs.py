@@ -54,7 +54,7 @@ class JobBook:
     def parsed(self, job: dict[str, Any], now: float | None = None) -> Schedule:
         return parse_schedule(job["schedule"], zone=job["zone"], now=_aware(job["created_at"] if now is None else now))
 
-    def list(self, now: float | None = None) -> list[dict[str, Any]]:
+    def live(self, now: float | None = None) -> list[dict[str, Any]]:
         """Every live job; expired model jobs are dropped on the way."""
         now = time.time() if now is None else now
         out = []
@@ -68,7 +68,9 @@ class JobBook:
     def get(self, job_id: str) -> dict[str, Any]:
         job = self.records.job(job_id) if isinstance(job_id, str) and len(job_id) <= 64 else None
         if job is None:
-            raise DurableError("not_found", f"No job with id {job_id!r}.", "List the jobs (action 'list') for their ids.")
+            raise DurableError(
+                "not_found", f"No job with id {job_id!r}.", "List the jobs (action 'list') for their ids."
+            )
         return job
 
     def view(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +113,7 @@ class JobBook:
         if not prompt.strip() or len(prompt) > MAX_PROMPT:
             raise DurableError("invalid", f"A job needs a prompt of 1 to {MAX_PROMPT} characters.")
         parsed = self._parse(schedule, zone, now)
-        runtime = [j for j in self.list(now) if j["source"] == "runtime"]
+        runtime = [j for j in self.live(now) if j["source"] == "runtime"]
         if len(runtime) >= self.settings.max_jobs:
             raise DurableError(
                 "limit",
@@ -154,7 +156,9 @@ class JobBook:
     def renew(self, job_id: str) -> dict[str, Any]:
         """A person vouches for a model's job: it no longer expires."""
         job = self.get(job_id)
-        self.records.update_job(job_id, expires_at=None, created_by="person" if job["created_by"] == "model" else job["created_by"])
+        self.records.update_job(
+            job_id, expires_at=None, created_by="person" if job["created_by"] == "model" else job["created_by"]
+        )
         return self.get(job_id)
 
     def sync_config(self, configured: list[CronJobConfig], now: float | None = None) -> None:
@@ -198,7 +202,7 @@ class JobBook:
         """Record every due firing as one task (or as missed/skipped); called by every worker's poll."""
         now = time.time() if now is None else now
         fired: list[Firing] = []
-        for job in self.list(now):
+        for job in self.live(now):
             at = job["next_fire_at"]
             if at is None or at > now:
                 continue

@@ -63,7 +63,8 @@ class Journal:
         return result
 
     async def _recorded(self, key: str) -> tuple[str, Any] | None:
-        return await self._call(self.records.step, self.run_id, key)
+        recorded: tuple[str, Any] | None = await self._call(self.records.step, self.run_id, key)
+        return recorded
 
     @staticmethod
     async def _call(fn: Callable[..., Any], *args: Any) -> Any:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolrig.durable.api import DurableError
 from toolrig.durable.journal import Journal
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolrig.durable")
 
-RESUMED = "You are resuming this task after waiting ({why}). Continue it; end with complete_task, fail_task or wait_task."
+RESUMED = (
+    "You are resuming this task after waiting ({why}). Continue it; end with complete_task, fail_task or wait_task."
+)
 RETRY_BACKOFF_SECONDS = 5.0
 
 RigFactory = Callable[[Path, "str | None"], "Rig"]
@@ -75,7 +78,8 @@ async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, wor
         if task is None or task["status"] != "running" or task["workflow_id"] != workflow_id:
             return None
     task = records.task(task_id)
-    assert task is not None
+    if task is None:  # deleted meanwhile
+        return None
     rig = _make_rig(access.root, task["agent"])
     rig.executor.durable = access.bound(task_id)
     options = RunOptions(approvals="pause", steps=_CheckedJournal(access, workflow_id, task_id))
@@ -125,7 +129,12 @@ def _failed(access: DurableAccess, task: dict[str, Any], message: str) -> None:
 def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> None:
     records = access.records
     now = time.time()
-    values: dict[str, Any] = {"session_id": result.session_id, "ended_at": now, "status": "done", "result": result.response}
+    values: dict[str, Any] = {
+        "session_id": result.session_id,
+        "ended_at": now,
+        "status": "done",
+        "result": result.response,
+    }
     if result.stop_reason == "terminal" and isinstance(result.output, dict) and "task_status" in result.output:
         out = result.output
         status = out["task_status"]
@@ -134,9 +143,10 @@ def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> No
         if status == "waiting":
             values.update(ended_at=None, not_before=out.get("until_epoch") or now, wait_for=out.get("for_task"))
             values["state"] = values["decisions"] = None
-    elif result.stop_reason == "paused":
-        assert result.state is not None
-        values.update(status="paused", ended_at=None, state=result.state.to_json(), decisions=None, result="waiting for approval")
+    elif result.stop_reason == "paused" and result.state is not None:
+        values.update(
+            status="paused", ended_at=None, state=result.state.to_json(), decisions=None, result="waiting for approval"
+        )
     elif result.stop_reason == "aborted":
         values["status"] = "cancelled"
     if values["status"] != "paused":
@@ -169,7 +179,8 @@ async def run_inline(access: DurableAccess, task_id: str) -> dict[str, Any]:
     access.records.set_task(task_id, where_status=("queued",), status="submitted", workflow_id=workflow_id)
     await run_attempt(access, task_id, workflow_id, "inline")
     task = access.records.task(task_id)
-    assert task is not None
+    if task is None:
+        raise DurableError("not_found", f"Task {task_id} disappeared while it ran.")
     return task
 
 

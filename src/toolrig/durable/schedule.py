@@ -53,8 +53,7 @@ class Schedule:
         """Fire times strictly after ``after`` (aware), in order, as aware datetimes in the schedule's zone."""
         zone = _zone(self.zone)
         if self.kind == "once":
-            assert self.at is not None
-            if self.at > after:
+            if self.at is not None and self.at > after:
                 yield self.at.astimezone(zone)
             return
         if self.kind == "every":

@@ -185,9 +185,7 @@ class Records:
             row = c.execute(sa.select(tasks).where(tasks.c.id == task_id)).first()
             return dict(row._mapping) if row else None
 
-    def tasks(
-        self, *, status: str | None = None, job_id: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    def tasks(self, *, status: str | None = None, job_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         query = sa.select(tasks).order_by(tasks.c.created_at.desc(), tasks.c.id).limit(limit)
         if status is not None:
             query = query.where(tasks.c.status == status)
@@ -236,7 +234,9 @@ class Records:
 
     def step(self, run_id: str, key: str) -> tuple[str, Any] | None:
         with self.tx() as c:
-            row = c.execute(sa.select(steps.c.state, steps.c.payload).where(steps.c.run_id == run_id, steps.c.key == key)).first()
+            row = c.execute(
+                sa.select(steps.c.state, steps.c.payload).where(steps.c.run_id == run_id, steps.c.key == key)
+            ).first()
         if row is None:
             return None
         return row.state, (json.loads(row.payload) if row.payload is not None else None)

@@ -68,7 +68,8 @@ def view(task: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
     if full and task["state"]:
         state = json.loads(task["state"])
         out["pending_approvals"] = [
-            {"call_id": p["call_id"], "tool": p["tool"], "reason": p.get("reason", "")} for p in state.get("pending", [])
+            {"call_id": p["call_id"], "tool": p["tool"], "reason": p.get("reason", "")}
+            for p in state.get("pending", [])
         ]
     return out
 
@@ -131,7 +132,9 @@ class TaskBook:
             raise DurableError("invalid", f"Task {task_id} is not waiting for an approval (status {task['status']}).")
         state = json.loads(task["state"])
         decisions = {
-            p["call_id"]: {"allow": not deny, "note": note} for p in state.get("pending", []) if p.get("needs_approval", True)
+            p["call_id"]: {"allow": not deny, "note": note}
+            for p in state.get("pending", [])
+            if p.get("needs_approval", True)
         }
         ok = self.records.set_task(
             task_id,

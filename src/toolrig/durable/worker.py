@@ -65,7 +65,7 @@ class Worker:
                 self.engine.submit(workflow_id, task["id"])
 
     def _resubmit_stale(self, now: float) -> None:
-        """Submits a dead worker had claimed but may not have handed to the engine; resubmitting is a no-op otherwise."""
+        """Submits a dead worker claimed but may not have handed over; resubmitting is a no-op otherwise."""
         for task in self.access.records.tasks(status="submitted", limit=1000):
             if task["workflow_id"]:
                 self.engine.submit(task["workflow_id"], task["id"])

@@ -51,7 +51,9 @@ def _current_task(ctx: ToolContext, tool: str) -> str:
 
 class TasksInput(ToolInput):
     action: Literal["add", "show"] = Field(description="add: queue a task (prompt); show: a task's status (id).")
-    prompt: str | None = Field(default=None, max_length=100_000, description="What the task's agent run is asked (add).")
+    prompt: str | None = Field(
+        default=None, max_length=100_000, description="What the task's agent run is asked (add)."
+    )
     after: str | None = Field(
         default=None,
         max_length=64,
@@ -174,10 +176,12 @@ class WaitTask(Tool[WaitTaskInput, WaitTaskOutput]):
             if _durable(ctx).tasks.task(input.for_task) is None:
                 raise ToolError(ErrorType.NOT_FOUND, f"No task with id {input.for_task!r}.")
             return WaitTaskOutput(task_id=task_id, for_task=input.for_task, summary=f"waiting for {input.for_task}")
-        assert input.until is not None
-        when = _when(input.until)
+        when = _when(input.until or "")
         return WaitTaskOutput(
-            task_id=task_id, until=when.isoformat(), until_epoch=when.timestamp(), summary=f"waiting until {when.isoformat()}"
+            task_id=task_id,
+            until=when.isoformat(),
+            until_epoch=when.timestamp(),
+            summary=f"waiting until {when.isoformat()}",
         )
 
 
