@@ -4,7 +4,6 @@ listening on 127.0.0.1 only. As root (CI), the server runs as the ``postgres`` u
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import secrets
@@ -20,9 +19,9 @@ INSTALL_HINT = "PostgreSQL is needed for these tests: apt-get install -y postgre
 
 
 def _bindir() -> Path:
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate) / "pg_ctl").exists():
-            return Path(candidate)
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "pg_ctl").exists():
+            return candidate
     found = shutil.which("pg_ctl")
     if found:
         return Path(found).parent
