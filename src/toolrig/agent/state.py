@@ -36,7 +36,8 @@ class Steps(Protocol):
     async def tool_call(self, key: str, run: Callable[[], Awaitable[ToolResult]]) -> ToolResult: ...
 
 
-StopReason = Literal["completed", "terminal", "max_turns", "paused", "aborted"]
+# "max_tokens": the model's last answer was cut off by the token limit (llm.max_tokens); it is not complete.
+StopReason = Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
 STATE_VERSION = 1
 
 
