@@ -73,3 +73,17 @@ async def test_wait_task_in_a_task_run_checks_its_arguments(rig: Rig) -> None:
     assert bad_time.is_error and bad_time.error_type == "invalid_input"
     ok = await rig.call("wait_task", {"until": "+5m"})
     assert not ok.is_error and ok.output["task_status"] == "waiting"
+
+
+async def test_a_task_queued_by_an_agent_runs_under_that_agents_profile(workspace: Path) -> None:
+    rig = Rig(
+        workspace,
+        config={"agents": {"helper": {"tools": ["tasks"]}}},
+        registry=Registry(task_tools.TOOLS),
+        agent="helper",
+    )
+    added = await rig.call("tasks", {"action": "add", "prompt": "later"})
+    assert not added.is_error, added
+    assert rig.executor.durable is not None
+    task = rig.executor.durable.tasks.task(added.output["task"]["id"])
+    assert task is not None and task["agent"] == "helper"

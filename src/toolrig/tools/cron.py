@@ -100,8 +100,11 @@ class Cron(Tool[CronInput, CronOutput]):
                 name = _need(input.name, "name", "add")
                 schedule = _need(input.schedule, "schedule", "add")
                 prompt = _need(input.prompt, "prompt", "add")
+                # The job runs as the agent that created it: scheduling must not widen its permissions.
                 job = await anyio.to_thread.run_sync(
-                    lambda: schedules.add_job(name=name, schedule=schedule, prompt=prompt, by="model")
+                    lambda: schedules.add_job(
+                        name=name, schedule=schedule, prompt=prompt, by="model", agent=ctx.agent_id
+                    )
                 )
                 return CronOutput(action="add", job=job, note="This job expires in 7 days unless a person renews it.")
             job_id = _need(input.id, "id", input.action)

@@ -80,7 +80,8 @@ class Tasks(Tool[TasksInput, TasksOutput]):
             if input.action == "add":
                 if not input.prompt or not input.prompt.strip():
                     raise ToolError(ErrorType.INVALID_INPUT, "The 'add' action needs 'prompt'.")
-                task = tasks.add_task(prompt=input.prompt, by="model", after=input.after)
+                # The task runs as the agent that queued it: queueing must not widen its permissions.
+                task = tasks.add_task(prompt=input.prompt, by="model", after=input.after, agent=ctx.agent_id)
                 return TasksOutput(task={"id": task["id"], "status": task["status"]})
             if not input.id:
                 raise ToolError(ErrorType.INVALID_INPUT, "The 'show' action needs 'id'.")
