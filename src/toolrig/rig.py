@@ -116,6 +116,9 @@ class Rig:
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
 
         self.executor.durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        from toolrig.skills.binding import bind
+
+        bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them
 
     # ------------------------------------------------------------------------------ lifetime
 
@@ -173,7 +176,11 @@ class Rig:
         view = self._views.get(agent)
         if view is None:
             available = self._available_tools()
-            view = Registry(t for t in available.list() if self.governance.policy.offered(t, agent))
+            from toolrig.skills.binding import for_schemas
+
+            view = Registry(
+                for_schemas(self, [t for t in available.list() if self.governance.policy.offered(t, agent)])
+            )
             self._views[agent] = view
         return view
 
