@@ -99,8 +99,13 @@ def test_a_killed_workers_tasks_finish_on_the_others_without_repeating_a_complet
     with worker_process(workspace, url, llm, concurrency=4) as doomed:
         # Each task appended its line (a completed call) and now waits at the gate.
         wait_for(lambda: len(lines(workspace)) == 4, what="the four appends")
+        # Wait until each gate call is recorded as started (not merely asked for by the model): only then is
+        # its outcome unknown at the kill.
         wait_for(
-            lambda: all(pg_access.records.step(t["workflow_id"], "turn-1") for t in map(pg_access.records.task, ids)),
+            lambda: all(
+                any(k.startswith("tool-call-1") for k in _keys(pg_access, t["workflow_id"] or ""))
+                for t in map(pg_access.records.task, ids)
+            ),
             what="the gate calls",
         )
         doomed.send_signal(signal.SIGKILL)
