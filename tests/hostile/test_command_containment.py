@@ -62,6 +62,11 @@ def test_r04_no_ancestor_of_a_command_holds_toolrigs_secrets(workspace: Path, mo
     assert f"pid {os.getpid()}\n" not in out  # toolrig is not an ancestor at all
 
 
+# Sleep durations unique to this test process: a run elsewhere on the machine has sleepers of its own.
+_TAG = f"{os.getpid() % 100_000:05d}"
+S30, S187, S188, S189, S190 = (f"{n}.{_TAG}" for n in (30, 187, 188, 189, 190))
+
+
 def test_the_result_says_which_containment_held_the_command(workspace: Path, mode: str) -> None:
     result = run(shell(workspace), "true")
     containment = result.output["containment"]
@@ -71,7 +76,7 @@ def test_the_result_says_which_containment_held_the_command(workspace: Path, mod
 
 def test_a_fork_burst_over_max_processes_is_bounded(workspace: Path, mode: str) -> None:
     rig = shell(workspace, max_processes=8)
-    command = "for i in $(seq 40); do sleep 30 & done; echo started=$(jobs -p | wc -l); wait"
+    command = f"for i in $(seq 40); do sleep {S30} & done; echo started=$(jobs -p | wc -l); wait"
     result = run(rig, command, timeout_seconds=20)
     out = result.output
     if mode == "cgroup":
@@ -80,34 +85,34 @@ def test_a_fork_burst_over_max_processes_is_bounded(workspace: Path, mode: str) 
     else:
         assert out["stopped"] and "process limit" in out["stopped"], out
     assert not out["timed_out"] or mode == "cgroup"
-    assert not _sleepers("30"), "a sleeper outlived its command"
+    assert not _sleepers(S30), "a sleeper outlived its command"
 
 
 @pytest.mark.parametrize(
     "command",
     [
-        "setsid sleep 187 & sleep 60",
-        "(setsid sleep 187 &); sleep 60",
-        "setsid -f sleep 187; sleep 60",
-        "setsid bash -c 'sleep 187 & sleep 187' & sleep 60",
+        f"setsid sleep {S187} & sleep 60",
+        f"(setsid sleep {S187} &); sleep 60",
+        f"setsid -f sleep {S187}; sleep 60",
+        f"setsid bash -c 'sleep {S187} & sleep {S187}' & sleep 60",
     ],
 )
 def test_setsid_children_do_not_outlive_the_timeout(workspace: Path, mode: str, command: str) -> None:
     result = run(shell(workspace), command, timeout_seconds=1)
     assert result.output["timed_out"] is True
-    assert not _sleepers("187"), "a setsid child outlived the timeout"
+    assert not _sleepers(S187), "a setsid child outlived the timeout"
 
 
 def test_setsid_children_do_not_outlive_a_command_that_ends(workspace: Path, mode: str) -> None:
-    result = run(shell(workspace), "setsid -f sleep 188; echo done")
+    result = run(shell(workspace), f"setsid -f sleep {S188}; echo done")
     assert result.output["stdout"] == "done\n"
-    assert not _sleepers("188")
+    assert not _sleepers(S188)
 
 
 def test_a_command_that_kills_its_keeper_still_loses_its_children(workspace: Path, mode: str) -> None:
-    result = run(shell(workspace), "setsid -f sleep 189; kill -9 $PPID; sleep 60", timeout_seconds=2)
+    result = run(shell(workspace), f"setsid -f sleep {S189}; kill -9 $PPID; sleep 60", timeout_seconds=2)
     assert not result.is_error or result.error_type != "internal"
-    assert not _sleepers("189")
+    assert not _sleepers(S189)
 
 
 def _sleepers(seconds: str) -> list[int]:
@@ -138,11 +143,11 @@ def test_a_command_that_kills_the_launcher_does_not_break_the_next_one(workspace
 
 
 def test_a_command_that_stops_its_keeper_still_loses_its_children(workspace: Path, mode: str) -> None:
-    command = "setsid -f bash -c 'sleep 190 & sleep 190'; kill -STOP $PPID; sleep 60"
+    command = f"setsid -f bash -c 'sleep {S190} & sleep {S190}'; kill -STOP $PPID; sleep 60"
     result = run(shell(workspace, kill_grace_seconds=0.2), command, timeout_seconds=1)
     assert result.output["timed_out"] is True
     for _ in range(500):  # the launcher adopts and kills what the stopped keeper kept: wait for it, not a time
-        if not _sleepers("190"):
+        if not _sleepers(S190):
             break
         time.sleep(0.01)
-    assert not _sleepers("190")
+    assert not _sleepers(S190)
