@@ -1,7 +1,7 @@
 """Providers: which one a model goes to, with which key, and the object that streams its turns.
 
 A model named ``claude-*`` (or ``.../claude-*``) with no ``base_url`` goes to Anthropic natively; anything
-else, or any model with a ``base_url``, goes to the OpenAI-compatible provider. ``agent.provider`` forces
+else, or any model with a ``base_url``, goes to the OpenAI-compatible provider. ``llm.provider`` forces
 either. Both paths get every toolrig tool and the same policy, approvals and hooks.
 """
 
@@ -33,7 +33,7 @@ __all__ = [
 NOT_CONFIGURED = (
     "no model is configured: pass --model, or set llm.model in ~/.toolrig/config.yaml "
     "(claude-* goes to Anthropic, anything else to an OpenAI-compatible llm.base_url)\n"
-    "then export the key: ANTHROPIC_API_KEY for Anthropic, OPENAI_API_KEY for OpenAI (or agent.api_key_env)"
+    "then export the key: ANTHROPIC_API_KEY for Anthropic, OPENAI_API_KEY for OpenAI (or llm.api_key_env in the config)"
 )
 
 DEFAULT_KEY_ENV: dict[ProviderName, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
