@@ -37,8 +37,20 @@ def _root_option() -> click.Option:
     )
 
 
+JSON_ERRORS = "toolrig.json_errors"  # ctx.meta flag: this command speaks JSON lines, errors included
+
+
+def report_error(message: str, kind: str = "config") -> None:
+    """One error for a person (stderr, prose) or, under ``--json``, one ``{"type": "error"}`` line on stdout."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(JSON_ERRORS):
+        click.echo(json.dumps({"type": "error", "kind": kind, "message": message}, ensure_ascii=False))
+    else:
+        click.echo(f"toolrig: error: {message}", err=True)
+
+
 def _fail(message: str) -> NoReturn:
-    click.echo(f"toolrig: error: {message}", err=True)
+    report_error(message)
     sys.exit(EXIT_USAGE)
 
 
