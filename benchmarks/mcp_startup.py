@@ -81,12 +81,27 @@ def spawn_to_tools_list(argv: list[str], env: dict[str, str]) -> tuple[float, in
     """Seconds from spawn to the ``tools/list`` reply, and how many tools it listed."""
     start = time.perf_counter()
     process = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None if os.environ.get("BENCH_DEBUG") else
-        subprocess.DEVNULL, env=env, cwd=env["TOOLRIG_HOME"],  # not benchmarks/: its glob.py shadows the stdlib's
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=None if os.environ.get("BENCH_DEBUG") else subprocess.DEVNULL,
+        env=env,
+        cwd=env["TOOLRIG_HOME"],  # not benchmarks/: its glob.py shadows the stdlib's
     )
     try:
-        _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        _send(
+            process,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        )
         _reply(process, 1)
         _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})

@@ -163,7 +163,6 @@ def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
 # Real servers (redis-server, BaseX) shared by the whole session; see tests/state_servers.py.
 from tests.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401
 
-
 # ------------------------------------------------------------------ markers for the fast inner loop
 # Applied here, not in each file: `pytest -m "not slow"` is the loop a newcomer runs while editing, CI runs
 # everything. A test is `terminal` if it drives tmux, `servers` if it starts or uses a real server, and
@@ -181,6 +180,8 @@ SLOW_FILES = frozenset(
         "tests/hostile/test_mcp_http_guard.py",
         "tests/stores/test_nothing_lost.py",
         "tests/test_dependencies.py",
+        "tests/adapters/test_mcp_server.py",  # 12 of its tests start `toolrig mcp serve` as a subprocess
+        "tests/stores/memory/test_semantic.py",  # loads an embedding model
     }
 )
 SLOW_TESTS = frozenset(
@@ -189,6 +190,16 @@ SLOW_TESTS = frozenset(
         "tests/test_cli.py::test_help_does_not_import_provider_sdks_or_tool_modules",
         "tests/test_readme.py::test_the_main_command_starts_the_mcp_server_it_promises",
         "tests/commands/test_mcp.py::test_serve_names_the_approval_mode_in_force_when_it_starts",
+        # measured with --durations (load average ~10): each over 4 s
+        "tests/test_schema.py::test_emitted_schemas_accept_exactly_what_the_model_accepts",
+        "tests/agent/providers/test_anthropic.py::test_requests_cache_the_system_prompt_the_tools_and_the_newest_turn",
+        "tests/agent/test_approvals.py::test_a_paused_run_saves_plain_json_and_resumes_in_another_process",
+        "tests/commands/test_run.py::test_a_session_resumes_in_another_process_on_the_other_provider",
+        "tests/policy/test_prompt.py::test_toolrig_call_asks_on_a_terminal_and_remembers_always",
+        "tests/policy/test_ratelimit.py::test_limits_hold_across_processes_sharing_a_workspace",
+        "tests/sandbox/test_shell_syntax.py::test_quoted_words_joined_by_operators_are_read_back_exactly",
+        "tests/tools/test_files.py::test_list_directory_stops_at_its_budget_and_says_so",
+        "tests/agent/providers/test_openai.py::test_interleaved_tool_call_fragments_are_joined_by_index",
     }
 )
 

@@ -269,3 +269,11 @@ def test_the_audit_log_of_a_real_rig_holds_none_of_the_review_d14_secrets(tmp_pa
     text = json.dumps(rows)
     assert re.findall(r"LEAK\d\d", text) == []
     assert "project/status" in text and "green" in text and "github_token" in text
+
+
+def test_a_secret_straddling_the_cut_is_redacted_not_half_kept() -> None:
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    text = "x" * 990 + " " + secret + " " + "y" * 5000
+    out = redact({"content": text})["content"]
+    assert "ghp_" not in out and "A1b2" not in out
+    assert out.endswith(f"[{len(text) - 1000} more characters]")

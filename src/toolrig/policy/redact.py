@@ -23,6 +23,7 @@ from typing import Any
 
 REDACTED = "[REDACTED]"
 MAX_STRING = 1_000  # longer strings are cut in the log; the audit is a record of calls, not of content
+_MARGIN = 512  # scanned beyond the cut: longer than any token shape below
 
 # A name is secret-looking when one of its words is one of these ...
 _SECRET_WORDS = frozenset(
@@ -116,7 +117,22 @@ TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
     ("high entropy",
      r"\b(?=[A-Za-z0-9_\-]*[a-z])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{32,}\b"),
 )  # fmt: skip
-_TOKENS = re.compile("|".join(f"(?:{p})" for _, p in TOKEN_SHAPES), re.DOTALL)
+# Literal keywords (as gitleaks does): a shape's pattern runs only on text holding one of them, so a call's
+# arguments pay for the few shapes that could be there, not for forty alternatives at every position.
+_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "private key block": ("PRIVATE KEY",), "anthropic / openai / stripe sk-": ("sk-",), "stripe": ("_live_", "_test_"),
+    "github": ("gh", "github_pat_"), "gitlab": ("gl",), "slack": ("xox", "xapp-"), "slack webhook": ("hooks.slack",),
+    "aws access key id": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"), "gcp api key": ("AIza",),
+    "gcp oauth secret": ("GOCSPX-",), "google oauth access token": ("ya29.",), "sendgrid": ("SG.",),
+    "npm": ("npm_",), "pypi": ("pypi-",), "hashicorp vault": ("hvs.", "hvb.", "hvr."), "digitalocean": ("_v1_",),
+    "shopify": ("shp",), "hugging face": ("hf_",), "databricks": ("dapi",), "doppler": ("dp.",), "grafana": ("gl",),
+    "sentry": ("sntr",), "linear": ("lin_",), "postman": ("PMAK-",), "new relic": ("NR",), "pulumi": ("pul-",),
+    "planetscale": ("pscale_",), "square": ("EAAA", "sq0"), "twilio": ("SK",), "mailchimp": ("-us",),
+    "telegram bot": (":AA",), "artifactory": ("AKCp", "cmVmd"), "atlassian": ("ATATT3",), "1password": ("ops_", "A3-"),
+    "age": ("AGE-SECRET-KEY",), "azure storage": ("AccountKey", "accountkey", "ACCOUNTKEY"),
+    "azure ad client secret": ("Q~",), "jwt": ("eyJ",), "high entropy": (),
+}  # fmt: skip
+_SHAPES = tuple((re.compile(pattern, re.DOTALL), _KEYWORDS[name]) for name, pattern in TOKEN_SHAPES)
 
 # ---------------------------------------------------------------- secrets recognisable by their name or command
 _VALUE = r"(?:\"[^\"]*\"|'[^']*'|[^\s\"',;&|)]+)"
@@ -129,20 +145,19 @@ _NAMED: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
     ),
     # Authorization / Cookie headers: the whole value, scheme included, up to the end of the quote or line
     (
-        re.compile(r"(?i)(\b(?P<name>(?:proxy-)?authorization|(?:set-)?cookie)\s*[:=]\s*)[^\n\"'\\]+"),
+        re.compile(r"(\b(?P<name>(?i:(?:proxy-)?authorization|(?:set-)?cookie))\s*[:=]\s*)[^\n\"'\\]+"),
         lambda m: True,
     ),
     # X-Api-Key: v, password=v, "token": "v", DB_PASSWORD='v w', --api-key v, --token=v
     (
         re.compile(
-            r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z][\w.\-]*)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
-            r"(?:(?:bearer|basic|token|digest)\s+)?)" + _VALUE,
-            re.IGNORECASE,
+            r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z][\w.\-]*+)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
+            r"(?:(?i:bearer|basic|token|digest)\s+)?)" + _VALUE
         ),
         lambda m: not m["name"].lower().startswith("no-") and secret_key(m["name"]),
     ),
     # Bearer tokens wherever they appear
-    (re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"), lambda m: True),
+    (re.compile(r"(\b(?i:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"), lambda m: True),
     # https://user:password@host
     (re.compile(r"(://[^/\s:@]*:)[^/\s@]+(?=@)"), lambda m: True),
     # curl -u user:pass, --user, --proxy-user, -U
@@ -170,14 +185,21 @@ def _prefix_only(check: Callable[[re.Match[str]], bool]) -> Callable[[re.Match[s
 
 
 _NAMED_SUBS = tuple((pattern, _prefix_only(check)) for pattern, check in _NAMED)
+# the generic ``name: value`` net runs only where a secret word could name something
+_NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|auth|key|cookie|cred|sig|otp|dsn|bearer|session")
+_GENERIC = 2  # index of that net in _NAMED
 
 
 def redact_text(text: str) -> str:
     if not _QUICK.search(text):
         return text
-    text = _TOKENS.sub(REDACTED, text)
-    for pattern, replace in _NAMED_SUBS:
-        text = pattern.sub(replace, text)
+    for pattern, keywords in _SHAPES:
+        if not keywords or any(k in text for k in keywords):
+            text = pattern.sub(REDACTED, text)
+    has_words = _NAME_WORDS.search(text) is not None
+    for index, (pattern, replace) in enumerate(_NAMED_SUBS):
+        if index != _GENERIC or has_words:
+            text = pattern.sub(replace, text)
     return text
 
 
@@ -194,8 +216,12 @@ def _names_a_secret(value: dict[Any, Any]) -> bool:
 def redact(value: Any, *, limit: int = MAX_STRING) -> Any:
     """A copy of a JSON-like value with secrets replaced and long strings cut."""
     if isinstance(value, str):
-        cut = redact_text(value)
-        return cut if len(cut) <= limit else f"{cut[:limit]}… [{len(cut) - limit} more characters]"
+        # Only what is kept is scanned (plus a margin, so a secret straddling the cut is still seen whole):
+        # a 1 MB write_file content costs the audit the same as a short one.
+        cut = redact_text(value[: limit + _MARGIN])
+        if len(value) <= limit + _MARGIN and len(cut) <= limit:
+            return cut
+        return f"{cut[:limit]}… [{len(value) - limit} more characters]"
     if isinstance(value, dict):
         named = _names_a_secret(value)
         return {
