@@ -17,7 +17,7 @@ _SETTING = re.compile(
 )
 # names in the same dotted shape that are not settings: the audit's `rule` for a call a hook denied
 _LABELS = frozenset({"hooks.before_tool"})
-_NOT_A_SETTING = re.compile(r"\.(?:py|yaml|yml|json|db|md|toml|txt)$")
+_NOT_A_SETTING = re.compile(r"\.(?:py|yaml|yml|json|db|md|toml|txt|com|org|net|io)$")  # files and domains
 
 
 def setting_names_in_src() -> dict[str, str]:
@@ -26,7 +26,11 @@ def setting_names_in_src() -> dict[str, str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 for match in _SETTING.finditer(node.value):
-                    if not _NOT_A_SETTING.search(match.group(0)) and match.group(0) not in _LABELS:
+                    name = match.group(0)
+                    module = SRC.joinpath(*name.split("."))  # ``stores.notes`` names a module, not a setting
+                    if module.with_suffix(".py").exists() or module.is_dir():
+                        continue
+                    if not _NOT_A_SETTING.search(name) and name not in _LABELS:
                         found.setdefault(match.group(0), f"{path.relative_to(SRC)}:{node.lineno}")
     return found
 

@@ -37,11 +37,13 @@ def variables_read_in_src() -> dict[str, str]:
             for name in names:
                 if isinstance(name, ast.Constant) and isinstance(name.value, str) and _NAME.match(name.value):
                     found.setdefault(name.value, where)
-    # the provider keys are looked up through a table, not a literal at the call
-    from toolrig.agent.providers import DEFAULT_KEY_ENV
-
-    for variable in DEFAULT_KEY_ENV.values():
-        found.setdefault(variable, "agent/providers/__init__.py")
+            # tables of variable names looked up at the call (DEFAULT_KEY_ENV, BASE_URL_ENV)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id.endswith("_ENV") for t in targets):
+                    for value in node.value.values:
+                        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                            found.setdefault(value.value, where)
     return found
 
 
@@ -49,7 +51,9 @@ def test_every_variable_toolrig_reads_is_in_the_environment_table() -> None:
     documented = set(re.findall(r"^\| `([A-Z0-9_]+)`(?:, `([A-Z0-9_]+)`)?", TABLE.read_text(), flags=re.M))
     names = {n for pair in documented for n in pair if n}
     read = variables_read_in_src()
-    assert {"TOOLRIG_HOME", "TOOLRIG_NO_CGROUP", "TOOLRIG_MCP_TOKEN", "ANTHROPIC_API_KEY"} <= set(read)
+    assert {"TOOLRIG_HOME", "TOOLRIG_NO_CGROUP", "TOOLRIG_MCP_TOKEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} <= set(
+        read
+    )
     assert {name: where for name, where in read.items() if name not in names} == {}
     assert names - set(read) == set()  # and the table lists nothing toolrig no longer reads
 

@@ -121,7 +121,8 @@ TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
 # arguments pay for the few shapes that could be there, not for forty alternatives at every position.
 _KEYWORDS: dict[str, tuple[str, ...]] = {
     "private key block": ("PRIVATE KEY",), "anthropic / openai / stripe sk-": ("sk-",), "stripe": ("_live_", "_test_"),
-    "github": ("gh", "github_pat_"), "gitlab": ("gl",), "slack": ("xox", "xapp-"), "slack webhook": ("hooks.slack",),
+    "github": ("gh", "github_pat_"), "gitlab": ("gl",), "slack": ("xox", "xapp-"),
+    "slack webhook": ("hooks.slack.com",),
     "aws access key id": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"), "gcp api key": ("AIza",),
     "gcp oauth secret": ("GOCSPX-",), "google oauth access token": ("ya29.",), "sendgrid": ("SG.",),
     "npm": ("npm_",), "pypi": ("pypi-",), "hashicorp vault": ("hvs.", "hvb.", "hvr."), "digitalocean": ("_v1_",),
