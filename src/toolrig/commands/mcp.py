@@ -90,8 +90,9 @@ def serve(
     rig = make_rig(rig_root, agent=agent)
     fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
     server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
-    click.echo(approval_line(rig.governance.policy.mode(agent), fallback or "deny"), err=True)
+    approvals = approval_line(rig.governance.policy.mode(agent), fallback or "deny")
     if transport == "stdio":
+        click.echo(approvals, err=True)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(server.serve_stdio)
         return
@@ -110,7 +111,8 @@ def serve(
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
     def ready(url: str) -> None:
-        click.echo(f"toolrig: MCP server listening on {url}", err=True)
+        click.echo(f"toolrig: MCP server listening on {url}", err=True)  # first: scripts read the URL from it
+        click.echo(approvals, err=True)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
