@@ -168,3 +168,61 @@ def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
 
 # Real servers (redis-server, BaseX) shared by the whole session; see tests/state_servers.py.
 from tests.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401
+
+# ------------------------------------------------------------------ markers for the fast inner loop
+# Applied here, not in each file: `pytest -m "not slow"` is the loop a newcomer runs while editing, CI runs
+# everything. A test is `terminal` if it drives tmux, `servers` if it starts or uses a real server, and
+# `slow` if it is either, spawns processes by design, or was measured among the slowest (SLOW_FILES/SLOW_TESTS;
+# remeasure with `pytest --durations=80`).
+TERMINAL_FIXTURES = frozenset({"terminal"})
+SERVER_FIXTURES = frozenset({"redis_server", "basex_server", "smtp_servers", "peer", "peer_state"})
+SERVER_PARAMS = frozenset({"redis", "basex"})  # kv / librarian parametrised over a real server
+SLOW_FILES = frozenset(
+    {
+        "tests/adapters/test_mcp_stdio.py",
+        "tests/adapters/test_mcp_client.py",
+        "tests/adapters/test_mcp_inspector.py",
+        "tests/adapters/test_mcp_http.py",
+        "tests/hostile/test_mcp_http_guard.py",
+        "tests/stores/test_nothing_lost.py",
+        "tests/test_dependencies.py",
+        "tests/adapters/test_mcp_server.py",  # 12 of its tests start `toolrig mcp serve` as a subprocess
+        "tests/stores/memory/test_semantic.py",  # loads an embedding model
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "tests/test_cli.py::test_the_installed_console_script_works_end_to_end",
+        "tests/test_cli.py::test_help_does_not_import_provider_sdks_or_tool_modules",
+        "tests/test_readme.py::test_the_main_command_starts_the_mcp_server_it_promises",
+        "tests/commands/test_mcp.py::test_serve_names_the_approval_mode_in_force_when_it_starts",
+        # measured with --durations (load average ~10): each over 4 s
+        "tests/test_schema.py::test_emitted_schemas_accept_exactly_what_the_model_accepts",
+        "tests/agent/providers/test_anthropic.py::test_requests_cache_the_system_prompt_the_tools_and_the_newest_turn",
+        "tests/agent/test_approvals.py::test_a_paused_run_saves_plain_json_and_resumes_in_another_process",
+        "tests/commands/test_run.py::test_a_session_resumes_in_another_process_on_the_other_provider",
+        "tests/policy/test_prompt.py::test_toolrig_call_asks_on_a_terminal_and_remembers_always",
+        "tests/policy/test_ratelimit.py::test_limits_hold_across_processes_sharing_a_workspace",
+        "tests/sandbox/test_shell_syntax.py::test_quoted_words_joined_by_operators_are_read_back_exactly",
+        "tests/tools/test_files.py::test_list_directory_stops_at_its_budget_and_says_so",
+        "tests/agent/providers/test_openai.py::test_interleaved_tool_call_fragments_are_joined_by_index",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        params = {str(v) for v in getattr(getattr(item, "callspec", None), "params", {}).values()}
+        path = Path(str(item.path)).relative_to(root).as_posix()
+        test_id = f"{path}::{item.name.split('[')[0]}"
+        slow = False
+        if fixtures & TERMINAL_FIXTURES:
+            item.add_marker(pytest.mark.terminal)
+            slow = True
+        if fixtures & SERVER_FIXTURES or params & SERVER_PARAMS:
+            item.add_marker(pytest.mark.servers)
+            slow = True
+        if slow or path in SLOW_FILES or test_id in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)

@@ -163,3 +163,53 @@ def test_an_ignored_workspace_setting_is_warned_about_once(workspace: Path) -> N
     assert out.returncode == 0
     assert out.stderr.count("workspace.extra_paths") == 1
     assert out.stderr.startswith("toolrig: warning: ")
+
+
+def test_tools_list_with_an_unknown_group_exits_two_naming_the_groups(workspace: Path) -> None:
+    code, out, err = run("tools", "list", "--group", "nope", root=workspace)
+    assert code == 2 and out == ""
+    assert "no tool group named 'nope'" in err and "calculator" in err and "files" in err
+
+
+def test_tools_list_is_one_line_per_tool_each_the_first_sentence_cut_at_a_word(workspace: Path) -> None:
+    from toolrig.registry import Registry
+
+    _, out, _ = run("tools", "list", root=workspace)
+    lines = out.splitlines()
+    assert len(lines) == len(Registry.default().list())
+    assert all(len(line) <= 110 for line in lines)
+    by_name = {line.split()[0]: line for line in lines}
+    assert "e.g" not in by_name["librarian_query"] or "e.g." in by_name["librarian_query"]
+    assert not by_name["librarian_query"].rstrip().endswith("e.g")
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "expected"),
+    [
+        ("Run a query, e.g. 'x'. More.", 80, "Run a query, e.g. 'x'"),
+        ("Apply a patch:\n*** Begin Patch\n...", 80, "Apply a patch: *** Begin Patch"),
+        ("One two three four five six", 14, "One two three…"),
+        ("Short", 80, "Short"),
+    ],
+)
+def test_first_sentence_ends_at_a_full_stop_not_an_abbreviation_and_cuts_at_a_word(
+    text: str, width: int, expected: str
+) -> None:
+    from toolrig.adapters.plain import first_sentence
+
+    assert first_sentence(text, width) == expected
+
+
+def test_generated_subcommands_take_the_first_required_input_as_the_one_positional(workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    code, out, _ = run("search", "glob", "*.py", root=workspace)  # a string-or-list input: one value is the string
+    assert code == 0 and json.loads(out)["output"]["files"] == ["a.py"]
+    code, out, _ = run("edit", "write_file", "b.txt", "--content", "hi", root=workspace)
+    assert code == 0 and (workspace / "b.txt").read_text() == "hi"
+    _, out, _ = run("edit", "write_file", "--help")
+    assert "write_file [OPTIONS] PATH\n" in out and "--content" in out
+
+
+def test_help_of_a_json_option_shows_the_shape_it_wants() -> None:
+    _, out, _ = run("files", "list_directory", "--help")
+    assert '[{"path": "...", "recursive": false}]' in " ".join(out.split()).replace('" ', '"')

@@ -84,3 +84,12 @@ def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, too
     assert args[:2] == ["mcp", "serve"]
     helped = subprocess.run([toolrig, *args[:2], "--help"], capture_output=True, text=True, check=False)
     assert all(option in helped.stdout for option in args[2:] if option.startswith("--"))
+
+
+def test_the_quick_start_shows_the_one_config_line_that_makes_writes_and_commands_ask() -> None:
+    from toolrig.config import Config
+
+    quick = README.read_text(encoding="utf-8").split("## Quick start", 1)[1].split("## ", 1)[0]
+    [block] = re.findall(r"```yaml\n(.*?)```", quick, flags=re.S)
+    assert Config.model_validate(yaml.safe_load(block)).approvals.mode == "smart"
+    assert "Approvals are off by default" in quick

@@ -37,8 +37,20 @@ def _root_option() -> click.Option:
     )
 
 
+JSON_ERRORS = "toolrig.json_errors"  # ctx.meta flag: this command speaks JSON lines, errors included
+
+
+def report_error(message: str, kind: str = "config") -> None:
+    """One error for a person (stderr, prose) or, under ``--json``, one ``{"type": "error"}`` line on stdout."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(JSON_ERRORS):
+        click.echo(json.dumps({"type": "error", "kind": kind, "message": message}, ensure_ascii=False))
+    else:
+        click.echo(f"toolrig: error: {message}", err=True)
+
+
 def _fail(message: str) -> NoReturn:
-    click.echo(f"toolrig: error: {message}", err=True)
+    report_error(message)
     sys.exit(EXIT_USAGE)
 
 
@@ -178,19 +190,25 @@ def tools() -> None:
 @agent_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
 def tools_list(group: str | None, as_json: bool, agent: str | None, rig_root: Path) -> None:
-    """List the tools this workspace offers (to one agent, with --agent)."""
+    """List the tools this workspace offers (to one agent, with --agent), one line each."""
     rig = make_rig(rig_root, agent=agent)
+    if group is not None:
+        groups = sorted({t.group for t in rig.registry.list()})
+        if group not in groups:
+            _fail(f"no tool group named {group!r}; the groups are: {', '.join(groups)}")
     listed = rig.tools(group)
     if as_json:
         from toolrig.adapters.plain import json_tools
 
         click.echo(json.dumps(json_tools(listed), indent=2))
         return
+    from toolrig.adapters.plain import first_sentence
+
     width = max((len(t.name) for t in listed), default=4)
+    room = max(30, 110 - width - 20)
     for item in listed:
         flags = "".join(f for f, on in (("R", item.read_only), ("T", item.terminal)) if on)
-        summary = item.description.split(". ")[0].rstrip(".")
-        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {summary}")
+        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {first_sentence(item.description, room)}")
 
 
 @tools.command("schema")

@@ -67,6 +67,34 @@ class Terminal:
                 raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
             time.sleep(0.05)  # a terminal can only be read by polling
 
+    def mark(self) -> int:
+        """Where the screen ends now: take it *before* an action, then wait for that action's output after it."""
+        return len(self.screen().rstrip())  # the pane's empty rows below the cursor fill up with what comes next
+
+    def wait_prompt(self, prompt: str = "›", after: int = 0, timeout: float = 20.0) -> str:
+        """Wait until new output follows ``after`` and the last line is the prompt again (ready for input).
+
+        Waiting for text alone is a race when the text is already on screen from an earlier turn: the next
+        keys would be typed while the program is still busy. The prompt coming back is the program's own
+        signal that it reads again.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            lines = [line for line in screen[after:].splitlines() if line.strip()]
+            if len(lines) >= 2 and lines[-1].strip() == prompt:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the prompt {prompt!r} did not come back within {timeout}s:\n{screen}")
+            time.sleep(0.05)  # a terminal can only be read by polling
+
+    def command(self, line: str, expect: str, timeout: float = 20.0) -> str:
+        """Type ``line``, wait for ``expect`` in what it prints and for the prompt after it; the screen is returned."""
+        mark = self.mark()
+        self.type_line(line)
+        self.wait_for(expect, timeout, after=mark)
+        return self.wait_prompt(after=mark, timeout=timeout)
+
     def pid(self) -> int:
         return int(self._tmux("display-message", "-p", "-t", self.name, "#{pane_pid}").strip())
 

@@ -55,56 +55,57 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     }
     terminal.start([TOOLRIG, "chat", "--root", str(workspace)], env, workspace)
     terminal.wait_for("toolrig chat · claude-test · new session")
-    terminal.wait_for("› ")
+    terminal.wait_prompt()
+    # Every action starts from a mark taken before it and ends when the prompt is back: text alone may
+    # already be on screen from an earlier turn, and keys typed while the chat is busy race with it.
+    mark = terminal.mark()
     terminal.type_line("what is six times seven?")
-    screen = terminal.wait_for("allow calculate? [y]es once, [a]lways, [n]o > ")
+    screen = terminal.wait_for("allow calculate? [y]es once, [a]lways, [n]o > ", after=mark)
     assert 'calculate {"expression": "6 * 7"}' in screen and "why asked: checking arithmetic" in screen
     terminal.type_line("y")
-    screen = terminal.wait_for("The answer is 42.")
+    terminal.wait_for("The answer is 42.", after=mark)
+    screen = terminal.wait_prompt(after=mark)
     assert "thinking… The user wants arithmetic." in screen
     assert "Let me compute." in screen
     assert '✓ calculate(expression="6 * 7")  → {"result":42}' in screen
 
     # No, with a reason: the model reads the refusal and answers without the tool.
     llm.script(reply(Call("toolu_2", "calculate", '{"expression": "2 + 2"}')), reply(Text("4, by heart.")))
+    mark = terminal.mark()
     terminal.type_line("and two plus two?")
-    mark = len(terminal.screen())
-    terminal.wait_for("allow calculate?", after=mark - 100)
+    terminal.wait_for("allow calculate?", after=mark)
     terminal.type_line("n")
-    terminal.wait_for("reason for the model (optional) > ")
+    terminal.wait_for("reason for the model (optional) > ", after=mark)
     terminal.type_line("do it in your head")
-    screen = terminal.wait_for("4, by heart.")
+    terminal.wait_for("4, by heart.", after=mark)
+    screen = terminal.wait_prompt(after=mark)
     assert '✗ calculate(expression="2 + 2")  → denied:' in screen
     assert "do it in your head" in str(llm.bodies()[-1]["messages"][-1])
 
-    terminal.type_line("/usage")
-    screen = terminal.wait_for("model calls")
+    screen = terminal.command("/usage", "model calls")
     assert "4 model calls · 400 in · 80 out" in screen
 
     # Ctrl-C cancels a turn that is stuck mid-stream, and the chat goes on.
     llm.script(reply(Text("I will think about this for a very long"), hang_after=5))
+    mark = terminal.mark()
     terminal.type_line("tell me a story")
-    mark = len(terminal.screen())
-    terminal.wait_for("I will think", after=mark - 200)
+    terminal.wait_for("I will think", after=mark)
     terminal.send("C-c")
-    terminal.wait_for("(cancelled)")
+    terminal.wait_for("(cancelled)", after=mark)
+    terminal.wait_prompt(after=mark)
     # Ctrl-C at an approval question cancels the turn too, and nothing runs.
     llm.script(reply(Call("toolu_3", "calculate", '{"expression": "1 / 0"}')))
+    mark = terminal.mark()
     terminal.type_line("divide by zero")
-    mark = len(terminal.screen())
-    terminal.wait_for('[1] calculate {"expression": "1 / 0"}', after=mark - 100)
-    terminal.wait_for("allow calculate?", after=mark - 100)
+    terminal.wait_for('[1] calculate {"expression": "1 / 0"}', after=mark)
+    terminal.wait_for("allow calculate?", after=mark)
     terminal.send("C-c")
-    screen = terminal.wait_for("(cancelled)", after=mark - 100)
+    terminal.wait_for("(cancelled)", after=mark)
+    screen = terminal.wait_prompt(after=mark)
     assert '✓ calculate(expression="1 / 0")' not in screen
 
-    terminal.type_line("/tools")
-    # "calculate" is on screen already; wait for the listing's last group and the prompt after it, so that
-    # /sessions is not typed while the listing still prints.
-    listed = terminal.wait_for("web_search")
-    terminal.wait_for("\n›", after=listed.rindex("web_search"))
-    terminal.type_line("/sessions")
-    screen = terminal.wait_for("turns  what is six")
+    terminal.command("/tools", "calculate")
+    screen = terminal.command("/sessions", "turns  what is six")
     assert "\n* 2" in screen and "claude-test" in screen  # the current session is marked
     pid = terminal.pid()
     terminal.type_line("/exit")

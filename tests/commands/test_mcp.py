@@ -76,3 +76,26 @@ def test_list_starts_nothing_and_says_when_nothing_is_configured(workspace: Path
     configure(toolrig_home, {"later": {"command": "/nonexistent/mcp-server"}})
     out = CliRunner().invoke(app, ["mcp", "list", "--root", str(workspace)])
     assert "later" in out.output and "never listed" in out.output
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("", "toolrig: approvals: off: every tool runs without asking, writes and commands included"),
+        ("approvals: {mode: smart}\n", "toolrig: approvals: smart: read-only tools run; every write and command asks"),
+    ],
+)
+def test_serve_names_the_approval_mode_in_force_when_it_starts(
+    workspace: Path, toolrig_home: Path, config: str, expected: str
+) -> None:
+    (toolrig_home / "config.yaml").write_text(config, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolrig", "mcp", "serve", "--root", str(workspace)],
+        stdin=subprocess.DEVNULL,  # a client that hangs up at once: the server starts, says its line, and ends
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stderr.splitlines()[0].startswith(expected), done.stderr
+    assert done.stdout == ""  # stdout is the protocol's: the line never goes there

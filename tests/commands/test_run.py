@@ -153,3 +153,34 @@ def test_resume_of_an_unknown_session_is_a_clear_error(llm: FakeLLM, workspace: 
     assert code == 1 and "no session 'nope'" in err
     code, _, err = invoke("sessions", "show", "nope", "--root", str(workspace))
     assert code == 2 and "no session 'nope'" in err
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "kind", "words"),
+    [
+        ("config", [], "config", "unknown setting"),
+        ("no key", [], "config", "llm.api_key_env"),
+        ("", ["--resume", "x", "--continue"], "usage", "not both"),
+        ("", ["--max-turns", "0"], "usage", "--max-turns"),
+    ],
+)
+def test_run_json_prints_every_error_as_one_json_line(
+    workspace: Path,
+    toolrig_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    setup: str,
+    args: list[str],
+    kind: str,
+    words: str,
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    if setup == "config":
+        (toolrig_home / "config.yaml").write_text("llm:\n  modle: x\n")
+    elif setup == "":
+        (toolrig_home / "config.yaml").write_text("llm:\n  model: claude-test\n  api_key: k\n")
+    code, out, err = invoke("run", "hi", "--json", *args, "--root", str(workspace))
+    assert code == 2 and err == ""
+    [line] = out.splitlines()
+    event = json.loads(line)
+    assert event["type"] == "error" and event["kind"] == kind and words in event["message"]

@@ -1,7 +1,9 @@
 """Command-line subcommands generated from tool definitions, never written by hand per tool.
 
-Required scalar inputs become positionals, the rest ``--options`` (lists repeatable, booleans as
-``--flag/--no-flag``, nested values as JSON). Values are passed on as text: the executor validates them,
+The first required input that is a scalar (or a list of scalars, or either) becomes the one positional,
+so every tool reads the same way (``toolrig search glob '**/*.py'``, ``toolrig files read_file PATH``); every
+other input is an ``--option`` (lists repeatable, booleans as ``--flag/--no-flag``, nested values as JSON,
+with an example of the JSON shape in ``--help``). Values are passed on as text: the executor validates them,
 so a mistake reads the same on the command line as it does to a model.
 """
 
@@ -43,33 +45,69 @@ def _help_text(node: dict[str, Any], defs: dict[str, Any]) -> str:
     return " ".join(p for p in parts if p).strip()
 
 
+def example_value(node: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> Any:
+    """A small value of the shape ``node`` wants, for ``--help`` (``[{"path": "src", "recursive": false}]``)."""
+    node = resolve_ref(node, defs)
+    if "default" in node and node["default"] not in (None, [], {}):
+        return node["default"]
+    if node.get("enum"):
+        return node["enum"][0]
+    for option in node.get("anyOf", []):
+        if json_kinds(option, defs) - {"null"}:
+            return example_value(option, defs, depth)
+    kinds = json_kinds(node, defs) - {"null"}
+    if "object" in kinds and depth < 3:
+        props = node.get("properties", {})
+        required = set(node.get("required", []))
+        shown = [n for n in props if n in required]
+        shown += [n for n in props if n not in required and "default" in props[n]][: max(0, 3 - len(shown))]
+        return {name: example_value(props[name], defs, depth + 1) for name in props if name in shown}
+    if "array" in kinds and depth < 3:
+        return [example_value(node.get("items", {}), defs, depth + 1)]
+    if "boolean" in kinds:
+        return False
+    if "integer" in kinds or "number" in kinds:
+        return 1
+    if "string" in kinds:
+        return "..."
+    return {}
+
+
 def plan_params(schema: dict[str, Any]) -> list[ParamPlan]:
     defs = schema.get("$defs", {})
     required = set(schema.get("required", []))
     plans: list[ParamPlan] = []
-    variadic_candidates = []
+    positional_taken = False
     for name, node in schema.get("properties", {}).items():
         kinds = _kinds(node, defs) - {"null"}
         is_required = name in required
         help_text = _help_text(node, defs)
-        if kinds <= SCALARS and kinds:
+        item_kinds: set[str] = set()
+        if "array" in kinds:
+            items = resolve_ref(resolve_ref(node, defs).get("items", {}), defs)
+            for option in resolve_ref(node, defs).get("anyOf", []):
+                if "array" in _kinds(option, defs):
+                    items = resolve_ref(option.get("items", {}), defs)
+            item_kinds = _kinds(items, defs) - {"null"}
+        scalar_items = "array" in kinds and item_kinds <= SCALARS
+        takes_positional = is_required and not positional_taken and kinds != {"boolean"}
+        if kinds and kinds <= SCALARS:
             if kinds == {"boolean"}:
                 plans.append(ParamPlan(name, "flag", is_required, help_text))
             else:
-                plans.append(ParamPlan(name, "positional" if is_required else "option", is_required, help_text))
+                plans.append(ParamPlan(name, "positional" if takes_positional else "option", is_required, help_text))
+                positional_taken = positional_taken or takes_positional
             continue
-        if kinds == {"array"}:
-            items = resolve_ref(resolve_ref(node, defs).get("items", {}), defs)
-            if _kinds(items, defs) - {"null"} <= SCALARS:
-                plans.append(ParamPlan(name, "multiple", is_required, help_text))
-                if is_required:
-                    variadic_candidates.append(len(plans) - 1)
-                continue
-        plans.append(ParamPlan(name, "json", is_required, (help_text + " (JSON)").strip()))
-    if len(variadic_candidates) == 1:
-        index = variadic_candidates[0]
-        plan = plans[index]
-        plans[index] = ParamPlan(plan.field, "variadic", True, plan.help)
+        if scalar_items and kinds - {"array"} <= SCALARS:
+            either = bool(kinds - {"array"})  # a string or a list of strings: one value passes as the scalar
+            if takes_positional:
+                plans.append(ParamPlan(name, "variadic_or_one" if either else "variadic", True, help_text))
+                positional_taken = True
+            else:
+                plans.append(ParamPlan(name, "multiple_or_one" if either else "multiple", is_required, help_text))
+            continue
+        shape = json.dumps(example_value(node, defs))
+        plans.append(ParamPlan(name, "json", is_required, f"{help_text} JSON, like: {shape}".strip()))
     return plans
 
 
@@ -82,7 +120,7 @@ def build_params(plans: list[ParamPlan]) -> list[click.Parameter]:
     for plan in plans:
         if plan.kind == "positional":
             params.append(click.Argument([plan.field], required=True))
-        elif plan.kind == "variadic":
+        elif plan.kind in ("variadic", "variadic_or_one"):
             params.append(click.Argument([plan.field], nargs=-1, required=True))
         elif plan.kind == "flag":
             flag = _option_name(plan.field)
@@ -91,7 +129,7 @@ def build_params(plans: list[ParamPlan]) -> list[click.Parameter]:
                     [f"{flag}/--no-{flag[2:]}", plan.field], default=None, required=plan.required, help=plan.help
                 )
             )
-        elif plan.kind == "multiple":
+        elif plan.kind in ("multiple", "multiple_or_one"):
             params.append(
                 click.Option(
                     [_option_name(plan.field), plan.field],
@@ -115,9 +153,12 @@ def collect_args(plans: list[ParamPlan], values: dict[str, Any]) -> dict[str, An
     args: dict[str, Any] = {}
     for plan in plans:
         value = values.get(plan.field)
-        if value is None or (plan.kind in ("multiple", "variadic") and not value):
+        many = plan.kind in ("multiple", "variadic", "multiple_or_one", "variadic_or_one")
+        if value is None or (many and not value):
             continue
-        if plan.kind in ("multiple", "variadic"):
+        if plan.kind.endswith("_or_one"):
+            args[plan.field] = value[0] if len(value) == 1 else list(value)
+        elif many:
             args[plan.field] = list(value)
         elif plan.kind == "json":
             try:
@@ -130,7 +171,8 @@ def collect_args(plans: list[ParamPlan], values: dict[str, Any]) -> dict[str, An
 
 
 def positional_help(plans: list[ParamPlan]) -> str:
-    lines = [f"  {p.field.upper()}  {p.help}" for p in plans if p.kind in ("positional", "variadic") and p.help]
+    shown = [p for p in plans if p.kind.startswith(("positional", "variadic")) and p.help]
+    lines = [f"  {p.field.upper()}  {p.help}" for p in shown]
     return ("\b\nArguments:\n" + "\n".join(lines)) if lines else ""
 
 
@@ -147,7 +189,10 @@ def tool_command(
         run(tool, args, common_values)
 
     flags = [label for label, on in (("read-only", tool.read_only), ("terminal", tool.terminal)) if on]
-    short = tool.description.split(". ")[0].rstrip(".") + "."
+    from toolrig.adapters.plain import first_sentence
+
+    short = first_sentence(tool.description, 70)
+    short += "" if short.endswith("…") else "."
     return click.Command(
         tool.name,
         callback=callback,

@@ -24,3 +24,28 @@ def json_tool(tool: AnyTool) -> dict[str, Any]:
 
 def json_tools(tools: Iterable[AnyTool]) -> list[dict[str, Any]]:
     return [json_tool(t) for t in tools]
+
+
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+
+
+def first_sentence(text: str, width: int = 80) -> str:
+    """The first sentence of a description on one line, cut at a word boundary to ``width``.
+
+    A sentence ends at a full stop followed by white space, but not after an abbreviation ("e.g.").
+    """
+    flat = " ".join(text.split())
+    end = len(flat)
+    for i, char in enumerate(flat):
+        at_end = char in ".!?" and (i + 1 == len(flat) or flat[i + 1] == " ")
+        if at_end and not any(flat[: i + 1].lower().endswith(a) for a in _ABBREVIATIONS):
+            end = i
+            break
+    sentence = flat[:end].rstrip(".:;, ")
+    if len(sentence) <= width:
+        return sentence
+    cut = sentence[: width - 1]
+    if sentence[width - 1] != " ":  # mid-word: drop the partial word
+        cut = cut.rsplit(" ", 1)[0]
+    cut = cut.rstrip(".:;,( ")
+    return cut + "…"

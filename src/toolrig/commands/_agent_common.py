@@ -46,8 +46,10 @@ def agent_options(command: Any) -> Any:
     return command
 
 
-def fail(message: str, code: int = EXIT_CONFIG) -> NoReturn:
-    click.echo(f"toolrig: error: {message}", err=True)
+def fail(message: str, code: int = EXIT_CONFIG, kind: str = "config") -> NoReturn:
+    from toolrig.cli import report_error
+
+    report_error(message, kind)
     sys.exit(code)
 
 

@@ -69,7 +69,7 @@ def run_once(
     rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
     check_provider(rig, model)
     if resume and continue_latest:
-        fail("use either --resume ID or --continue, not both")
+        fail("use either --resume ID or --continue, not both", kind="usage")
     options = RunOptions(
         model=model,
         session_id=resume,
@@ -92,8 +92,7 @@ def run_once(
             click.echo(f"toolrig: run failed ({exc.kind}): {exc.message}", err=True)
         sys.exit(EXIT_RUN_FAILED)
     except KeyboardInterrupt:
-        click.echo("toolrig: interrupted", err=True)
-        sys.exit(EXIT_ABORTED)
+        fail("interrupted", EXIT_ABORTED, kind="interrupted")
     if getattr(result, "stop_reason", "") == "max_tokens":
         # The answer is incomplete: a script must not take it for a finished run.
         if not as_json:  # the JSON stream's done event already says stop_reason "max_tokens"

@@ -31,6 +31,20 @@ def command() -> None:
     """Serve toolrig's tools over MCP; review the MCP servers whose tools toolrig uses."""
 
 
+_MODES = {
+    "off": "every tool runs without asking, writes and commands included; "
+    "`approvals: {mode: smart}` in the config makes them ask through the client",
+    "smart": "read-only tools run; every write and command asks through the client",
+    "always": "every call asks through the client",
+}
+
+
+def approval_line(mode: str, fallback: str) -> str:
+    """The one start-up line naming the approval mode in force: an MCP client may be anyone's."""
+    asks = f" (a client that cannot ask: {fallback})" if mode != "off" else ""
+    return f"toolrig: approvals: {mode}: {_MODES[mode]}{asks}"
+
+
 @command.command("serve")
 @_root
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
@@ -76,7 +90,9 @@ def serve(
     rig = make_rig(rig_root, agent=agent)
     fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
     server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
+    approvals = approval_line(rig.governance.policy.mode(agent), fallback or "deny")
     if transport == "stdio":
+        click.echo(approvals, err=True)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(server.serve_stdio)
         return
@@ -95,7 +111,8 @@ def serve(
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
     def ready(url: str) -> None:
-        click.echo(f"toolrig: MCP server listening on {url}", err=True)
+        click.echo(f"toolrig: MCP server listening on {url}", err=True)  # first: scripts read the URL from it
+        click.echo(approvals, err=True)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(

@@ -10,7 +10,23 @@ import click
 from toolrig.commands._agent_common import agent_options
 
 
-@click.command("run")
+class _JsonErrors(click.Command):
+    """Under ``--json`` a usage mistake is a JSON line too: scripts never parse click's prose."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from toolrig.cli import JSON_ERRORS, report_error
+
+        ctx.meta[JSON_ERRORS] = "--json" in args
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if not ctx.meta[JSON_ERRORS]:
+                raise
+            report_error(exc.format_message(), "usage")
+            ctx.exit(2)
+
+
+@click.command("run", cls=_JsonErrors)
 @click.argument("prompt")
 @click.option("--json", "as_json", is_flag=True, help="Stream every event as one JSON line (for scripts).")
 @click.option("--max-budget", "max_budget", type=float, help="Stop the run when it has cost more than this (USD).")

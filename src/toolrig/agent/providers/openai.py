@@ -93,7 +93,7 @@ class OpenAIProvider:
 
     @property
     def strict(self) -> bool | None:
-        """Strict schemas where the endpoint is known to take them; ``agent.strict`` forces either way."""
+        """Strict schemas where the endpoint is known to take them; ``llm.strict`` forces either way."""
         if self.settings.strict is not None:
             return self.settings.strict
         host = urlsplit(self.settings.base_url).hostname if self.settings.base_url else "api.openai.com"
