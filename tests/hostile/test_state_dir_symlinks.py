@@ -109,6 +109,7 @@ def test_review_r02_librarian_and_read_output_follow_no_committed_symlink(
     assert stored.is_error and stored.error_type == "denied"
     assert "rm -r" in (stored.next_action_hint or "")
     assert list(hooks.iterdir()) == []
+    call.rig.close()
 
 
 def test_a_state_file_reached_through_a_symlinked_state_dir_is_refused(tmp_path: Path) -> None:
@@ -138,6 +139,7 @@ def test_a_state_dir_without_symlinks_still_works(workspace: Path) -> None:
     assert not call("librarian_store", collection="c", document_name="d.xml", content="<a>hello</a>").is_error
     assert call.ok("librarian_get", path="c/d.xml")["content"] == "<a>hello</a>"
     assert call.ok("librarian_query", query="collection('c')//a/string()")["items"] == ["hello"]
+    call.rig.close()
     store = OutputStore(workspace / ".toolrig" / "outputs")
     handle = store.save("page \ud800 text")
     assert store.read(handle) == ("page \ud800 text", 11)
