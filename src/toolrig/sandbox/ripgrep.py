@@ -307,7 +307,14 @@ def glob_filter(patterns: Sequence[str], prefix: str, *, hidden: bool = False) -
     if with_dirs:
         # Name-only globs stay as they are (any directory under the search path); the rest anchor at prefix.
         rebased = [rebase_glob(p, prefix) for p in positives]
-        directories = PatternSet(rebased, braces=True)
+        try:
+            directories = PatternSet(rebased, braces=True)
+        except ValueError as exc:  # too many brace expansions, or a pattern pathspec cannot compile
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The glob cannot be used: {str(exc)[:200]}.",
+                "Use a simpler glob such as '**/*.py' (at most 256 brace alternatives).",
+            ) from None
     return GlobFilter(argv, directories, typed=typed)
 
 

@@ -77,8 +77,8 @@ class EmbeddedLibrarian:
     def store(self, collection: str, name: str, content: str) -> StoredDocument:
         check_collection(collection)
         check_document_name(name)
-        parsed = check_document(content)
-        data = _encoded(content)
+        parsed = check_document(content)  # refuses lone surrogates too, so the encoding below cannot fail
+        data = content.encode("utf-8")
         replaced = self.state.lstat(collection, name) is not None
 
         # The file is replaced inside the index transaction: if we die in between, _reconcile repairs it.
@@ -216,17 +216,6 @@ class EmbeddedLibrarian:
     def close(self) -> None:
         self._worker.stop()
         self.db.close()
-
-
-def _encoded(content: str) -> bytes:
-    try:
-        return content.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolError(
-            ErrorType.INVALID_INPUT,
-            "The document is not valid Unicode (it holds a lone surrogate).",
-            "Send the document as well-formed UTF-8 text.",
-        ) from None
 
 
 def _no_collection(name: str) -> ToolError:
