@@ -235,7 +235,7 @@ def list_files(
     timeout: float = 30.0,
     confinement: Confinement | None = None,
 ) -> Iterator[list[str]]:
-    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` as ripgrep prints them.
+    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` (no leading ``./``).
 
     Yields batches as ripgrep finds them, so a caller can work on them (stat, filter) while ripgrep walks on;
     closing the generator stops ripgrep. Raises ``timeout`` if the walk takes longer than ``timeout``.
@@ -254,7 +254,10 @@ def list_files(
                 return
             complete, _, buffer = (buffer + chunk).rpartition(b"\0")
             if complete:
-                yield os.fsdecode(complete).split("\0")  # one decode per chunk, not per name
+                text = os.fsdecode(complete)  # one decode, one split and one './' strip per chunk, not per name
+                if text.startswith("./"):
+                    text = text[2:].replace("\0./", "\0")
+                yield text.split("\0")
     if run.timed_out:
         raise ToolError(
             ErrorType.TIMEOUT,
@@ -277,9 +280,11 @@ class GlobFilter:
     typed: bool = False
 
     def accepts(self, rel: str) -> bool:
-        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel.removeprefix("./")):
+        if rel[:2] == "./":
+            rel = rel[2:]
+        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel):
             return False  # a file type lets hidden files through; keep them out as a plain listing does
-        return self.directories is None or self.directories.matches(rel.removeprefix("./"))
+        return self.directories is None or self.directories.matches(rel)
 
 
 TYPE_NAME = "toolrigglob"

@@ -350,7 +350,8 @@ class Glob(Tool[GlobInput, GlobOutput]):
         deny = ctx.workspace.exclusion_globs(root)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         stamped: list[tuple[float, str]] = []
-        seen: set[str] = set()
+        seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
+        accepts = None if selection.directories is None and not selection.typed else selection.accepts
         stat = os.stat
         try:
             # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
@@ -358,11 +359,11 @@ class Glob(Tool[GlobInput, GlobOutput]):
                 root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
             )
             for batch in found:
-                for name in batch:
-                    name = name.removeprefix("./")
-                    if name in seen or not selection.accepts(name):
-                        continue
-                    seen.add(name)
+                names = batch if accepts is None else [name for name in batch if accepts(name)]
+                if seen is not None:
+                    names = [name for name in names if name not in seen]
+                    seen.update(names)
+                for name in names:
                     try:
                         stamped.append((-stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime, name))
                     except OSError:
