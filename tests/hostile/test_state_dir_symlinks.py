@@ -143,3 +143,15 @@ def test_a_state_dir_without_symlinks_still_works(workspace: Path) -> None:
     store = OutputStore(workspace / ".toolrig" / "outputs")
     handle = store.save("page \ud800 text")
     assert store.read(handle) == ("page \ud800 text", 11)
+
+
+@pytest.mark.parametrize("link", [".toolrig", ".toolrig/logs", ".toolrig/logs/mcp-peer.log"])
+def test_mcp_server_logs_are_not_appended_through_a_planted_symlink(tmp_path: Path, workspace: Path, link: str) -> None:
+    outside = _outside(tmp_path)
+    (workspace / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside / ("secret.txt" if link.endswith(".log") else "dir"), workspace / link)
+    before = _snapshot(outside)
+    with pytest.raises(ToolError) as caught:
+        StatePath.of(workspace / ".toolrig" / "logs").open_append("mcp-peer.log")
+    assert caught.value.error_type is ErrorType.DENIED
+    assert _snapshot(outside) == before

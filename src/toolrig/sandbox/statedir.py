@@ -10,6 +10,7 @@ lands in a hooks directory, whatever path leads there.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -118,6 +119,19 @@ class StatePath:
             if current is not None and not stat.S_ISREG(current.st_mode):
                 raise committed_link(self.path.joinpath(*names))
         atomic_write_bytes(self.path.joinpath(*names), data, root=self.base, make_parents=True, cancellable=False)
+
+    def open_append(self, *names: str) -> int:
+        """A descriptor appending to a log file (created when missing); a link in its place is refused."""
+        *dirs, name = names
+        with self.directory(*dirs) as fd:
+            try:
+                return os.open(
+                    name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+                )
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                    raise committed_link(self.path.joinpath(*names)) from None
+                raise
 
     def entries(self, *names: str) -> list[tuple[str, os.stat_result]]:
         """The directory's entries with their own status (symlinks left out: they are never followed)."""
