@@ -13,8 +13,6 @@ import operator
 import threading
 from dataclasses import dataclass
 
-from toolrig.errors import ErrorType, ToolError
-
 SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 2000
 _BOMS = (
@@ -39,16 +37,7 @@ class TextFile:
         r"""``text`` (with ``\\n`` endings) in this file's encoding and line ending."""
         if self.newline == "\r\n":
             text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-        try:
-            return text.encode(self.encoding)
-        except UnicodeEncodeError as exc:
-            # A lone surrogate (valid JSON, not Unicode text), or a character the file's encoding lacks.
-            bad = exc.object[exc.start : exc.end]
-            raise ToolError(
-                ErrorType.INVALID_INPUT,
-                f"The new text cannot be written as {self.encoding}: {exc.reason} ({bad!r}).",
-                "Send well-formed text the file's encoding can hold.",
-            ) from None
+        return text.encode(self.encoding)
 
 
 def sha256(data: bytes) -> str:
