@@ -69,6 +69,8 @@ def test_line_breaks_in_the_subject_are_refused(workspace: Path, plain_server: S
         "alice@example.com;victim@evil.test",
         "@example.com",
         "alice@",
+        "victim%evil.test@example.com",
+        "evil.test!victim@example.com",
     ],
 )
 def test_recipients_that_smuggle_addresses_are_refused(

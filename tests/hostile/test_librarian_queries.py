@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from toolrig.errors import ErrorType, ToolError
@@ -79,3 +81,24 @@ def test_librarian_query_refuses_reading_outside_the_library_or_writing(libraria
 def test_librarian_query_allows_the_standard_library_and_local_functions(librarian: Librarian, query: str) -> None:
     librarian.store("books", "moby.xml", "<book><title>Moby Dick</title></book>")
     assert librarian.query(query, None, {})
+
+
+def test_collation_uris_resolve_in_memory_and_an_unknown_one_is_refused_never_fetched(workspace: Path) -> None:
+    import socket
+
+    from tests.file_helpers import Caller
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    port = listener.getsockname()[1]
+    call = Caller(workspace)
+    call.ok("librarian_store", collection="c", document_name="d.xml", content="<a>B</a>")
+    query = 'compare("b", string(collection("c")//a), "{}")'
+    known = "http://www.w3.org/2013/collation/UCA?lang=de;strength=primary"
+    assert call.ok("librarian_query", query=query.format(known))["items"] == ["0"]
+    for uri in (f"http://127.0.0.1:{port}/collation", "file:///etc/passwd", "jar:file:/x!/y"):
+        assert "FOCH0002" in call.error("librarian_query", "invalid_input", query=query.format(uri))
+    with pytest.raises(TimeoutError):
+        listener.accept()  # nothing ever connected
+    listener.close()
+    call.rig.close()

@@ -26,7 +26,7 @@ def test_list_files_yields_every_file_in_batches_and_stops_when_closed(tmp_path:
         (tmp_path / f"file-with-a-longish-name-{index:04}.txt").write_text("x")
     batches = list(list_files(tmp_path, ["."]))
     assert sorted(name for batch in batches for name in batch) == sorted(
-        f"./file-with-a-longish-name-{index:04}.txt" for index in range(300)
+        f"file-with-a-longish-name-{index:04}.txt" for index in range(300)
     )
     listing = list_files(tmp_path, ["."])
     next(listing)

@@ -116,8 +116,13 @@ async def _streams(
     params = StdioServerParameters(
         command=config.command or "", args=config.args, env=config.env or None, cwd=config.cwd
     )
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("a", encoding="utf-8") as errlog:
+    # The log lives in the state dir a cloned repository may have seeded: reached without following links.
+    import os
+
+    from toolrig.sandbox.statedir import StatePath
+
+    log_fd = StatePath.of(log_path.parent).open_append(log_path.name)
+    with os.fdopen(log_fd, "a", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             yield _EofWatch(read, closed), write
 

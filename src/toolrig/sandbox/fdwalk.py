@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from toolrig.errors import ErrorType, ToolError
@@ -42,8 +42,19 @@ def not_regular(path: Path | str, mode: int) -> ToolError:
     return ToolError(ErrorType.DENIED, f"'{path}' is {kind}; only regular files can be read or written.")
 
 
-def open_dir(root: Path, parts: Sequence[str], *, create: bool = False, created: list[Path] | None = None) -> int:
-    """A descriptor for ``root/parts...``; with ``create``, missing directories are made (and recorded)."""
+def open_dir(
+    root: Path,
+    parts: Sequence[str],
+    *,
+    create: bool = False,
+    created: list[Path] | None = None,
+    on_link: Callable[[Path], ToolError] = swapped,
+) -> int:
+    """A descriptor for ``root/parts...``; with ``create``, missing directories are made (and recorded).
+
+    ``on_link`` builds the error for a component that is a symlink (or not a directory): a swap during the
+    call for the workspace, a committed symlink for toolrig's state directory.
+    """
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     current = root
     try:
@@ -60,10 +71,10 @@ def open_dir(root: Path, parts: Sequence[str], *, create: bool = False, created:
                         created.append(current)
                 except FileExistsError:
                     pass
-                next_fd = _open_dir_component(part, fd, current)
+                next_fd = _open_dir_component(part, fd, current, on_link)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise swapped(current) from None
+                    raise on_link(current) from None
                 raise
             os.close(fd)
             fd = next_fd
@@ -73,26 +84,26 @@ def open_dir(root: Path, parts: Sequence[str], *, create: bool = False, created:
     return fd
 
 
-def _open_dir_component(part: str, fd: int, current: Path) -> int:
+def _open_dir_component(part: str, fd: int, current: Path, on_link: Callable[[Path], ToolError]) -> int:
     try:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise swapped(current) from None
+            raise on_link(current) from None
         raise
 
 
-def open_regular(root: Path, parts: Sequence[str]) -> int:
+def open_regular(root: Path, parts: Sequence[str], *, on_link: Callable[[Path], ToolError] = swapped) -> int:
     """A read descriptor for a regular file; symlinks, FIFOs and devices are refused without blocking."""
     if not parts:
         raise not_regular(root, stat.S_IFDIR)
-    dir_fd = open_dir(root, parts[:-1])
+    dir_fd = open_dir(root, parts[:-1], on_link=on_link)
     try:
         try:
             fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise swapped(root.joinpath(*parts)) from None
+                raise on_link(root.joinpath(*parts)) from None
             raise
     finally:
         os.close(dir_fd)

@@ -8,15 +8,17 @@ the check and the connect (no rebinding window). Proxies from the environment ar
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.network import (
     NetworkDenied,
     NetworkPolicy,
@@ -177,4 +179,21 @@ class GuardedHttp:
             max_redirects=max(max_redirects, 0),
             timeout=timeout,
             trust_env=False,
+        )
+
+
+@contextlib.contextmanager
+def whole_exchange(seconds: float, what: str) -> Iterator[None]:
+    """Bound a whole exchange (connect, redirects, every read of the body) by ``seconds``.
+
+    httpx's timeouts apply to each operation, so a server trickling a byte a second holds a call open
+    forever; a tool's ``timeout_seconds`` means the call, so it is enforced here once, around everything.
+    """
+    with anyio.move_on_after(seconds) as scope:
+        yield
+    if scope.cancelled_caught:
+        raise ToolError(
+            ErrorType.TIMEOUT,
+            f"{what} did not finish within {seconds:g} seconds (connect, redirects and body together) and was stopped.",
+            "The server is slow or trickling its answer; retry later, or ask the user to raise timeout_seconds.",
         )

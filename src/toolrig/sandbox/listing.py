@@ -59,6 +59,19 @@ def scan(workspace: Workspace, directory: Path) -> list[tuple[str, os.stat_resul
         os.close(fd)
 
 
+def visible_names(workspace: Workspace, directory: Path) -> list[str]:
+    """The names in a directory a listing would show: what the workspace hides (deny globs, state) left out.
+
+    Everything that tells a model about names (hints such as "similar names there") goes through this, so a
+    denied file's name never leaks through a suggestion.
+    """
+    return [
+        name
+        for name, info, _ in scan(workspace, directory)
+        if not workspace.hidden(directory / name, is_dir=stat.S_ISDIR(info.st_mode))
+    ]
+
+
 def walk(
     workspace: Workspace,
     start: Path,

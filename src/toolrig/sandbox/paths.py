@@ -263,15 +263,27 @@ def _realpath(candidate: Path, spelled: str) -> Path:
     try:
         return Path(os.path.realpath(candidate, strict=True))
     except FileNotFoundError:
-        resolved = Path(os.path.realpath(candidate))
+        resolved = _lenient_realpath(candidate, spelled)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.") from None
-        resolved = Path(os.path.realpath(candidate))  # e.g. a file used as a directory: not found later
+        resolved = _lenient_realpath(candidate, spelled)  # e.g. a file used as a directory: not found later
     # Non-strict realpath leaves a symlink in its result only where links loop.
     if any(os.path.islink(p) for p in (resolved, *resolved.parents)):
         raise _denied(f"'{spelled}' leads into a symlink loop.", "Use the real path of the file.")
     return resolved
+
+
+def _lenient_realpath(candidate: Path, spelled: str) -> Path:
+    """``realpath`` without ``strict``; a symlink swapped or removed mid-resolution is refused as a swap.
+
+    (``realpath`` lstats a component, then reads the link: when the link changes between the two it raises
+    EINVAL or ENOENT, which is a tree changing under the call, not a failure of toolrig.)
+    """
+    try:
+        return Path(os.path.realpath(candidate))
+    except OSError:
+        raise fdwalk.swapped(spelled) from None
 
 
 def _check_spelling(path: str) -> None:

@@ -3,6 +3,8 @@
 Trust model: the pattern, globs and flags come from a model. They reach ripgrep after ``--`` or as the
 value of an allowlisted option; ripgrep's config file is disabled, stdin is closed, toolrig's state and
 ``.git`` are always excluded, and the process is killed at the first cap, timeout or cancellation.
+ripgrep walks by path, so a directory swapped for a symlink mid-walk would lead it outside: it runs
+confined (``Confinement``, Landlock) to the search root as opened without following links.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from toolrig.cancel import current_token
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox import fdwalk, landlock
 from toolrig.sandbox.patterns import PatternSet
 
 # Hidden directories worth searching although ripgrep skips hidden files by default.
@@ -69,14 +72,60 @@ def exclusions(extra: Sequence[str] = ()) -> list[str]:
 
 
 @dataclass
+class Confinement:
+    """What a ripgrep run may read: below the search root (a descriptor opened without following links)."""
+
+    directories: list[int] = field(default_factory=list)
+    files: list[int] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in (*self.directories, *self.files):
+            os.close(fd)
+        self.directories.clear()
+        self.files.clear()
+
+
+def confine_to(root: Path, start: Path, ignore_files: Sequence[Path] = ()) -> Confinement:
+    """The confinement for searching ``start`` (a directory or file under ``root``, already resolved and checked).
+
+    ripgrep also reads the .gitignore files of the directories above the search root: those are allowed by
+    name, as are ``ignore_files`` (they only steer which files are skipped; their text is never shown).
+    """
+    parts = start.relative_to(root).parts
+    confinement = Confinement()
+    try:
+        if os.path.isdir(start):
+            confinement.directories.append(fdwalk.open_dir(root, parts))
+        else:
+            confinement.files.append(fdwalk.open_regular(root, parts))
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(
+            ErrorType.NOT_FOUND,
+            f"'{start}' disappeared while the call ran.",
+            "Something else is changing the workspace; retry once it is stable.",
+        ) from None
+    above = start if confinement.directories else start.parent
+    for directory in (above, *above.parents):
+        for name in (".gitignore", ".git/info/exclude"):
+            candidate = directory / name
+            if os.path.isfile(candidate):
+                confinement.paths.append(str(candidate))
+    confinement.paths += [str(path) for path in ignore_files]
+    return confinement
+
+
+@dataclass
 class RgRun:
     r"""A running ripgrep whose stdout is read line by line (split on ``\\n`` only)."""
 
     argv: list[str]
     cwd: Path
     timeout: float
+    confinement: Confinement | None = None
     timed_out: bool = False
     stopped: bool = False
+    confined: bool = False
     _process: subprocess.Popen[bytes] | None = None
     _stderr: IO[bytes] | None = None
     _errors: str = ""
@@ -85,15 +134,27 @@ class RgRun:
 
     def __enter__(self) -> RgRun:
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(  # noqa: S603 - argv is built by us, never a shell
-            self.argv,
-            cwd=self.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=_environment(),
-            bufsize=1 << 16,
-        )
+        options: dict[str, Any] = {
+            "cwd": self.cwd,
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": self._stderr,
+            "env": _environment(),
+            "bufsize": 1 << 16,
+        }
+        if self.confinement is None:
+            self._process = subprocess.Popen(self.argv, **options)  # noqa: S603 - argv is built by us, never a shell
+        else:
+            try:
+                self._process, self.confined = landlock.spawn(
+                    self.argv,
+                    directories=self.confinement.directories,
+                    files=self.confinement.files,
+                    paths=self.confinement.paths,
+                    **options,
+                )
+            finally:
+                self.confinement.close()
         self._timer = threading.Timer(self.timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
@@ -172,8 +233,9 @@ def list_files(
     deny: Sequence[str] = (),
     hidden: bool = False,
     timeout: float = 30.0,
+    confinement: Confinement | None = None,
 ) -> Iterator[list[str]]:
-    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` as ripgrep prints them.
+    """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` (no leading ``./``).
 
     Yields batches as ripgrep finds them, so a caller can work on them (stat, filter) while ripgrep walks on;
     closing the generator stops ripgrep. Raises ``timeout`` if the walk takes longer than ``timeout``.
@@ -182,7 +244,7 @@ def list_files(
     argv += extra  # trusted arguments (a GlobFilter's)
     argv += exclusions(deny)
     argv += ["--", *paths]
-    with RgRun(argv, cwd, timeout) as run:
+    with RgRun(argv, cwd, timeout, confinement) as run:
         buffer = b""
         fd = run.stdout.fileno()
         token = current_token()
@@ -192,7 +254,10 @@ def list_files(
                 return
             complete, _, buffer = (buffer + chunk).rpartition(b"\0")
             if complete:
-                yield os.fsdecode(complete).split("\0")  # one decode per chunk, not per name
+                text = os.fsdecode(complete)  # one decode, one split and one './' strip per chunk, not per name
+                if text.startswith("./"):
+                    text = text[2:].replace("\0./", "\0")
+                yield text.split("\0")
     if run.timed_out:
         raise ToolError(
             ErrorType.TIMEOUT,
@@ -215,9 +280,11 @@ class GlobFilter:
     typed: bool = False
 
     def accepts(self, rel: str) -> bool:
-        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel.removeprefix("./")):
+        if rel[:2] == "./":
+            rel = rel[2:]
+        if self.typed and (rel[:1] == "." or "/." in rel) and not _visible(rel):
             return False  # a file type lets hidden files through; keep them out as a plain listing does
-        return self.directories is None or self.directories.matches(rel.removeprefix("./"))
+        return self.directories is None or self.directories.matches(rel)
 
 
 TYPE_NAME = "toolrigglob"
@@ -245,7 +312,14 @@ def glob_filter(patterns: Sequence[str], prefix: str, *, hidden: bool = False) -
     if with_dirs:
         # Name-only globs stay as they are (any directory under the search path); the rest anchor at prefix.
         rebased = [rebase_glob(p, prefix) for p in positives]
-        directories = PatternSet(rebased, braces=True)
+        try:
+            directories = PatternSet(rebased, braces=True)
+        except ValueError as exc:  # too many brace expansions, or a pattern pathspec cannot compile
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The glob cannot be used: {str(exc)[:200]}.",
+                "Use a simpler glob such as '**/*.py' (at most 256 brace alternatives).",
+            ) from None
     return GlobFilter(argv, directories, typed=typed)
 
 

@@ -63,7 +63,20 @@ def check_key(key: str) -> str:
             f"The key must be 1-{MAX_KEY_CHARS} characters without NUL bytes (got {len(key)}).",
             "Use a short, descriptive key such as 'project/status'.",
         )
+    _utf8(key, "key")
     return key
+
+
+def _utf8(text: str, what: str) -> bytes:
+    """Both backends store UTF-8: a lone surrogate (valid in JSON text, not in UTF-8) is refused here."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The {what} is not valid Unicode (it holds a lone surrogate).",
+            "Send well-formed text.",
+        ) from None
 
 
 def encode_value(value: Any, limits: Limits) -> str:
@@ -73,7 +86,7 @@ def encode_value(value: Any, limits: Limits) -> str:
         raise ToolError(ErrorType.INVALID_INPUT, f"The value is not plain JSON: {exc}.") from None
     except RecursionError:
         raise ToolError(ErrorType.INVALID_INPUT, "The value nests too deeply to store.", "Flatten it.") from None
-    size = len(text.encode("utf-8"))
+    size = len(_utf8(text, "value"))
     if size > limits.max_value_bytes:
         raise ToolError(
             ErrorType.TOO_LARGE,

@@ -1,7 +1,8 @@
 """SQLite for everything toolrig keeps under ``.toolrig/``: stores, audit log, rate limits, sessions.
 
 Trust model: the files live where no tool path can reach and are shared by every toolrig process of the
-user; values (from models) only ever travel as bound parameters, never as SQL text.
+user; values (from models) only ever travel as bound parameters, never as SQL text. A state dir comes
+with the repository, so a file (or its directory) that is a symlink is refused before SQLite opens it.
 
 Every file runs in WAL mode (readers beside the writer) with numbered migrations. Writes are immediate
 transactions (two processes never deadlock upgrading a read lock), retried with jittered backoff while
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import anyio
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.statedir import prepare_database
 
 T = TypeVar("T")
 
@@ -100,6 +102,7 @@ class Database:
         if found is not None:
             return found
         with _SHARED_LOCK:
+            prepare_database(path)  # before resolving: a committed symlink must be refused, not followed
             resolved = path.resolve()
             found = _SHARED.get(resolved)
             if found is None:
@@ -198,7 +201,7 @@ class Database:
     def _open(self) -> sqlite3.Connection:
         with self._lock:
             if self._conn is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                prepare_database(self.path)
                 conn = self._connect(self.busy_timeout_ms)
                 try:
                     self.retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())

@@ -69,7 +69,15 @@ def load(ctx: ToolContext, spelled: str, expected_hash: str | None, *, must_exis
 
 def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, created: bool) -> EditOutput:
     encoder = current.text or new_file(new_text)
-    data = encoder.encode(new_text)
+    try:
+        data = encoder.encode(new_text)
+    except UnicodeEncodeError as exc:  # a lone surrogate (valid JSON, not text), or a char the encoding lacks
+        bad = exc.object[exc.start : exc.end]
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The new text of '{current.shown}' cannot be written as {encoder.encoding}: {exc.reason} ({bad!r}).",
+            "Send well-formed text the file's encoding can hold.",
+        ) from None
     old_text = current.text.text if current.text is not None else ""
     diff = unified_diff(old_text, encoder.text if created else new_text, current.shown)
     if write:

@@ -19,7 +19,7 @@ from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.gitignore import IgnoreRules
-from toolrig.sandbox.listing import Entry, scan, walk
+from toolrig.sandbox.listing import Entry, visible_names, walk
 from toolrig.sandbox.patterns import PatternSet
 from toolrig.sandbox.text import decode, numbered, sha256
 
@@ -52,14 +52,23 @@ def _size(n: int) -> str:
 def _missing(ctx: ToolContext, path: Path) -> str:
     parent = path.parent
     try:
-        names = (
-            [] if ctx.workspace.hidden(parent, is_dir=True) else [name for name, _, _ in scan(ctx.workspace, parent)]
-        )
+        names = [] if ctx.workspace.hidden(parent, is_dir=True) else visible_names(ctx.workspace, parent)
     except (OSError, ToolError):
         names = []
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
     hint = f" Similar names there: {', '.join(close)}." if close else ""
     return f"{DOES_NOT_EXIST} '{ctx.workspace.display(path)}' does not exist.{hint}"
+
+
+def _matcher(pattern: str) -> PatternSet:
+    try:
+        return PatternSet([pattern], braces=True)
+    except ValueError as exc:  # too many brace expansions, or a pattern pathspec cannot compile
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The pattern cannot be used: {str(exc)[:200]}.",
+            "Use a simpler glob such as '*.py' or 'src/**/test_*' (at most 256 brace alternatives).",
+        ) from None
 
 
 # ------------------------------------------------------------------------------------------ read_files
@@ -293,7 +302,7 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
         return [request.path for request in input.directories]
 
     def execute(self, input: ListDirectoryInput, ctx: ToolContext) -> ListDirectoryOutput:
-        matcher = PatternSet([input.pattern], braces=True) if input.pattern else None
+        matcher = _matcher(input.pattern) if input.pattern else None
         rules = ctx.workspace.ignore_rules()
         budget = MAX_LISTED
         listings: dict[str, list[DirectoryEntry]] = {}

@@ -20,14 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.http import check_request_url
+from toolrig.sandbox.http import check_request_url, whole_exchange
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
 
 if TYPE_CHECKING:
     from email.message import EmailMessage
 
+# RFC 5322 atext minus '%' and '!': both are legal but are relay routing ('user%victim.test@relay', UUCP
+# 'host!user'), which a relay may honour, delivering past the recipient allowlist judged on the domain.
 _ADDRESS = re.compile(
-    r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"^[A-Za-z0-9.#$&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
 )
 _LINE_BREAKS = ("\r", "\n", "\x00", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
@@ -214,19 +216,20 @@ async def _deliver(message: EmailMessage, recipients: list[str], config: SendEma
     port = config.port or {"none": 25, "starttls": 587, "tls": 465}[config.security]
     context = ssl.create_default_context(cafile=config.ca_file) if config.security != "none" else None
     try:
-        await aiosmtplib.send(
-            message,
-            sender=config.from_address,
-            recipients=recipients,
-            hostname=config.host,
-            port=port,
-            username=config.username,
-            password=password,
-            use_tls=config.security == "tls",
-            start_tls=config.security == "starttls",
-            tls_context=context,
-            timeout=config.timeout_seconds,
-        )
+        with whole_exchange(config.timeout_seconds, "Sending the message"):
+            await aiosmtplib.send(
+                message,
+                sender=config.from_address,
+                recipients=recipients,
+                hostname=config.host,
+                port=port,
+                username=config.username,
+                password=password,
+                use_tls=config.security == "tls",
+                start_tls=config.security == "starttls",
+                tls_context=context,
+                timeout=config.timeout_seconds,
+            )
     except aiosmtplib.SMTPRecipientsRefused as exc:
         raise ToolError(ErrorType.INVALID_INPUT, f"The SMTP server refused the recipients: {exc}.") from None
     except aiosmtplib.SMTPAuthenticationError as exc:
@@ -291,12 +294,13 @@ class Webhook(Tool[WebhookInput, WebhookOutput]):
             config.policy(), timeout=config.timeout_seconds, max_redirects=config.max_redirects
         ) as client:
             try:
-                async with client.stream(input.method, input.url, json=input.payload, headers=headers) as response:
-                    data = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        data += chunk
-                        if len(data) >= limit:
-                            break
+                with whole_exchange(config.timeout_seconds, f"The webhook call to {input.url}"):
+                    async with client.stream(input.method, input.url, json=input.payload, headers=headers) as response:
+                        data = bytearray()
+                        async for chunk in response.aiter_bytes():
+                            data += chunk
+                            if len(data) >= limit:
+                                break
             except NetworkDenied as exc:
                 raise _webhook_denied(input.url, exc.decision.reason) from None
             except (httpx2.HTTPError, httpx2.InvalidURL) as exc:

@@ -26,6 +26,7 @@ from toolrig.sandbox.ripgrep import (
     GlobFilter,
     RgRun,
     base_argv,
+    confine_to,
     exclusions,
     glob_filter,
     list_files,
@@ -43,6 +44,23 @@ def _start(ctx: ToolContext, cwd: str | None) -> tuple[Path, Path, str]:
     root = ctx.workspace.root_of(start)
     rel = start.relative_to(root).as_posix() or "."
     return start, root, rel
+
+
+def _check_arguments(what: str, values: list[str]) -> None:
+    """These reach ripgrep as argv: a NUL cannot be passed and a lone surrogate cannot be encoded."""
+    for value in values:
+        if "\x00" in value:
+            raise ToolError(
+                ErrorType.INVALID_INPUT, f"The {what} contains a NUL byte.", "Remove the NUL; search for text."
+            )
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The {what} is not valid Unicode (it holds a lone surrogate).",
+                "Send well-formed text.",
+            ) from None
 
 
 def _search_paths(start: Path, rel: str, hidden: bool) -> list[str]:
@@ -122,11 +140,15 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         return [input.cwd or "."]
 
     def execute(self, input: CodeSearchInput, ctx: ToolContext) -> CodeSearchOutput:
+        _check_arguments("pattern", [input.pattern])
+        _check_arguments("flags", input.flags)
+        _check_arguments("glob", input.glob or [])
         start, root, rel = _start(ctx, input.cwd)
         flags = parse_flags(input.flags, lambda glob: rebase_glob(glob, rel))
         argv = base_argv(hidden=flags.hidden)
-        for ignore_file in flags.ignore_files:
-            argv.append(f"--ignore-file={ctx.workspace.resolve(ignore_file)}")
+        ignore_files = [ctx.workspace.resolve(ignore_file) for ignore_file in flags.ignore_files]
+        for ignore_file in ignore_files:
+            argv.append(f"--ignore-file={ignore_file}")
         if flags.follow:
             if escape := _links_escape(ctx.workspace, start):
                 raise ToolError(
@@ -149,13 +171,17 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         paths = _search_paths(start, rel, flags.hidden)
         if input.output_mode == "content":
             argv += ["--json", "--", input.pattern, *paths]
-            return self._content(ctx, root, argv, input, selection)
-        mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
-        argv += [mode, "--null", "--", input.pattern, *paths]
-        return self._listing(ctx, root, argv, input, selection)
+        else:
+            mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
+            argv += [mode, "--null", "--", input.pattern, *paths]
+        # Opened last, right before ripgrep starts (which closes them): nothing in between can raise.
+        run = RgRun(argv, root, input.timeout_seconds, confine_to(root, start, ignore_files))
+        if input.output_mode == "content":
+            return self._content(ctx, root, run, input, selection)
+        return self._listing(ctx, root, run, input, selection)
 
     def _content(
-        self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput, selection: GlobFilter
+        self, ctx: ToolContext, root: Path, run: RgRun, input: CodeSearchInput, selection: GlobFilter
     ) -> CodeSearchOutput:
         lines: list[str] = []
         matches = 0
@@ -164,7 +190,7 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         seen: dict[str, str | None] = {}  # path as ripgrep printed it -> as shown, None = hidden
         last: tuple[str, int] = ("", 0)
         next_report = 0.0
-        with RgRun(argv, root, input.timeout_seconds) as run:
+        with run:
             for raw in run.lines():
                 kind = raw[9:14]  # b'{"type":"match"...': the record type without parsing begin/end records
                 if kind not in (b"match", b"conte"):
@@ -208,12 +234,12 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         )
 
     def _listing(
-        self, ctx: ToolContext, root: Path, argv: list[str], input: CodeSearchInput, selection: GlobFilter
+        self, ctx: ToolContext, root: Path, run: RgRun, input: CodeSearchInput, selection: GlobFilter
     ) -> CodeSearchOutput:
         rows: list[str] = []
         total = 0
         truncated = False
-        with RgRun(argv, root, input.timeout_seconds) as run:
+        with run:
             records = run.lines() if input.output_mode == "count" else run.records(b"\0")
             for raw in records:
                 name, _, count = raw.rstrip(b"\n").partition(b"\0")
@@ -310,6 +336,7 @@ class Glob(Tool[GlobInput, GlobOutput]):
     def execute(self, input: GlobInput, ctx: ToolContext) -> GlobOutput:
         config = ctx.config if isinstance(ctx.config, GlobConfig) else GlobConfig()
         patterns = [input.pattern] if isinstance(input.pattern, str) else list(input.pattern)
+        _check_arguments("pattern", patterns)
         patterns = [p.strip() for p in patterns if p.strip()]
         if not patterns:
             raise ToolError(ErrorType.INVALID_INPUT, "The pattern is empty.", "Give a glob such as '**/*.py'.")
@@ -323,16 +350,20 @@ class Glob(Tool[GlobInput, GlobOutput]):
         deny = ctx.workspace.exclusion_globs(root)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         stamped: list[tuple[float, str]] = []
-        seen: set[str] = set()
+        seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
+        accepts = None if selection.directories is None and not selection.typed else selection.accepts
         stat = os.stat
         try:
             # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
-            for batch in list_files(root, paths, extra=selection.argv, deny=deny, hidden=hidden):
-                for name in batch:
-                    name = name.removeprefix("./")
-                    if name in seen or not selection.accepts(name):
-                        continue
-                    seen.add(name)
+            found = list_files(
+                root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
+            )
+            for batch in found:
+                names = batch if accepts is None else [name for name in batch if accepts(name)]
+                if seen is not None:
+                    names = [name for name in names if name not in seen]
+                    seen.update(names)
+                for name in names:
                     try:
                         stamped.append((-stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime, name))
                     except OSError:

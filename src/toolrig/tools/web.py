@@ -17,7 +17,7 @@ from pydantic import Field
 from toolrig.context import HttpAccess, ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.http import check_request_url
+from toolrig.sandbox.http import check_request_url, whole_exchange
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
 
 if TYPE_CHECKING:
@@ -147,10 +147,11 @@ class FetchUrl(Tool[FetchUrlInput, FetchUrlOutput]):
 
             client.event_hooks = {"request": [record], "response": []}
             try:
-                async with client.stream(
-                    input.method, input.url, headers=headers, content=input.body.encode() if input.body else None
-                ) as response:
-                    data, truncated = await _read_capped(response, limit)
+                with whole_exchange(config.timeout_seconds, f"Fetching {input.url}"):
+                    async with client.stream(
+                        input.method, input.url, headers=headers, content=_body(input.body)
+                    ) as response:
+                        data, truncated = await _read_capped(response, limit)
             except NetworkDenied as exc:
                 if len(hops) > 1:
                     raise denied(f"it redirected to {hops[-1]}, and {exc.decision.reason}", input.url) from None
@@ -171,6 +172,15 @@ class FetchUrl(Tool[FetchUrlInput, FetchUrlOutput]):
             final_url=str(response.url),
             truncated=truncated,
         )
+
+
+def _body(text: str | None) -> bytes | None:
+    if not text:
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(ErrorType.INVALID_INPUT, "The body is not valid Unicode (it holds a lone surrogate).") from None
 
 
 def _request_headers(given: dict[str, str] | None, user_agent: str) -> dict[str, str]:
@@ -272,7 +282,8 @@ class WebSearch(Tool[WebSearchInput, WebSearchOutput]):
 
         async with require_http(ctx).client(config.policy(), timeout=config.timeout_seconds) as client:
             try:
-                hits = await provider.search(client, input.query, input.num_results)
+                with whole_exchange(config.timeout_seconds, "The web search"):
+                    hits = await provider.search(client, input.query, input.num_results)
             except NetworkDenied as exc:
                 raise ToolError(
                     ErrorType.UNAVAILABLE,

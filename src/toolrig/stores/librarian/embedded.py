@@ -3,7 +3,9 @@
 XQuery runs in a Saxon child process that is killed when a query overruns its timeout.
 
 Trust model: names are checked before they become paths; documents are checked by ``xml``; queries by
-``guard``. The Saxon process reads only the files this backend hands it and may open no URI itself.
+``guard``. The library lives in a state dir a cloned repository may have seeded, so every file is reached
+without following symlinks (``statedir``), here and in the Saxon process, which reads only the files this
+backend names and may open no URI itself.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import os
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.atomic import atomic_write_text
+from toolrig.sandbox.statedir import StatePath
 from toolrig.stores.librarian import (
     MAX_RESULT_ITEMS,
     SearchHit,
@@ -63,7 +66,8 @@ class EmbeddedLibrarian:
     def __init__(self, directory: Path, *, timeout: float = 10.0) -> None:
         self.directory = directory
         self.timeout = timeout
-        directory.mkdir(parents=True, exist_ok=True)
+        self.state = StatePath.of(directory)
+        os.close(self.state.open_dir())
         self.db = Database(directory / INDEX_FILE, MIGRATIONS)
         self._worker = SaxonWorker()
         self._reconcile()
@@ -73,42 +77,51 @@ class EmbeddedLibrarian:
     def store(self, collection: str, name: str, content: str) -> StoredDocument:
         check_collection(collection)
         check_document_name(name)
-        parsed = check_document(content)
-        target = self.directory / collection / name
-        target.parent.mkdir(exist_ok=True)
-        replaced = target.exists()
+        parsed = check_document(content)  # refuses lone surrogates too, so the encoding below cannot fail
+        data = content.encode("utf-8")
+        replaced = self.state.lstat(collection, name) is not None
 
         # The file is replaced inside the index transaction: if we die in between, _reconcile repairs it.
         def body(conn: Any) -> None:
             conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
-            atomic_write_text(target, content)
+            self.state.write_bytes(collection, name, data=data)
+            written = self.state.lstat(collection, name)
             conn.execute(
                 "INSERT INTO documents (collection, name, text, mtime_ns) VALUES (?, ?, ?, ?)",
-                (collection, name, parsed.text, target.stat().st_mtime_ns),
+                (collection, name, parsed.text, written.st_mtime_ns if written else 0),
             )
 
         self.db.write(body)
-        return StoredDocument(f"{collection}/{name}", len(content.encode("utf-8")), replaced)
+        return StoredDocument(f"{collection}/{name}", len(data), replaced)
 
     def get(self, path: str) -> str:
         collection, name = split_path(path)
         try:
-            return (self.directory / collection / name).read_text(encoding="utf-8")
-        except (FileNotFoundError, NotADirectoryError):
+            return self.state.read_bytes(collection, name).decode("utf-8")
+        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
             raise ToolError(
                 ErrorType.NOT_FOUND, f"No document '{collection}/{name}'.", "librarian_search finds what is stored."
             ) from None
 
     def collections(self) -> list[str]:
         return sorted(
-            entry.name for entry in os.scandir(self.directory) if entry.is_dir() and COLLECTION_NAME.match(entry.name)
+            name for name, info in self.state.entries() if stat.S_ISDIR(info.st_mode) and COLLECTION_NAME.match(name)
         )
 
+    def _documents(self, collection: str) -> list[tuple[str, os.stat_result]]:
+        return [
+            (name, info)
+            for name, info in self.state.entries(collection)
+            if not name.startswith(".") and stat.S_ISREG(info.st_mode)
+        ]
+
     def _paths(self, collection: str) -> list[str]:
-        folder = self.directory / collection
-        if not folder.is_dir():
+        """Paths relative to ``state.base`` (the worker walks them without following links)."""
+        info = self.state.lstat(collection)
+        if info is None or not stat.S_ISDIR(info.st_mode):
             raise _no_collection(collection)
-        return sorted(str(folder / n) for n in os.listdir(folder) if not n.startswith("."))
+        prefix = "/".join((*self.state.parts, collection))
+        return sorted(f"{prefix}/{name}" for name, _ in self._documents(collection))
 
     def _reconcile(self) -> None:
         """Bring the full-text index in line with the files (after a crash between the two, or a fresh index)."""
@@ -117,9 +130,8 @@ class EmbeddedLibrarian:
         )
         on_disk: dict[tuple[str, str], int] = {}
         for collection in self.collections():
-            for entry in os.scandir(self.directory / collection):
-                if not entry.name.startswith(".") and entry.is_file():
-                    on_disk[(collection, entry.name)] = entry.stat().st_mtime_ns
+            for name, info in self._documents(collection):
+                on_disk[(collection, name)] = info.st_mtime_ns
         stale = [key for key, mtime in on_disk.items() if indexed.get(key) != mtime]
         gone = [key for key in indexed if key not in on_disk]
         if not stale and not gone:
@@ -129,9 +141,8 @@ class EmbeddedLibrarian:
             for collection, name in [*stale, *gone]:
                 conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
             for collection, name in stale:
-                path = self.directory / collection / name
                 try:
-                    text = check_document(path.read_text(encoding="utf-8")).text
+                    text = check_document(self.state.read_bytes(collection, name).decode("utf-8")).text
                 except (ToolError, OSError, UnicodeDecodeError):
                     continue
                 conn.execute(
@@ -156,11 +167,11 @@ class EmbeddedLibrarian:
             return f"${variable}"
 
         def rewrite_document(coll: str, name: str) -> str:
-            path = self.directory / coll / name
-            if not path.is_file():
+            info = self.state.lstat(coll, name)
+            if info is None or not stat.S_ISREG(info.st_mode):
                 raise ToolError(ErrorType.NOT_FOUND, f"No document '{coll}/{name}'.")
             variable = f"toolrig_d_{len(bindings)}"
-            bindings[variable] = [str(path)]
+            bindings[variable] = ["/".join((*self.state.parts, coll, name))]
             return f"${variable}"
 
         guarded = guard(query, rewrite_collection=rewrite_collection, rewrite_document=rewrite_document)
@@ -170,6 +181,7 @@ class EmbeddedLibrarian:
         ]
         request = {
             "query": guarded.with_declarations(declarations),
+            "root": str(self.state.base),
             "documents": {name: paths for name, paths in bindings.items() if paths},
             "variables": variables,
         }

@@ -1,10 +1,12 @@
 """A child process that runs XQuery with Saxon, so a runaway query can be killed without killing toolrig.
 
 Trust model: the parent sends queries that passed the guard and the paths of library documents only;
-Saxon here may open no URI at all (``allowedProtocols`` is empty) and the environment is scrubbed.
+those are opened here from ``root`` without following symlinks (the library is in a state dir a cloned
+repository may have seeded). Saxon may open no URI at all (``allowedProtocols`` is empty) and the
+environment is scrubbed.
 
-Protocol: one JSON object per line each way. Request ``{"query", "documents": {var: [paths]},
-"variables": {name: value}}``; reply ``{"items": [...]}`` or ``{"error": message}``.
+Protocol: one JSON object per line each way. Request ``{"query", "root", "documents": {var: [paths
+relative to root]}, "variables": {name: value}}``; reply ``{"items": [...]}`` or ``{"error": message}``.
 """
 
 from __future__ import annotations
@@ -28,19 +30,27 @@ class Engine:
         self._documents: dict[str, tuple[tuple[int, int], Any]] = {}
         self._sequences: dict[tuple[tuple[str, int, int], ...], Any] = {}
 
-    def document(self, path: str) -> tuple[tuple[str, int, int], Any]:
-        info = os.stat(path)
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = self._documents.get(path)
-        if cached is None or cached[0] != stamp:
-            with open(path, encoding="utf-8") as handle:
-                node = self.proc.parse_xml(xml_text=handle.read())
-            cached = (stamp, node)
-            self._documents[path] = cached
-        return (path, *stamp), cached[1]
+    def document(self, root: str, path: str) -> tuple[tuple[str, int, int], Any]:
+        from pathlib import Path
 
-    def sequence(self, paths: list[str]) -> Any:
-        loaded = [self.document(path) for path in paths]
+        from toolrig.sandbox.fdwalk import open_regular, read_fd
+
+        fd = open_regular(Path(root), path.split("/"))
+        try:
+            info = os.fstat(fd)
+            stamp = (info.st_mtime_ns, info.st_size)
+            key = f"{root}/{path}"
+            cached = self._documents.get(key)
+            if cached is None or cached[0] != stamp:
+                node = self.proc.parse_xml(xml_text=read_fd(fd).decode("utf-8"))
+                cached = (stamp, node)
+                self._documents[key] = cached
+        finally:
+            os.close(fd)
+        return (key, *stamp), cached[1]
+
+    def sequence(self, root: str, paths: list[str]) -> Any:
+        loaded = [self.document(root, path) for path in paths]
         key = tuple(stamp for stamp, _ in loaded)
         found = self._sequences.get(key)
         if found is None:
@@ -68,7 +78,7 @@ class Engine:
 
     def run(self, request: dict[str, Any]) -> list[str]:
         xquery = self.xquery
-        bindings = {name: self.sequence(paths) for name, paths in request["documents"].items()}
+        bindings = {name: self.sequence(request["root"], paths) for name, paths in request["documents"].items()}
         xquery.clear_parameters()
         for name, value in bindings.items():
             xquery.set_parameter(name, value)

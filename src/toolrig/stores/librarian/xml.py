@@ -24,7 +24,14 @@ class ParsedDocument:
 
 def check_document(content: str) -> ParsedDocument:
     """Parse ``content``; raise ``invalid_input`` naming line and column when it is not well-formed."""
-    size = len(content.encode("utf-8"))
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: valid in JSON text, never in an XML document
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            "The document is not valid Unicode (it holds a lone surrogate).",
+            "Send the document as well-formed UTF-8 text.",
+        ) from None
     if size > MAX_DOCUMENT_BYTES:
         raise ToolError(
             ErrorType.TOO_LARGE,
