@@ -149,7 +149,7 @@ class _Evaluation:
             raise ToolError(ErrorType.INVALID_INPUT, "The result is a complex number; only real numbers are supported.")
         return result
 
-    def _value(self, node: ast.AST) -> Any:  # noqa: PLR0911 - one branch per node kind
+    def _value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
