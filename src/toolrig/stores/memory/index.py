@@ -31,6 +31,7 @@ BATCH = 500  # files per write transaction while (re)indexing, so other writers 
 FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
 
 Progress = Callable[[int, int], None]
+Hidden = Callable[..., bool]  # the workspace's predicate: hidden(path, is_dir=...) for deny globs, .git, state
 
 MIGRATIONS = (
     """
@@ -81,12 +82,13 @@ def is_memory_path(relative: str) -> bool:
 
 
 def memory_files(
-    root: Path, directories: list[str] | None = None, *, files: bool = True
+    root: Path, directories: list[str] | None = None, *, files: bool = True, hidden: Hidden | None = None
 ) -> Iterator[tuple[str, os.stat_result]]:
     """``MEMORY.md``, ``memory.md`` and ``memory/**/*.md`` under ``root``; symlinks are never followed.
 
     ``directories`` collects the directories walked ('' for the root), for the watcher; ``files=False``
-    walks directories only (no stat calls, so it is cheap).
+    walks directories only (no stat calls, so it is cheap). What ``hidden`` says is hidden (a deny glob)
+    is neither entered nor yielded.
     """
     if directories is not None:
         directories.append("")
@@ -95,7 +97,7 @@ def memory_files(
             info = os.lstat(root / name)
         except OSError:
             continue
-        if _is_file(info):
+        if _is_file(info) and not (hidden is not None and hidden(root / name)):
             yield name, info
     stack = [(root / MEMORY_DIR, MEMORY_DIR)]
     while stack:
@@ -109,9 +111,11 @@ def memory_files(
         with entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), f"{relative}/{entry.name}"))
+                    if hidden is None or not hidden(Path(entry.path), is_dir=True):
+                        stack.append((Path(entry.path), f"{relative}/{entry.name}"))
                 elif files and entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
+                    if hidden is None or not hidden(Path(entry.path)):
+                        yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
 
 
 def _is_file(info: os.stat_result) -> bool:
@@ -133,23 +137,32 @@ class MemoryIndex:
         self._refresh_lock = threading.Lock()
         self._watch = DirectoryWatch(root)
         self._last_walk = float("-inf")
+        self._hidden: Hidden | None = None
         self._known: dict[str, tuple[int, int, str]] = self.db.read(
             lambda conn: {row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT * FROM files")}
         )
 
-    def refresh(self, progress: Progress | None = None) -> RefreshReport:
-        """Re-index the files whose size or mtime changed (and whose hash then differs); drop deleted ones."""
+    def refresh(self, progress: Progress | None = None, *, hidden: Hidden | None = None) -> RefreshReport:
+        """Re-index the files whose size or mtime changed (and whose hash then differs); drop deleted ones.
+
+        Files ``hidden`` hides are dropped from the index like deleted ones; a new predicate (the deny
+        globs changed) means a full walk.
+        """
         with self._refresh_lock:
             now = time.monotonic()
+            if hidden != self._hidden:
+                self._hidden = hidden
+                self._last_walk = float("-inf")
+            hidden = self._hidden
             # A full walk now and then still catches what inotify cannot see (network filesystems).
             touched = self._watch.take() if now - self._last_walk < FULL_WALK_SECONDS else None
             if touched is None:
                 if self._watch.active:  # watch first, then walk: a change made meanwhile is seen (twice at worst)
                     directories: list[str] = []
-                    for _ in memory_files(self.root, directories, files=False):
+                    for _ in memory_files(self.root, directories, files=False, hidden=hidden):
                         pass
                     self._watch.watch(directories)
-                candidates = list(memory_files(self.root))
+                candidates = list(memory_files(self.root, hidden=hidden))
                 self._last_walk = now
                 present = {relative for relative, _ in candidates}
                 gone = [path for path in self._known if path not in present]
@@ -188,6 +201,8 @@ class MemoryIndex:
             try:
                 info = os.lstat(self.root / relative)
             except OSError:
+                info = None
+            if info is not None and self._hidden is not None and self._hidden(self.root / relative):
                 info = None
             if info is not None and stat.S_ISREG(info.st_mode):
                 candidates.append((relative, info))
