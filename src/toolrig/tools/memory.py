@@ -7,6 +7,7 @@ Trust model: paths are the model's: only memory files under the agent's own memo
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -207,10 +208,8 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
         with ctx.stores.memory.write_lock:  # append is read-modify-write: one writer at a time, across processes
             existing = ""
             if input.mode == "append":
-                try:
+                with suppress(FileNotFoundError):
                     existing = ctx.workspace.read_bytes(path, limit=MAX_FILE_BYTES).decode("utf-8", errors="replace")
-                except FileNotFoundError:
-                    pass
             separator = "\n" if existing and not existing.endswith("\n") else ""
             text = existing + separator + input.content
             data = text.encode("utf-8")

@@ -113,9 +113,13 @@ def memory_files(
                 if entry.is_dir(follow_symlinks=False):
                     if hidden is None or not hidden(Path(entry.path), is_dir=True):
                         stack.append((Path(entry.path), f"{relative}/{entry.name}"))
-                elif files and entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    if hidden is None or not hidden(Path(entry.path)):
-                        yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
+                elif (
+                    files
+                    and entry.name.endswith(".md")
+                    and entry.is_file(follow_symlinks=False)
+                    and (hidden is None or not hidden(Path(entry.path)))
+                ):
+                    yield f"{relative}/{entry.name}", entry.stat(follow_symlinks=False)
 
 
 def _is_file(info: os.stat_result) -> bool:
