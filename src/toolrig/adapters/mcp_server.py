@@ -296,8 +296,13 @@ class FastToolCalls:
     """
 
     def __init__(self, server: McpToolServer) -> None:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         self._server = server
         self._modern: bool | None = None  # decided by the first request, as the SDK decides the era
+        self._versions = frozenset(MODERN_PROTOCOL_VERSIONS)
+        # The SDK deep-copies this per response so a handler cannot alias it; ours is dumped at once.
+        self._stamp = {_SERVER_INFO_KEY: server.server.server_info_stamp}
 
     @property
     def decided(self) -> bool:
@@ -312,8 +317,6 @@ class FastToolCalls:
 
     def accept(self, message: dict[str, Any]) -> Callable[[], Awaitable[bytes]] | None:
         """The call's answer-maker when the fast path may take this request, else None."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
         params = message.get("params")
         request_id: int | str = message.get("id")  # type: ignore[assignment] # checked just below
         if not (
@@ -331,7 +334,7 @@ class FastToolCalls:
         capabilities = meta.get(_CAPABILITIES_KEY) if isinstance(meta, dict) else None
         if not (
             isinstance(meta, dict)
-            and meta.get(_VERSION_KEY) in MODERN_PROTOCOL_VERSIONS
+            and meta.get(_VERSION_KEY) in self._versions
             and isinstance(meta.get(_CLIENT_KEY), dict)
             and isinstance(capabilities, dict)
             and "elicitation" not in capabilities
@@ -355,7 +358,7 @@ class FastToolCalls:
         if not result.is_error and server._structured.get(name, False):
             body["structuredContent"] = result.output
         body["resultType"] = "complete"
-        body["_meta"] = {_SERVER_INFO_KEY: server.server.server_info_stamp}
+        body["_meta"] = self._stamp
         return to_json({"jsonrpc": "2.0", "id": request_id, "result": body}) + b"\n"
 
 
