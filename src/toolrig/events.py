@@ -122,7 +122,7 @@ class DoneEvent:
 
     session_id: str
     response: str
-    stop_reason: Literal["completed", "terminal", "max_turns", "paused", "aborted"]
+    stop_reason: Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
     type: Literal["done"] = "done"
 
 
