@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -36,6 +36,9 @@ from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
 from toolrig.shaping import fit
 from toolrig.stores import Stores
+
+if TYPE_CHECKING:
+    from toolrig.durable.api import Durable
 
 log = logging.getLogger("toolrig.executor")
 
@@ -134,6 +137,7 @@ class Executor:
         self.tool_config = tool_config or (lambda tool, agent: None)
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
+        self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
 
@@ -208,6 +212,7 @@ class Executor:
                 call_id=call.call_id,
                 tool_name=tool.name,
                 output_cap=self.output_cap,
+                durable=self.durable,
                 catalog=self.catalog,
                 skills=self.skills,
             )

@@ -14,6 +14,7 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
+from toolrig.agent.state import Steps
 from toolrig.errors import ErrorType
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.registry import AnyTool
@@ -74,23 +75,29 @@ async def run_calls(
     session_id: str,
     events: EventSink,
     pause: PauseChannel | None = None,
+    steps: Steps | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
+
+    async def invoke(call: ToolCallBlock) -> ToolResult:
+        return await rig.executor.invoke(
+            call.name,
+            call.arguments,
+            call_id=call.id,
+            origin="agent",
+            agent_id=rig.agent,
+            session_id=session_id,
+            events=events,
+        )
 
     async def one(index: int) -> None:
         call = calls[index]
         if call.name not in offered:
             result = _not_offered(call.name, offered)
+        elif steps is None:
+            result = await invoke(call)
         else:
-            result = await rig.executor.invoke(
-                call.name,
-                call.arguments,
-                call_id=call.id,
-                origin="agent",
-                agent_id=rig.agent,
-                session_id=session_id,
-                events=events,
-            )
+            result = await steps.tool_call(f"tool-{call.id}", lambda: invoke(call))
         outcome = outcomes[index]
         outcome.result = result
         if pause is not None and call.id in pause.pending:
