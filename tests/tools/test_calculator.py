@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import math
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -8,7 +10,8 @@ from hypothesis import strategies as st
 
 from toolrig import Rig, ToolContext
 from toolrig.errors import ToolError
-from toolrig.tools.calculator import Calculate, CalculateInput, evaluate
+from toolrig.result import ToolResult
+from toolrig.tools.calculator import Calculate, CalculateInput, CalculateOutput, evaluate
 
 
 def calc(rig: Rig, expression: str) -> object:
@@ -109,3 +112,99 @@ def test_arbitrary_text_never_escapes_as_anything_but_a_tool_error(text: str) ->
         assert exc.error_type.value == "invalid_input"
     else:
         assert isinstance(value, int | float | bool)
+
+
+# ---------------------------------------------------------------------------------------------- costs (D5, D13)
+
+NUMBERS = st.one_of(
+    st.integers(-3, 3),
+    st.integers(-(10**6), 10**6),
+    st.sampled_from(["10 ** 3000", "2 ** 12999", "7 ** 4000", "10 ** 7", "-10 ** 9", "1e308", "1e-308", "0.5"]),
+)
+BINARY_OPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "<", "==", "and", "or"]
+FUNCTION_NAMES = ["abs", "round", "min", "max", "sqrt", "sin", "cos", "tan", "log", "log10"]
+
+
+@st.composite
+def costly(draw: st.DrawFn, depth: int = 0) -> str:
+    """Expressions from every allowed operator and function, biased towards big operands and exponents."""
+    kind = draw(st.sampled_from(["number", "binary", "binary", "unary", "call"]) if depth < 4 else st.just("number"))
+    if kind == "number":
+        return str(draw(NUMBERS))
+    if kind == "unary":
+        return f"({draw(st.sampled_from(['-', '+', '~', 'not ']))}{draw(costly(depth + 1))})"
+    if kind == "binary":
+        op = draw(st.sampled_from(BINARY_OPS))
+        return f"({draw(costly(depth + 1))} {op} {draw(costly(depth + 1))})"
+    name = draw(st.sampled_from(FUNCTION_NAMES))
+    count = draw(st.integers(1, 3 if name in ("min", "max") else 2))
+    return f"{name}({', '.join(draw(costly(depth + 1)) for _ in range(count))})"
+
+
+@settings(max_examples=300, deadline=None)
+@given(costly())
+def test_every_expression_answers_within_a_bounded_cpu_cost_or_is_refused_and_every_answer_serialises(
+    expression: str,
+) -> None:
+    # Thread CPU time, not wall time: another process on the machine does not count against it.
+    started = time.thread_time()
+    try:
+        value = evaluate(expression)
+    except ToolError as exc:
+        assert exc.error_type.value == "invalid_input", (expression, exc)
+        value = None
+    spent = time.thread_time() - started
+    assert spent < 0.1, (expression, spent)
+    if value is not None:
+        text = ToolResult.ok(CalculateOutput(result=value).model_dump(mode="json")).to_json()
+        assert json.loads(text)["output"]["result"] is not None
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "round(1, -10**7)",
+        "round(1, -10**100)",
+        "round(2 ** 100, 10**9)",
+        "-(1<<99999<<99999<<99999)",
+        "1 << 12000 << 12000",
+        "(2 ** 6000) * (2 ** 6000) * (2 ** 6000)",
+        "2 ** 13001",
+        "10 ** 4000",
+    ],
+)
+def test_costly_operations_are_refused_before_they_run(expression: str) -> None:
+    started = time.thread_time()
+    with pytest.raises(ToolError) as caught:
+        evaluate(expression)
+    assert caught.value.error_type.value == "invalid_input"
+    assert time.thread_time() - started < 0.1
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("round(123456, -3)", 123000),
+        ("round(2.5)", 2),
+        ("1 ** (10 ** 100)", 1),
+        ("(-1) ** (10 ** 100 + 1)", -1),
+        ("0 ** (10 ** 100)", 0),
+        ("1 << 12000 >> 12000", 1),
+        ("2 ** 12999 > 0", True),
+    ],
+)
+def test_cheap_cases_of_costly_looking_operations_still_answer(expression: str, expected: object) -> None:
+    assert evaluate(expression) == expected
+
+
+@pytest.mark.parametrize("expression", ["1e308 * 10", "-1e308 * 10", "1e308 * 10 - 1e308 * 10", "(-8) ** 0.5"])
+def test_infinite_nan_and_complex_results_are_refused_not_sent_as_null(expression: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        evaluate(expression)
+    assert caught.value.error_type.value == "invalid_input"
+
+
+def test_the_largest_allowed_integer_serialises_through_the_executor(rig: Rig) -> None:
+    result = rig.call_sync("calculate", {"expression": "2 ** 12999"})
+    assert not result.is_error, result
+    assert json.loads(result.to_json())["output"]["result"] == 2**12999

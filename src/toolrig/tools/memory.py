@@ -7,6 +7,7 @@ Trust model: paths are the model's: only memory files under the agent's own memo
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -51,8 +52,15 @@ def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path
     if not (relative in ("MEMORY.md", "memory.md") or (len(parts) >= 2 and parts[0] == "memory")):
         raise ToolError(ErrorType.DENIED, f"'{file_path}' is not a memory file.", _NOT_MEMORY_HINT)
     prefix, _ = _memory_scope(ctx)
-    path = ctx.workspace.resolve(prefix + relative, write=write)
-    root = _memory_root(ctx)
+    try:
+        path = ctx.workspace.resolve(prefix + relative, write=write)
+        root = _memory_root(ctx)
+    except OSError:  # a directory swapped for a symlink while realpath walked it (EINVAL from readlink)
+        raise ToolError(
+            ErrorType.DENIED,
+            f"'{file_path}' changed while it was being resolved; nothing was done.",
+            "Something else is changing the workspace. Retry once it is stable.",
+        ) from None
     # A symlink inside memory/ may still land elsewhere in the workspace: the real path must be the same file.
     if PurePosixPath(path.relative_to(root).as_posix() if path.is_relative_to(root) else "") != PurePosixPath(relative):
         raise ToolError(ErrorType.DENIED, f"'{file_path}' leads through a symlink out of memory.", _NOT_MEMORY_HINT)
@@ -83,7 +91,8 @@ class MemorySearch(Tool[MemorySearchInput, MemorySearchOutput]):
         from toolrig.stores.memory import TerminalProgress
 
         _, scope = _memory_scope(ctx)
-        index = ctx.stores.memory.index(_memory_root(ctx), scope)
+        root = _memory_root(ctx)
+        index = ctx.stores.memory.index(root, scope)
         bar = TerminalProgress("indexing memory")
 
         def progress(done: int, total: int) -> None:
@@ -91,8 +100,11 @@ class MemorySearch(Tool[MemorySearchInput, MemorySearchOutput]):
             if total >= LARGE_BUILD_FILES:
                 bar(done, total)
 
-        index.refresh(progress)
-        hits = index.search(input.query, input.max_results)
+        # Deny-globbed files are neither walked nor indexed, and leave an index built before the glob.
+        index.refresh(progress, hidden=ctx.workspace.hidden)
+        hits = [
+            hit for hit in index.search(input.query, input.max_results) if not ctx.workspace.hidden(root / hit.file)
+        ]
         entries = [
             f"{n}. {hit.file} {'lines' if '-' in hit.lines else 'line'} {hit.lines} (score {hit.score:.3g})\n"
             + hit.snippet
@@ -131,14 +143,20 @@ class MemoryGet(Tool[MemoryGetInput, MemoryGetOutput]):
 
     def execute(self, input: MemoryGetInput, ctx: ToolContext) -> MemoryGetOutput:
         path, relative = _memory_path(ctx, input.file_path, write=False)
+        # By descriptor, component by component: a directory swapped for a symlink since the check is refused.
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            data = ctx.workspace.read_bytes(path, limit=MAX_FILE_BYTES)
         except FileNotFoundError:
             raise ToolError(
                 ErrorType.NOT_FOUND, f"'{relative}' does not exist.", "memory_search finds what exists."
             ) from None
-        except IsADirectoryError:
-            raise ToolError(ErrorType.INVALID_INPUT, f"'{relative}' is a directory, not a file.") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise ToolError(
+                ErrorType.TOO_LARGE,
+                f"'{relative}' is over {MAX_FILE_BYTES:,} bytes.",
+                "Use memory_search to find the part you need, or read_files with a line range.",
+            )
+        text = data.decode("utf-8", errors="replace")
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -182,8 +200,6 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
     )
 
     def execute(self, input: MemoryWriteInput, ctx: ToolContext) -> MemoryWriteOutput:
-        from toolrig.sandbox.atomic import atomic_write_text
-
         if len(input.content) > MAX_WRITE_CHARS:
             raise ToolError(
                 ErrorType.TOO_LARGE, f"content is over {MAX_WRITE_CHARS:,} characters.", "Write less at a time."
@@ -192,12 +208,8 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
         with ctx.stores.memory.write_lock:  # append is read-modify-write: one writer at a time, across processes
             existing = ""
             if input.mode == "append":
-                try:
-                    existing = path.read_text(encoding="utf-8")
-                except FileNotFoundError:
-                    pass
-                except IsADirectoryError:
-                    raise ToolError(ErrorType.INVALID_INPUT, f"'{relative}' is a directory.") from None
+                with suppress(FileNotFoundError):
+                    existing = ctx.workspace.read_bytes(path, limit=MAX_FILE_BYTES).decode("utf-8", errors="replace")
             separator = "\n" if existing and not existing.endswith("\n") else ""
             text = existing + separator + input.content
             data = text.encode("utf-8")
@@ -207,8 +219,8 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
                     f"'{relative}' would grow to {len(data):,} bytes; the limit is {MAX_FILE_BYTES:,}.",
                     "Start another file under memory/, or overwrite this one with a summary.",
                 )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, text)
+            # Parents are made and the file replaced through descriptors opened without following symlinks.
+            ctx.workspace.write_bytes(path, data)
         return MemoryWriteOutput(file=relative, mode=input.mode, bytes=len(data))
 
     def subjects(self, input: MemoryWriteInput) -> list[str]:

@@ -45,3 +45,17 @@ def test_snippet_is_at_most_the_limit_and_centred_on_a_match() -> None:
     piece = snippet(text, "needle", 500)
     assert len(piece) <= 500
     assert "needle" in piece
+
+
+lines = st.sampled_from(
+    ["", " ", "\t", "text", "more words", "# Head", "## h2", "#nohead", "a\r", "\r", "\u2028", "x y"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(lines, max_size=200))
+def test_the_fast_paragraph_split_matches_the_line_by_line_split(parts: list[str]) -> None:
+    from toolrig.stores.memory.chunking import _split_lines
+
+    text = "\n".join(parts)
+    assert split_paragraphs(text) == _split_lines(text)

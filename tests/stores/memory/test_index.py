@@ -134,3 +134,43 @@ def test_progress_bar_draws_on_a_terminal_and_stays_silent_on_a_pipe(tmp_path: P
     TerminalProgress("indexing", stream=piped)(1, 2)
     piped.close()
     assert (tmp_path / "log.txt").read_text() == ""
+
+
+def test_a_word_in_most_paragraphs_does_not_drive_the_ranking_and_its_matches_fill_in_newest_first(
+    tmp_path: Path,
+) -> None:
+    from toolrig.stores.memory.index import COMMON_ROWS
+
+    root, index = make_index(tmp_path)
+    paragraphs = [f"the team met on day {n}" for n in range(COMMON_ROWS + 50)]
+    write(root, "memory/log.md", "\n\n".join(paragraphs) + "\n")
+    index.refresh()
+    write(root, "memory/zz.md", "the team picked Postgres\n\nPostgres and the team again\n")
+    index.refresh()  # indexed after log.md: its paragraphs are the newest
+    hits = index.search("team postgres", max_results=4)
+    assert [hit.file for hit in hits[:2]] == ["memory/zz.md", "memory/zz.md"]
+    assert all(hit.score > 0 for hit in hits[:2])
+    assert [hit.score for hit in hits[2:]] == [0.0, 0.0]  # common-word fill-ins, newest first
+    only_common = index.search("team", max_results=3)
+    assert [hit.file for hit in only_common] == ["memory/zz.md", "memory/zz.md", "memory/log.md"]
+    assert only_common[2].snippet == paragraphs[-1]  # the newest paragraph of the older file
+
+
+def test_the_periodic_audit_walk_runs_beside_searches_and_catches_what_inotify_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setattr("toolrig.stores.memory.index.FULL_WALK_SECONDS", 0.0)
+    root, index = make_index(tmp_path)
+    write(root, "memory/a.md", "alpha\n")
+    index.refresh()
+    write(root, "memory/b.md", "bravo\n")
+    index._watch.take()  # the kernel's events are lost, as on a network filesystem
+    index.refresh()  # starts the audit in a thread; this refresh does not wait for it
+    while index._auditing:
+        time.sleep(0.01)
+    write(root, "memory/c.md", "charlie\n")  # after the audit: inotify reports it
+    index.refresh()  # applies the audit and the events since (without inotify: walks everything)
+    assert [hit.file for hit in index.search("bravo")] == ["memory/b.md"]
+    assert [hit.file for hit in index.search("charlie")] == ["memory/c.md"]

@@ -17,8 +17,34 @@ class Chunk:
     text: str
 
 
+_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")  # a run of lines that are not blank
+_INNER_HEADING = re.compile(r"\n#{1,6}(?:\s|$)", re.MULTILINE)
+
+
 def split_paragraphs(text: str) -> list[Chunk]:
-    """Paragraphs: runs of non-blank lines; a markdown heading always starts a new one."""
+    """Paragraphs: runs of non-blank lines; a markdown heading always starts a new one.
+
+    The regular expression finds the runs in C; only a run that holds a heading after its first line,
+    a carriage return, or more than ``MAX_CHUNK_LINES`` lines goes through the line-by-line split.
+    """
+    chunks: list[Chunk] = []
+    line = 1
+    position = 0
+    for match in _BLOCK.finditer(text):
+        begin = match.start()
+        line += text.count("\n", position, begin)
+        block = match.group()
+        lines = block.count("\n") + 1
+        if lines > MAX_CHUNK_LINES or "\r" in block or _INNER_HEADING.search(block):
+            chunks.extend(_split_lines(block, line))
+        else:
+            chunks.append(Chunk(line, line + lines - 1, block))
+        line += lines - 1
+        position = match.end()
+    return chunks
+
+
+def _split_lines(text: str, first: int = 1) -> list[Chunk]:
     chunks: list[Chunk] = []
     lines: list[str] = []
     start = 0
@@ -29,7 +55,7 @@ def split_paragraphs(text: str) -> list[Chunk]:
             lines.clear()
 
     # Only "\n" splits lines: splitlines() would also split on U+2028 and friends and shift line numbers.
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(text.split("\n"), start=first):
         line = line.rstrip("\r")
         if not line.strip():
             flush()
@@ -58,11 +84,8 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     return phrases, loose
 
 
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression that cannot be a syntax error: every term is a quoted string, ORed.
-
-    Returns None when the query holds no word at all.
-    """
+def fts_terms(query: str) -> list[str]:
+    """The query's phrases and words, each an FTS5 quoted string (so never a syntax error), duplicates dropped."""
     phrases, loose = query_terms(query)
     seen: set[str] = set()
     terms: list[str] = []
@@ -71,6 +94,15 @@ def fts_query(query: str) -> str | None:
         if folded not in seen:
             seen.add(folded)
             terms.append('"' + term.replace('"', '""') + '"')
+    return terms
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression that cannot be a syntax error: every term is a quoted string, ORed.
+
+    Returns None when the query holds no word at all.
+    """
+    terms = fts_terms(query)
     return " OR ".join(terms) if terms else None
 
 
