@@ -14,7 +14,6 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
-from toolrig.errors import ErrorType
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -56,16 +55,6 @@ def barrier_groups(calls: Sequence[ToolCallBlock], offered: dict[str, AnyTool]) 
     return groups
 
 
-def _not_offered(name: str, offered: dict[str, AnyTool]) -> ToolResult:
-    names = sorted(offered)
-    shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
-    return ToolResult.error(
-        ErrorType.UNKNOWN_TOOL,
-        f"There is no tool named '{name}'.",
-        f"Call one of the available tools: {shown}." if names else "No tools are available.",
-    )
-
-
 async def run_calls(
     calls: Sequence[ToolCallBlock],
     *,
@@ -79,18 +68,18 @@ async def run_calls(
 
     async def one(index: int) -> None:
         call = calls[index]
-        if call.name not in offered:
-            result = _not_offered(call.name, offered)
-        else:
-            result = await rig.executor.invoke(
-                call.name,
-                call.arguments,
-                call_id=call.id,
-                origin="agent",
-                agent_id=rig.agent,
-                session_id=session_id,
-                events=events,
-            )
+        # Every call goes through the one gate, a call of a tool this run does not offer too: it is
+        # refused there, before its arguments are read, and recorded like any other.
+        result = await rig.executor.invoke(
+            call.name,
+            call.arguments,
+            call_id=call.id,
+            origin="agent",
+            agent_id=rig.agent,
+            session_id=session_id,
+            events=events,
+            offered=offered,
+        )
         outcome = outcomes[index]
         outcome.result = result
         if pause is not None and call.id in pause.pending:

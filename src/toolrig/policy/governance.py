@@ -67,6 +67,7 @@ class Governance:
         return self._audit
 
     def install(self, extensions: Extensions) -> None:
+        extensions.admission.append(self.check_offered)
         extensions.policy.append(self.check_policy)
         extensions.rate_limit.append(self.check_rate)
         extensions.approval.append(self.check_approval)
@@ -82,6 +83,15 @@ class Governance:
 
     # ------------------------------------------------------------------------------ gates
 
+    async def check_offered(self, call: ToolCall) -> None:
+        """Admission: a tool this agent is not offered (or denied outright) is refused before parsing."""
+        tool = call.tool
+        if tool is None:
+            return
+        refusal = self.policy.unavailable(tool, call.agent_id)
+        if refusal is not None:
+            self._refuse(call, refusal.rule, refusal.reason)
+
     async def check_policy(self, call: ToolCall) -> None:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
@@ -91,16 +101,24 @@ class Governance:
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
         if decision.verdict == "deny":
-            raise ToolError(
-                ErrorType.DENIED,
-                f"Refused by policy: {decision.reason}.",
-                "Do not retry this call; choose another approach, or ask the user to change the policy.",
-            )
-        if self.broker.channel is not None:
+            self._refuse(call, decision.rule, decision.reason)
+        if call.input is not None:
+            own = tool.refusal(call.input, call.settings)
+            if own is not None:
+                self._refuse(call, *own)
+        if self.broker.channel is not None and not call.dry_run:
             self.broker.arrive(call.call_id)
 
+    def _refuse(self, call: ToolCall, rule: str, reason: str) -> None:
+        call.verdict, call.decided_by, call.verdict_reason = "deny", rule, reason
+        raise ToolError(
+            ErrorType.DENIED,
+            f"Refused by policy: {reason}.",
+            "Do not retry this call; choose another approach, or ask the user to change the policy.",
+        )
+
     async def check_rate(self, call: ToolCall) -> None:
-        if self.limiter is None or call.tool is None:
+        if self.limiter is None or call.tool is None or call.dry_run:
             return
         refusal = await self.limiter.acquire(call.tool, call.agent_id)
         if refusal is not None:
@@ -109,6 +127,8 @@ class Governance:
             raise over_limit(call.name, refusal)
 
     async def check_approval(self, call: ToolCall) -> None:
+        if call.dry_run:
+            return
         self.broker.depart(call.call_id)
         if call.verdict != "ask":
             return
@@ -148,7 +168,7 @@ class Governance:
         """The narrowest allowlist patterns that would have allowed this call: its exact subjects."""
         if call.tool is None or not call.subjects:
             return (call.name,)
-        seen = view(kind_of(call.name, call.tool.subject_kind), call.subjects, self.workspace)
+        seen = view(kind_of(call.tool), call.subjects, self.workspace)
         return tuple(dict.fromkeys(f"{call.name}:{escape(unit)}" for unit in seen.units)) or (call.name,)
 
     def grant(self, tool: str, args: dict[str, Any], decision: ApprovalDecision | None = None) -> str:

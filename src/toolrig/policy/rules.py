@@ -166,7 +166,7 @@ class Policy:
         deny = [r for r in rules if r.verdict == "deny"]
         ask = [r for r in rules if r.verdict == "ask"]
         plan = _Plan(
-            kind=kind_of(tool.name, tool.subject_kind),
+            kind=kind_of(tool),
             unavailable=self._unavailable(tool, agent, deny),
             deny=deny,
             ask=ask,
@@ -209,6 +209,10 @@ class Policy:
     def offered(self, tool: AnyTool, agent: str | None) -> bool:
         """Whether the tool appears in this agent's schemas at all."""
         return self._plan(tool, agent).unavailable is None
+
+    def unavailable(self, tool: AnyTool, agent: str | None) -> Decision | None:
+        """The refusal of every call of this tool by this agent (not offered, or denied outright), if any."""
+        return self._plan(tool, agent).unavailable
 
     def decide(
         self,

@@ -60,6 +60,8 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
         "anything is written and all files change or none do."
     )
 
+    subject_kind = "path"  # computed from the patch text, destinations of moves included
+
     def subjects(self, input: ApplyPatchInput) -> list[str]:
         try:
             hunks = parse(input.patch)
