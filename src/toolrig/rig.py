@@ -25,6 +25,7 @@ from toolrig.executor import Executor, Extensions
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
+from toolrig.policy.rules import hidden_globs
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
@@ -73,7 +74,8 @@ class Rig:
             root,
             extra_roots=settings.extra_paths,
             read_only=settings.read_only,
-            deny_globs=settings.deny_globs,
+            # Path deny rules for every tool also hide their paths from recursive reads (hostile review D9).
+            deny_globs=[*settings.deny_globs, *hidden_globs(self.config)],
             read_only_globs=settings.read_only_globs,
         )
         if agent is not None and agent not in self.config.agents:

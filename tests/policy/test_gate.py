@@ -247,3 +247,29 @@ def test_an_agent_sees_only_its_own_tools_in_hints_and_no_schema_of_a_hidden_one
     assert hidden.error_type == "denied" and "command" not in (hidden.message or "").replace("run_command", "")
     row = last_row(workspace)
     assert (row.decision, row.rule) == ("deny", "agents.reader.tools")
+
+
+# ------------------------------------------------------------------------------ D9: a path deny hides the subtree
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_subtree", {"paths": ["."]}),
+        ("code_search", {"pattern": "DB_PASS"}),
+        ("glob", {"pattern": "**/*.txt"}),
+        ("list_directory", {"directories": [{"path": ".", "recursive": True}]}),
+    ],
+)
+def test_a_path_deny_rule_keeps_the_path_out_of_every_recursive_read(
+    tool: str, args: dict[str, object], workspace: Path, user_config: Callable[[str], Path]
+) -> None:
+    user_config(SECRETS_DENY)
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "prod.txt").write_text("DB_PASS=hunter2\n")
+    (workspace / "open.txt").write_text("DB_PASS is documented elsewhere\n")
+    result = Rig(workspace).call_sync(tool, args)
+    assert not result.is_error, result
+    text = result.to_json()
+    assert "hunter2" not in text and "prod.txt" not in text
+    assert "open.txt" in text

@@ -278,6 +278,28 @@ class Policy:
 _EMPTY = SubjectView("text", (), (), ())
 
 
+def hidden_globs(config: Config) -> list[str]:
+    """Deny rules on every tool's path subjects, as gitignore globs the workspace hides from listings.
+
+    A rule ``{tool: "*", subject: "secrets/**", verdict: deny}`` refuses a call that names the path; a
+    recursive read of an ancestor (read_subtree ``.``, code_search, glob, list_directory) names only the
+    ancestor, so the same rule also hides the path from every walk, the way ``deny_globs`` do.
+    Rules limited to some tools, to an agent or by an argument predicate stay call-level only.
+    """
+    globs: list[str] = []
+    for rule in config.tools.rules:
+        if rule.verdict != "deny" or rule.tool != "*" or rule.subject is None or rule.args is not None:
+            continue
+        pattern = rule.subject.strip().removeprefix("./")
+        if not pattern or pattern.startswith(("/", "~", "!")) or ".." in pattern.split("/"):
+            continue  # outside the workspace, or not a path glob a listing could apply
+        while pattern.endswith("/**"):
+            pattern = pattern[: -len("/**")]  # the directory itself: a hidden directory hides what is below
+        if pattern and pattern != "**":
+            globs.append(pattern if pattern.startswith("**/") else "/" + pattern)
+    return globs
+
+
 def _target(tool: str, hit: str) -> str:
     return f"'{hit}'" if hit else f"every call of '{tool}'"
 
