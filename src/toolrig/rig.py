@@ -32,7 +32,7 @@ from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
 from toolrig.stores import Stores
 
 if TYPE_CHECKING:
-    from toolrig.adapters.mcp_client import McpServers
+    from toolrig.sources.mcp_client import McpServers
 
 log = logging.getLogger("toolrig.config")
 
@@ -89,7 +89,7 @@ class Rig:
             self._base_registry.add(item)
         self.mcp_servers: McpServers | None = None
         if self.config.mcp_servers:
-            from toolrig.adapters.mcp_client import McpServers
+            from toolrig.sources.mcp_client import McpServers
 
             self.mcp_servers = McpServers(self.config.mcp_servers, state_dir=self.workspace.state_dir)
             self.mcp_servers.register(self._base_registry)

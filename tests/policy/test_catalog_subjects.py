@@ -125,7 +125,9 @@ URL_SPELLINGS = [
 
 @pytest.mark.parametrize("tool", _tools("url"), ids=lambda t: t.name)
 def test_every_url_tool_is_refused_by_a_domain_deny(tool: AnyTool, workspace: Path) -> None:
-    rig = Rig(workspace, config={"tools": {"rules": [{"tool": "*", "subject": "*://evil.example/*", "verdict": "deny"}]}})
+    rig = Rig(
+        workspace, config={"tools": {"rules": [{"tool": "*", "subject": "*://evil.example/*", "verdict": "deny"}]}}
+    )
     for url in URL_SPELLINGS:
         verdict, rule, _ = decide(rig, tool, arguments(tool, url))
         assert (verdict, rule) == ("deny", "tools.rules[0]"), (tool.name, url)

@@ -33,17 +33,23 @@ class ConfigWarning:
 
 def unmatched_names(config: Config, loaded: LoadedConfig | None, catalog: Registry) -> list[ConfigWarning]:
     """One warning per tool name or glob in config that matches no tool of the catalog."""
-    tools = catalog.list()
+    tools = catalog.load_local()  # an MCP server's tools are not listed here: that would start it
+    remote = catalog.has_remote_pending
     names = sorted({n for t in tools for n in (t.name, t.display_name) if n})
     groups = sorted({t.group for t in tools})
     warnings: list[ConfigWarning] = []
     for keys, pattern in _patterns(config):
-        if _matches(pattern, tools):
+        if _matches(pattern, tools) or (remote and _may_be_remote(pattern)):
             continue
         file, line = loaded.where(*keys) if loaded is not None else (None, None)
         key = _label(keys)
         warnings.append(ConfigWarning(key, _message(pattern, names, groups), file, line))
     return warnings
+
+
+def _may_be_remote(pattern: str) -> bool:
+    """Could name a tool of an MCP server not listed yet (``server/tool``, ``server__tool``, ``group:mcp``)."""
+    return "/" in pattern or "__" in pattern or pattern.startswith("group:") or pattern == "*"
 
 
 def _matches(pattern: str, tools: list[AnyTool]) -> bool:

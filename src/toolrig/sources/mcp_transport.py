@@ -101,7 +101,7 @@ async def _streams(config: McpServerConfig, log_path: Path, closed: anyio.Event)
 
 
 async def _list_tools(client: Client) -> list[dict[str, Any]]:
-    from toolrig.adapters.mcp_tool import definition_of
+    from toolrig.sources.mcp_tool import definition_of
 
     definitions: list[dict[str, Any]] = []
     cursor: str | None = None
