@@ -183,15 +183,15 @@ class Registry:
             chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=True)
         return chosen
 
-    def _narrowed_loader(self, key: str, allow: list[str], deny: list[str]) -> Callable[[], list[AnyTool]]:
-        def load() -> list[AnyTool]:
+    def _narrowed_loader(
+        self, key: str, allow: builtins.list[str], deny: builtins.list[str]
+    ) -> Callable[[], builtins.list[AnyTool]]:
+        def load() -> builtins.list[AnyTool]:
             self._load(key)
             return [
                 item
                 for name, item in self._tools.items()
-                if self._origin[name] == key
-                and (not allow or matches_any(item, allow))
-                and not matches_any(item, deny)
+                if self._origin[name] == key and (not allow or matches_any(item, allow)) and not matches_any(item, deny)
             ]
 
         return load
