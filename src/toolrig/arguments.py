@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.schema import json_kind, json_kinds, model_schema
@@ -98,6 +99,11 @@ def _refuse_surrogates(value: Any) -> None:
     Such a string would fail later, in a file write, a database, the audit row or a provider's request,
     after the call has already happened; here it is one clear ``invalid_input``.
     """
+    try:
+        to_json(value)  # the common case, in C: valid text, reasonable depth
+        return
+    except Exception:  # noqa: S110 - any failure: the walk below says what, or lets it through
+        pass
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
         item, depth, where = stack.pop()
