@@ -82,7 +82,10 @@ def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str,
             f"The arguments must be a JSON object, not {json_kind(value)}.",
             _INVALID_JSON_HINT,
         )
-    _refuse_surrogates(value)
+    try:
+        to_json(value)  # the common case, in C: valid text, reasonable depth
+    except Exception:
+        _refuse_surrogates(value)
     return value, notes
 
 
@@ -99,11 +102,6 @@ def _refuse_surrogates(value: Any) -> None:
     Such a string would fail later, in a file write, a database, the audit row or a provider's request,
     after the call has already happened; here it is one clear ``invalid_input``.
     """
-    try:
-        to_json(value)  # the common case, in C: valid text, reasonable depth
-        return
-    except Exception:  # noqa: S110 - any failure: the walk below says what, or lets it through
-        pass
     stack: list[tuple[Any, int, str]] = [(value, 0, "")]
     while stack:
         item, depth, where = stack.pop()

@@ -79,6 +79,12 @@ class Gate(Protocol):
     async def __call__(self, call: ToolCall) -> None: ...
 
 
+class Admission(Protocol):
+    """A check before the arguments are read (is the tool offered to this caller?): raise ToolError to refuse."""
+
+    def __call__(self, call: ToolCall) -> None: ...
+
+
 class AfterTool(Protocol):
     """A step after execution that may replace the result (after_tool hooks)."""
 
@@ -93,7 +99,7 @@ class AuditSink(Protocol):
 
 @dataclass
 class Extensions:
-    admission: list[Gate] = field(default_factory=list)  # before arguments are read: is the tool offered?
+    admission: list[Admission] = field(default_factory=list)  # before arguments are read: is the tool offered?
     policy: list[Gate] = field(default_factory=list)
     rate_limit: list[Gate] = field(default_factory=list)
     approval: list[Gate] = field(default_factory=list)
@@ -174,7 +180,18 @@ class Executor:
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
         any other tool is refused before its arguments are read, and still recorded.
         """
-        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call = ToolCall(
+            name=name,
+            tool=None,
+            raw_args={},
+            call_id=call_id or new_call_id(),
+            origin=origin,
+            agent_id=agent_id,
+            parent_agent_id=parent_agent_id,
+            session_id=session_id,
+            started=time.perf_counter(),
+            events=events or self.events,
+        )
         token = CancelToken()
         try:
             result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)
@@ -200,8 +217,9 @@ class Executor:
         call = self._new_call(name, None, origin, agent_id, None, None, None)
         call.dry_run = True
         try:
-            await self._prepare(call, args, None)
-            await self._gate(call)
+            self._prepare(call, args, None)
+            for gate in self.extensions.gates():
+                await gate(call)
         except ToolError as err:
             return call, ToolResult.from_error(err, notes=call.notes)
         return call, None
@@ -229,9 +247,9 @@ class Executor:
             events=events or self.events,
         )
 
-    async def _prepare(
+    def _prepare(
         self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
-    ) -> AnyTool:
+    ) -> tuple[AnyTool, BaseModel]:
         """Stage 1: find the tool (refusing one this caller is not offered), read and check the arguments."""
         tool = self.registry.find(call.name)
         if tool is None:
@@ -239,8 +257,8 @@ class Executor:
         call.tool = tool
         # Is the tool offered to this agent, and this run, at all? Asked before the arguments are read,
         # so a hidden tool's schema never shows through its validation errors.
-        for gate in self.extensions.admission:
-            await gate(call)
+        for admit in self.extensions.admission:
+            admit(call)
         if offered is not None and tool.name not in offered:
             call.verdict, call.decided_by = "deny", "run.tools"
             raise ToolError(
@@ -256,17 +274,13 @@ class Executor:
         repaired, repair_notes = repair_arguments(tool.input_model, call.raw_args)
         call.notes.extend(repair_notes)
         try:
-            call.input = tool.input_model.model_validate(repaired)
+            validated = tool.input_model.model_validate(repaired)
         except ValidationError as exc:
             raise explain_validation_error(tool.input_model, exc) from None
         call.settings = self.tool_config(tool, call.agent_id)
-        call.subjects = tool.subjects(call.input)
-        return tool
-
-    async def _gate(self, call: ToolCall) -> None:
-        """Stage 2, the one gate: policy, rate limit, approvals, before_tool hooks. Raises to refuse."""
-        for gate in self.extensions.gates():
-            await gate(call)
+        call.input = validated
+        call.subjects = tool.subjects(validated)
+        return tool, validated
 
     async def _run(
         self,
@@ -278,9 +292,9 @@ class Executor:
         offered: Collection[str] | None,
     ) -> ToolResult:
         try:
-            tool = await self._prepare(call, args, offered)
-            await self._gate(call)
-            assert call.input is not None  # noqa: S101 - set by _prepare
+            tool, validated = self._prepare(call, args, offered)  # stage 1
+            for gate in self.extensions.gates():  # stage 2, the one gate
+                await gate(call)
             call.ran = True
             ctx = ToolContext(
                 workspace=self.workspace,
@@ -301,10 +315,10 @@ class Executor:
             try:
                 with anyio.move_on_after(limit) as scope:
                     if tool.is_async:
-                        output = await tool.execute(call.input, ctx)
+                        output = await tool.execute(validated, ctx)
                     else:
                         # The worker thread inherits the bound token through the copied context.
-                        run = partial(tool.execute, call.input, ctx)
+                        run = partial(tool.execute, validated, ctx)
                         output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
             finally:
                 unbind_token(bound)

@@ -250,11 +250,9 @@ class HookGate:
         return chains
 
     async def before(self, call: ToolCall) -> None:
-        if call.dry_run:
-            return  # `policy explain` reports the hooks; it does not run scripts
+        if call.dry_run or not (self.chain._hooks or run_hooks.get()):
+            return  # `policy explain` reports the hooks, it does not run scripts; and nothing to run
         chains = self._chains()
-        if not chains:
-            return
         event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
         for chain in chains:
             try:
@@ -265,7 +263,7 @@ class HookGate:
                 raise
 
     async def after(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        if not call.ran:
+        if not call.ran or not (self.chain._hooks or run_hooks.get()):
             return result
         chains = self._chains()
         if chains:

@@ -83,12 +83,13 @@ class Governance:
 
     # ------------------------------------------------------------------------------ gates
 
-    async def check_offered(self, call: ToolCall) -> None:
+    def check_offered(self, call: ToolCall) -> None:
         """Admission: a tool this agent is not offered (or denied outright) is refused before parsing."""
         tool = call.tool
         if tool is None:
             return
-        refusal = self.policy.unavailable(tool, call.agent_id)
+        plan = self.policy._plans.get((tool.name, call.agent_id))  # the common case: planned before
+        refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
