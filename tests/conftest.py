@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from tests.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
     from tests.agent.fake_llm import FakeLLM
 
 Call = Callable[..., dict[str, Any]]
+
+# Hypothesis's deadline and its "input generation is slow" health check are wall-clock assertions: on a
+# loaded 2-core machine they fail tests whose behaviour is fine. The suite makes no timed assertions.
+settings.register_profile("toolrig", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolrig")
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,8 @@ SAMPLES: list[Event] = [
     events.SubagentStartEvent("a1", "helper", "do it"),
     events.SubagentProgressEvent("a1", "helper", "working"),
     events.SubagentDoneEvent("a1", "helper", "done"),
+    events.TodosEvent("s1", [{"task": "a", "status": "pending"}]),
+    events.FollowupsEvent(None, ["Run the tests", "Open a PR"]),
 ]
 
 

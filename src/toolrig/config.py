@@ -228,6 +228,9 @@ class LlmConfig(Section):
     max_turns: Annotated[int, Narrow.MIN] = Field(default=25, ge=1)
     max_budget_usd: Annotated[float | None, Narrow.MIN] = Field(default=None, gt=0)
     max_tokens: Annotated[int, Narrow.MIN] = Field(default=16_000, ge=1)
+    context_window: int | None = Field(
+        default=None, ge=1, description="The model's context in tokens, for models toolrig does not know (local ones)."
+    )
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")

@@ -122,7 +122,7 @@ class DoneEvent:
 
     session_id: str
     response: str
-    stop_reason: Literal["completed", "terminal", "max_turns", "paused", "aborted"]
+    stop_reason: Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
     type: Literal["done"] = "done"
 
 
@@ -160,6 +160,24 @@ class SubagentDoneEvent:
     type: Literal["subagent_done"] = "subagent_done"
 
 
+@dataclass(frozen=True, slots=True)
+class TodosEvent:
+    """The model replaced its todo list (``write_todos``): front ends show it live."""
+
+    session_id: str | None
+    todos: list[dict[str, str]]
+    type: Literal["todos"] = "todos"
+
+
+@dataclass(frozen=True, slots=True)
+class FollowupsEvent:
+    """Next steps the model suggests (``suggest_followups``), shown as a numbered list after the answer."""
+
+    session_id: str | None
+    followups: list[str]
+    type: Literal["followups"] = "followups"
+
+
 Event: TypeAlias = Annotated[
     InitEvent
     | ToolCallEvent
@@ -177,7 +195,9 @@ Event: TypeAlias = Annotated[
     | ErrorEvent
     | SubagentStartEvent
     | SubagentProgressEvent
-    | SubagentDoneEvent,
+    | SubagentDoneEvent
+    | TodosEvent
+    | FollowupsEvent,
     Field(discriminator="type"),
 ]
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 state = Path(sys.argv[1])
 with (state / "starts.txt").open("a", encoding="utf-8") as starts:
@@ -30,6 +30,14 @@ def echo(text: str) -> str:
 @app.tool(description=description)
 def describe() -> str:
     return description
+
+
+@app.tool()
+def whoami(ctx: Context) -> str:
+    """The name and version the client announced at initialize."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return f"{info.name} {info.version}" if info is not None else "unknown"
 
 
 @app.tool()

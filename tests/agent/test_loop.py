@@ -208,6 +208,20 @@ async def test_max_turns_ending_on_text_makes_no_extra_call(llm: FakeLLM, make_r
     assert result.stop_reason == "completed" and len(llm.requests) == 2
 
 
+async def test_an_answer_cut_off_by_the_token_limit_is_not_a_completed_run(
+    llm: FakeLLM, make_rig: Any, provider: str
+) -> None:
+    # Anthropic says stop_reason "max_tokens", OpenAI-compatible servers finish_reason "length".
+    llm.script(reply(Text("The answer is four hund"), stop="max_tokens" if provider == "anthropic" else "length"))
+    rig = make_rig()
+    result = await run_agent("x", RunOptions(), rig=rig)
+    assert result.stop_reason == "max_tokens" and result.response == "The answer is four hund"
+    from toolrig.agent.session import SessionStore
+
+    info = SessionStore.for_state_dir(rig.workspace.state_dir).info(result.session_id)
+    assert info is not None and info.status == "max_tokens"
+
+
 async def test_abort_mid_stream_keeps_the_text_so_far(llm: FakeLLM, make_rig: Any) -> None:
     llm.script(reply(Text("Hel", "lo", " world"), hang_after=4))
     abort = anyio.Event()

@@ -48,11 +48,11 @@ def test_trust_lists_first_use_then_reports_nothing_changed(
     configure(toolrig_home, {"peer": peer})
     first = CliRunner().invoke(app, ["mcp", "trust", "peer", "--root", str(workspace)])
     assert first.exit_code == 0, first.output
-    assert "  + echo" in first.output and "Trusted the 4 tools of the MCP server 'peer'." in first.output
+    assert "  + echo" in first.output and "Trusted the 5 tools of the MCP server 'peer'." in first.output
     again = CliRunner().invoke(app, ["mcp", "trust", "peer", "--root", str(workspace)])
     assert "Nothing changed" in again.output
     listed = CliRunner().invoke(app, ["mcp", "list", "--root", str(workspace)])
-    assert "peer" in listed.output and "4 tools trusted" in listed.output
+    assert "peer" in listed.output and "5 tools trusted" in listed.output
 
 
 def test_trust_names_the_configured_servers_when_asked_for_another(workspace: Path, toolrig_home: Path) -> None:

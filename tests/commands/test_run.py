@@ -73,6 +73,21 @@ def test_run_exits_nonzero_with_the_error_on_run_failure(llm: FakeLLM, workspace
     assert code == 1 and json.loads(out.splitlines()[-1])["type"] == "error"
 
 
+def test_run_exits_nonzero_when_the_answer_is_cut_off_by_the_token_limit(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path, provider: str
+) -> None:
+    configure(toolrig_home, llm, provider, max_tokens=5)
+    cut = "max_tokens" if provider == "anthropic" else "length"
+    llm.script(reply(Text("Once upon"), stop=cut), reply(Text("Once upon"), stop=cut))
+    code, out, err = invoke("run", "tell a story", "--root", str(workspace))
+    assert code == 1 and out == "Once upon\n"
+    assert "cut off at the token limit (llm.max_tokens = 5)" in err
+    code, out, _ = invoke("run", "tell a story", "--json", "--root", str(workspace))
+    assert code == 1 and json.loads(out.splitlines()[-1])["stop_reason"] == "max_tokens"
+    code, out, _ = invoke("sessions", "list", "--json", "--root", str(workspace))
+    assert code == 0 and [s["status"] for s in json.loads(out)] == ["max_tokens", "max_tokens"]
+
+
 def test_without_a_model_run_and_chat_say_how_to_configure_one_in_two_lines(workspace: Path) -> None:
     for command in ("run", "chat"):
         args = [command, "hi"] if command == "run" else [command]

@@ -39,9 +39,16 @@ EXPECTATIONS = {
     row["scenario"]: row
     for row in map(json.loads, (CORPUS / "expectations.jsonl").read_text(encoding="utf-8").splitlines())
 }
-# Upstream applies hunks one at a time without rollback, so its expected/ keeps the first hunk's file.
-# Our apply_patch validates everything before writing anything: the tree stays as it was (empty).
-DELIBERATE_DIFFERENCES = {"015_failure_after_partial_success_leaves_changes": "all-or-nothing: nothing is written"}
+# Where toolrig deliberately differs from upstream: the scenario, then what our tool does instead.
+# 015: upstream applies hunks one at a time without rollback, so its expected/ keeps the first hunk's file.
+#      Our apply_patch validates everything before writing anything: the tree stays as it was (empty).
+# 007: issue 18 (the seed's contract): deleting a file that is already gone succeeds with a note.
+# 010: issue 21 class 4: a move onto an existing file is refused unless the same patch deletes it first.
+DELIBERATE_DIFFERENCES = {
+    "015_failure_after_partial_success_leaves_changes": "all-or-nothing: nothing is written",
+    "007_rejects_missing_file_delete": "success with a note: the file is already gone",
+    "010_move_overwrites_existing_destination": "refused: the destination exists and the patch does not delete it",
+}
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -72,10 +79,17 @@ def test_apply_patch_conformance(scenario: Path, tmp_path: Path) -> None:
     expectation: dict[str, Any] = EXPECTATIONS[scenario.name]
 
     if scenario.name in DELIBERATE_DIFFERENCES:
-        assert snapshot(workspace) == before == {}, DELIBERATE_DIFFERENCES[scenario.name]
-        assert snapshot(scenario / "expected") != before  # upstream really does differ here
-    else:
-        assert snapshot(workspace) == snapshot(scenario / "expected")
+        assert snapshot(workspace) == before, DELIBERATE_DIFFERENCES[scenario.name]
+        assert snapshot(scenario / "expected") != before or expectation["outcome"] == "failure"
+        if scenario.name.startswith("007"):
+            assert not result.is_error and result.output["changes"] == []
+            assert result.output["notes"] == ["missing.txt was already gone; there was nothing to delete."]
+        else:
+            assert result.is_error, result.output
+            if scenario.name.startswith("010"):
+                assert result.error_type == "conflict" and "the destination already exists" in (result.message or "")
+        return
+    assert snapshot(workspace) == snapshot(scenario / "expected")
 
     if expectation["outcome"] == "success":
         assert not result.is_error, result.message

@@ -3,6 +3,7 @@ server that crashes and changes its definitions on demand, and our own server ov
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -252,7 +253,7 @@ async def test_a_changed_definition_is_blocked_until_the_user_trusts_it(
 
 
 async def test_a_url_server_is_reached_over_streamable_http_with_its_headers(
-    workspace: Path, toolrig_home: Path
+    workspace: Path, toolrig_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with http_server(workspace, toolrig_home, token="tok-123") as url:
         good = {"mcp_servers": {"local": {"url": url, "headers": {"Authorization": "Bearer tok-123"}}}}
@@ -263,6 +264,16 @@ async def test_a_url_server_is_reached_over_streamable_http_with_its_headers(
         bad = {"mcp_servers": {"other": {"url": url, "headers": {"Authorization": "Bearer wrong"}}}}
         refused = Rig(workspace, config=bad)
         assert refused.tools("mcp") == []  # could not be listed: it offers nothing, and says so in the log
+        # What the server answered, not "unhandled errors in a TaskGroup (1 sub-exception)".
+        assert "'other' could not be started: the server answered HTTP 401" in caplog.text
+        assert "TaskGroup" not in caplog.text
+
+
+async def test_the_client_announces_itself_as_toolrig_with_its_version(workspace: Path, peer_state: Path) -> None:
+    from toolrig import __version__
+
+    result = await Rig(workspace, config=peer(peer_state)).call("peer__whoami", {})
+    assert __version__ in json.dumps(result.raise_for_error()) and "toolrig" in json.dumps(result.raise_for_error())
 
 
 def test_a_server_that_cannot_start_offers_no_tools(workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -289,3 +300,11 @@ def test_a_rig_held_open_in_one_task_serves_calls_from_others_on_one_server(work
         held.result()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_nested_task_group_errors_are_unwrapped_to_what_went_wrong() -> None:
+    from toolrig.adapters.mcp_transport import _cause
+
+    nested = ExceptionGroup("outer", [ExceptionGroup("inner", [ConnectionRefusedError("connection refused")])])
+    assert _cause(nested) == "connection refused"
+    assert _cause(ExceptionGroup("g", [TimeoutError()])) == "TimeoutError"

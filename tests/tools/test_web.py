@@ -216,6 +216,72 @@ def test_tavily_results_are_read_and_the_key_sent_as_bearer(workspace: Path, htt
     assert seen.json() == {"query": "toolrig", "max_results": 2, "search_depth": "basic"}
 
 
+SERPAPI = {
+    "search_metadata": {"id": "x", "status": "Success"},
+    "search_parameters": {"engine": "google", "q": "toolrig"},
+    "organic_results": [
+        {"position": 1, "title": "A", "link": "https://a.example/", "snippet": "first hit"},
+        {"position": 2, "title": "B", "link": "https://b.example/", "snippet": "second hit"},
+        {"position": 3, "title": "C", "link": "https://c.example/", "snippet": "third hit"},
+    ],
+}
+
+DUCKDUCKGO = """<!DOCTYPE html><html><body><div id="links" class="results">
+<div class="result results_links results_links_deep result--ad "><div class="links_main links_deep result__body">
+ <h2 class="result__title"><a rel="nofollow" class="result__a" href="https://ads.example/click">Sponsored</a></h2>
+ <a class="result__snippet" href="https://ads.example/click">Buy now</a></div></div>
+<div class="result results_links results_links_deep web-result "><div class="links_main links_deep result__body">
+ <h2 class="result__title"><a rel="nofollow" class="result__a"
+   href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fa.example%2Fdocs%3Fq%3D1&amp;rut=abc">The <b>A</b> page</a></h2>
+ <a class="result__snippet" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fa.example%2F">first <b>hit</b></a></div></div>
+<div class="result results_links results_links_deep web-result "><div class="links_main links_deep result__body">
+ <h2 class="result__title"><a class="result__a" href="javascript:alert(1)">Not a page</a></h2></div></div>
+<div class="result results_links results_links_deep web-result "><div class="links_main links_deep result__body">
+ <h2 class="result__title"><a rel="nofollow" class="result__a" href="https://b.example/">B</a></h2>
+ <a class="result__snippet">second hit</a></div></div>
+</div></body></html>"""
+
+
+def test_serpapi_results_are_read_and_the_key_sent_as_a_parameter(workspace: Path, http_server: HttpServer) -> None:
+    http_server.route_json("/serpapi/search.json", SERPAPI)
+    result = search(workspace, provider="serpapi", base_url=http_server.url("/serpapi/search.json"), api_key="serp")
+    assert result.output["results"] == [
+        {"title": "A", "url": "https://a.example/", "snippet": "first hit"},
+        {"title": "B", "url": "https://b.example/", "snippet": "second hit"},
+    ]
+    assert http_server.seen[-1].query == {"engine": ["google"], "q": ["toolrig"], "num": ["2"], "api_key": ["serp"]}
+
+
+def test_serpapi_no_results_is_an_empty_list_and_a_bad_key_a_clear_error(
+    workspace: Path, http_server: HttpServer
+) -> None:
+    http_server.route_json("/serp-none/search.json", {"error": "Google hasn't returned any results for this query."})
+    none = search(workspace, provider="serpapi", base_url=http_server.url("/serp-none/search.json"), api_key="k")
+    assert none.output["results"] == []
+    http_server.route_json("/serp-bad/search.json", {"error": "Invalid API key."}, status=401)
+    bad = search(workspace, provider="serpapi", base_url=http_server.url("/serp-bad/search.json"), api_key="k")
+    assert bad.error_type == "unavailable" and "API key" in bad.message
+
+
+def test_duckduckgo_needs_no_key_skips_ads_and_unwraps_its_redirect_links(
+    workspace: Path, http_server: HttpServer
+) -> None:
+    http_server.route("/ddg/html/", body=DUCKDUCKGO, content_type="text/html; charset=utf-8")
+    result = search(workspace, provider="duckduckgo", base_url=http_server.url("/ddg/html/"), args={"query": "a b"})
+    assert result.output["results"] == [
+        {"title": "The A page", "url": "https://a.example/docs?q=1", "snippet": "first hit"},
+        {"title": "B", "url": "https://b.example/", "snippet": "second hit"},
+    ]
+    seen = http_server.seen[-1]
+    assert seen.method == "POST" and seen.body == b"q=a+b"
+
+
+def test_duckduckgo_taking_us_for_a_bot_is_rate_limited_not_empty(workspace: Path, http_server: HttpServer) -> None:
+    http_server.route("/ddg-busy/html/", status=202, body="<html></html>", content_type="text/html")
+    result = search(workspace, provider="duckduckgo", base_url=http_server.url("/ddg-busy/html/"))
+    assert result.error_type == "rate_limited"
+
+
 def test_without_a_provider_web_search_says_it_is_not_configured(workspace: Path) -> None:
     result = Rig(workspace, config={}).call_sync("web_search", {"query": "x"})
     assert result.error_type == "unavailable" and "not configured" in result.message

@@ -18,6 +18,7 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
+from toolrig.agent.context import tool_list_warning
 from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
@@ -87,6 +88,9 @@ class _Run:
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
+        warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
+        if warning is not None:
+            log.warning(warning)
         self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
         self.hooks = HookChain()
         for hook in options.hooks:
@@ -266,7 +270,7 @@ class _Run:
             if not calls:
                 response = complete.message.text
                 await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
-                return self._result(progress, response, "completed")
+                return self._result(progress, response, _stop_of(complete))
             outcome = await self._tool_phase(progress, {})
             if outcome is not None:
                 return outcome
@@ -305,7 +309,7 @@ class _Run:
             model=s.model,
             provider=s.provider,
             stop_reason=complete.stop_reason,
-            status=None if message.tool_calls else "done",
+            status=None if message.tool_calls else ("max_tokens" if _stop_of(complete) == "max_tokens" else "done"),
         )
         progress.session_turn += 1
         if self.budget is not None and progress.usage.cost_usd > self.budget:
@@ -355,7 +359,7 @@ class _Run:
             complete = await self._model_turn(progress, tool_choice="none")
             response = complete.message.text
             await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
-            return self._result(progress, response, "max_turns")
+            return self._result(progress, response, "max_turns" if _stop_of(complete) == "completed" else "max_tokens")
         return None
 
     def _paused(
@@ -422,6 +426,11 @@ class _Run:
     async def _hook(self, event: HookEvent) -> None:
         await self.rig.hooks.run(event)
         await self.hooks.run(event)
+
+
+def _stop_of(complete: TurnComplete) -> StopReason:
+    """A final answer cut off by the token limit is not a completed run: callers must be able to tell."""
+    return "max_tokens" if complete.stop_reason == "length" else "completed"
 
 
 def _record_of(call: ToolCallBlock, result: ToolResult, turn: int) -> ToolCallRecord:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     from toolrig.agent.providers.base import Effort, Provider, Thinking
 
-StopReason = Literal["completed", "terminal", "max_turns", "paused", "aborted"]
+# "max_tokens": the model's last answer was cut off by the token limit (llm.max_tokens); it is not complete.
+StopReason = Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
 STATE_VERSION = 1
 
 

@@ -86,7 +86,7 @@ def run_once(
             return await run_agent(prompt, options, rig=rig, on_event=printer)
 
     try:
-        anyio.run(run)
+        result = anyio.run(run)
     except RunError as exc:
         if not as_json:  # the JSON stream already carries the error event
             click.echo(f"toolrig: run failed ({exc.kind}): {exc.message}", err=True)
@@ -94,3 +94,12 @@ def run_once(
     except KeyboardInterrupt:
         click.echo("toolrig: interrupted", err=True)
         sys.exit(EXIT_ABORTED)
+    if getattr(result, "stop_reason", "") == "max_tokens":
+        # The answer is incomplete: a script must not take it for a finished run.
+        if not as_json:  # the JSON stream's done event already says stop_reason "max_tokens"
+            click.echo(
+                f"toolrig: the answer was cut off at the token limit (llm.max_tokens = {rig.config.llm.max_tokens}); "
+                "raise it or ask for a shorter answer",
+                err=True,
+            )
+        sys.exit(EXIT_RUN_FAILED)

@@ -25,6 +25,7 @@ def _umask() -> int:
 
 
 _DEFAULT_MODE = 0o666 & ~_umask()
+TMP_SUFFIX = ".toolrig-tmp"
 
 
 def atomic_write_bytes(
@@ -54,25 +55,9 @@ def atomic_write_bytes(
         dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     name = path.name
     try:
+        tmp_name = temp_name(name, secrets.token_hex(4))
+        stage(dir_fd, name, path, tmp_name, data)
         try:
-            current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if stat.S_ISREG(current.st_mode):
-                mode = stat.S_IMODE(current.st_mode)
-            elif stat.S_ISLNK(current.st_mode):
-                mode = _DEFAULT_MODE  # a symlink swapped in is replaced, never written through
-            else:
-                raise not_regular(path, current.st_mode)
-        except FileNotFoundError:
-            mode = _DEFAULT_MODE
-        tmp_name = f".{name[:200]}.{secrets.token_hex(4)}.toolrig-tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp_name, flags, 0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), mode)
-                os.fsync(handle.fileno())
             if cancellable:
                 check_cancelled()
             os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -84,6 +69,40 @@ def atomic_write_bytes(
             os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def temp_name(name: str, tag: str) -> str:
+    """The name of the temp file that will replace ``name`` in the same directory (a dot file, tagged)."""
+    return f".{name[:200]}.{tag}{TMP_SUFFIX}"
+
+
+def stage(dir_fd: int, name: str, path: Path, tmp_name: str, data: bytes) -> None:
+    """Write ``data`` to a new ``tmp_name`` beside ``name`` with ``name``'s permission bits, and fsync it.
+
+    Renaming it over ``name`` afterwards is the atomic step; a failed write removes the temp file.
+    """
+    try:
+        current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISREG(current.st_mode):
+            mode = stat.S_IMODE(current.st_mode)
+        elif stat.S_ISLNK(current.st_mode):
+            mode = _DEFAULT_MODE  # a symlink swapped in is replaced, never written through
+        else:
+            raise not_regular(path, current.st_mode)
+    except FileNotFoundError:
+        mode = _DEFAULT_MODE
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp_name, flags, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name, dir_fd=dir_fd)
+        raise
 
 
 def atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox import fdwalk
-from toolrig.sandbox.atomic import atomic_write_bytes
+from toolrig.sandbox.journal import Change, Journal
 from toolrig.sandbox.patterns import PatternSet
 
 if TYPE_CHECKING:
@@ -227,15 +227,15 @@ class Workspace:
     def write_bytes(
         self, path: Path, data: bytes, *, created_dirs: list[Path] | None = None, cancellable: bool = True
     ) -> None:
-        """Atomically write a resolved path, creating missing parents (recorded in ``created_dirs``)."""
-        atomic_write_bytes(
-            path,
-            data,
-            root=self.root_of(path),
-            make_parents=True,
-            created_dirs=created_dirs,
-            cancellable=cancellable,
-        )
+        """Atomically write a resolved path, creating missing parents (recorded in ``created_dirs``).
+
+        Through the change journal: a change a killed process left half done is finished or undone first,
+        and a write killed now leaves a record, so its temp file is removed by the next write or patch.
+        """
+        self.root_of(path)  # refuse a path outside every root before anything is written
+        journal = Journal(self.state_dir, self.roots)
+        journal.recover()
+        journal.commit([Change(path, data)], cancellable=cancellable, created_dirs=created_dirs)
 
     def unlink(self, path: Path) -> None:
         """Remove a file's name (a hard link's other names and a symlink's target stay untouched)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolrig import __version__
 from toolrig.config import McpServerConfig
 
 if TYPE_CHECKING:
@@ -77,17 +78,38 @@ class _EofWatch:
         await self.aclose()
 
 
+@dataclass
+class _Refusal:
+    """The last HTTP error a remote server answered: the SDK turns it into "Server returned an error response"."""
+
+    status: int | None = None
+    reason: str = ""
+    challenge: str = ""
+
+    async def __call__(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self.status, self.reason = response.status_code, response.reason_phrase
+            self.challenge = response.headers.get("www-authenticate", "")
+
+    def __str__(self) -> str:
+        text = f"the server answered HTTP {self.status} {self.reason}".rstrip()
+        if self.status == 401:
+            text += " (it wants authorization" + (f": {self.challenge[:200]}" if self.challenge else "") + ")"
+        return text
+
+
 @asynccontextmanager
-async def _streams(config: McpServerConfig, log_path: Path, closed: anyio.Event) -> AsyncIterator[TransportStreams]:
+async def _streams(
+    config: McpServerConfig, log_path: Path, closed: anyio.Event, refusal: _Refusal
+) -> AsyncIterator[TransportStreams]:
     if config.url is not None:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with (
-            create_mcp_http_client(headers=dict(config.headers)) as http,
-            streamable_http_client(config.url, http_client=http) as (read, write),
-        ):
-            yield _EofWatch(read, closed), write
+        async with create_mcp_http_client(headers=dict(config.headers)) as http:
+            http.event_hooks["response"].append(refusal)
+            async with streamable_http_client(config.url, http_client=http) as (read, write):
+                yield _EofWatch(read, closed), write
         return
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -123,8 +145,10 @@ async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIt
     """
     from mcp import Client
     from mcp.shared.exceptions import MCPError
+    from mcp.types import Implementation
 
     closed = anyio.Event()
+    refusal = _Refusal()
     started = False
     timeout = config.startup_timeout_seconds
     where = f" (its stderr is in {log_path})" if config.command is not None else ""
@@ -132,7 +156,10 @@ async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIt
         # The deadline covers only the start: it is lifted before the body runs. The scope must enclose the
         # whole client context (anyio scopes nest strictly), hence the deadline rather than fail_after.
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
-            async with Client(_streams(config, log_path, closed), cache=None) as client:
+            client_info = Implementation(name="toolrig", version=__version__)
+            async with Client(
+                _streams(config, log_path, closed, refusal), cache=None, client_info=client_info
+            ) as client:
                 definitions = await _list_tools(client)
                 scope.deadline = math.inf
                 started = True
@@ -140,11 +167,30 @@ async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIt
     except (OSError, MCPError, ValueError) as exc:
         if started:
             raise
-        raise McpStartError(f"the MCP server '{name}' could not be started: {exc}{where}") from None
+        why: object = refusal if refusal.status is not None else exc
+        raise McpStartError(f"the MCP server '{name}' could not be started: {why}{where}") from None
     except ExceptionGroup as group:
         if started:
             raise
-        first = group.exceptions[0] if group.exceptions else group
-        raise McpStartError(f"the MCP server '{name}' could not be started: {first}{where}") from None
+        why = refusal if refusal.status is not None else _cause(group)
+        raise McpStartError(f"the MCP server '{name}' could not be started: {why}{where}") from None
     if not started:
         raise McpStartError(f"the MCP server '{name}' did not start within {timeout:g} seconds{where}")
+
+
+def _cause(error: BaseException) -> str:
+    """The innermost errors of nested task groups, in words: "unhandled errors in a TaskGroup" says nothing."""
+    leaves: list[BaseException] = []
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        else:
+            leaves.append(current)
+    return "; ".join(dict.fromkeys(_describe(leaf) for leaf in leaves)) or str(error)
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return text if text else type(error).__name__

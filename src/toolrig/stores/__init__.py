@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from toolrig.stores.kv import KeyValueStore
     from toolrig.stores.librarian import Librarian
     from toolrig.stores.memory import MemoryIndexes
+    from toolrig.stores.notes import SessionNotes
 
 
 class Stores:
@@ -29,6 +30,7 @@ class Stores:
         self._kv: KeyValueStore | None = None
         self._memory: MemoryIndexes | None = None
         self._librarian: Librarian | None = None
+        self._notes: SessionNotes | None = None
         self._lock = threading.Lock()  # tools run in worker threads: open each store once
 
     @property
@@ -77,10 +79,19 @@ class Stores:
                 self._librarian = open_librarian(self.state_dir / "librarian", self.config.librarian)
             return self._librarian
 
+    @property
+    def notes(self) -> SessionNotes:
+        with self._lock:
+            if self._notes is None:
+                from toolrig.stores.notes import SessionNotes
+
+                self._notes = SessionNotes(self.state_dir / "notes.sqlite")
+            return self._notes
+
     def close(self) -> None:
         """Close what was opened (connections, worker processes); the stores reopen on next use."""
         with self._lock:
-            for store in (self._kv, self._memory, self._librarian):
+            for store in (self._kv, self._memory, self._librarian, self._notes):
                 if store is not None:
                     store.close()
-            self._kv = self._memory = self._librarian = None
+            self._kv = self._memory = self._librarian = self._notes = None

@@ -2,13 +2,16 @@
 
 Trust model: every path in every header (``Add``, ``Delete``, ``Update``, ``Move to``) is hostile and is
 resolved for writing by ``ctx.workspace`` before anything is read. All operations are computed in memory
-first; files are then written atomically, and if any write fails every file is restored as it was.
+first; the files are then written through the workspace's change journal (``sandbox.journal``), so a failed
+write changes nothing and a killed process leaves a change that the next patch finishes or undoes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import posixpath
 import stat
 from pathlib import Path
 from typing import Literal
@@ -18,8 +21,9 @@ from pydantic import BaseModel, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.codexpatch import Hunk, PatchError, apply_chunks, parse
-from toolrig.sandbox.text import decode, new_file
+from toolrig.sandbox.codexpatch import Hunk, PatchError, apply_chunks, parse, parse_patch
+from toolrig.sandbox.journal import Change, Journal, PartialCommit
+from toolrig.sandbox.text import TextFile, decode, new_file
 
 SUCCESS = "Success. Updated the following files:"
 _DIRECTORY = object()  # what a path holds when it is a directory
@@ -28,10 +32,11 @@ _DIRECTORY = object()  # what a path holds when it is a directory
 class ApplyPatchInput(ToolInput):
     patch: str = Field(
         description=(
-            "The whole patch, from '*** Begin Patch' to '*** End Patch'. Sections: '*** Add File: path' then "
-            "'+' lines; '*** Delete File: path'; '*** Update File: path', optionally '*** Move to: new/path', then "
-            "chunks that start with '@@' (or '@@ a line to find first, like a def or class') followed by ' ' "
-            "context, '-' removed and '+' added lines; '*** End of File' anchors a chunk at the end of the file."
+            "The whole patch, from '*** Begin Patch' to '*** End Patch' (both optional). Sections: "
+            "'*** Add File: path' then '+' lines; '*** Delete File: path'; '*** Update File: path', optionally "
+            "'*** Move to: new/path', then chunks that start with '@@' (or '@@ a line to find first, like a def "
+            "or class') followed by ' ' context, '-' removed and '+' added lines; '*** End of File' anchors a "
+            "chunk at the end of the file."
         )
     )
 
@@ -44,6 +49,7 @@ class FileChange(BaseModel):
 class ApplyPatchOutput(ToolOutput):
     summary: str = Field(description="'Success. Updated the following files:' then 'A|M|D path' lines.")
     changes: list[FileChange]
+    notes: list[str] = Field(default_factory=list, description="Slips in the patch that were forgiven, and how.")
 
 
 class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
@@ -56,8 +62,15 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
         "*** Begin Patch\n*** Update File: src/app.py\n@@ def main():\n-    print('hi')\n+    print('hello')\n"
         "*** Add File: notes.txt\n+first line\n*** Delete File: old.txt\n*** End Patch\n"
         "Give 3 lines of context around each change; paths are relative to the workspace. Hunks are matched "
-        "exactly first, then ignoring whitespace and typographic punctuation. Every change is checked before "
-        "anything is written and all files change or none do."
+        "exactly first, then ignoring whitespace and typographic punctuation, then comparing Unicode NFC forms. "
+        "Every change is checked before anything is written and all files change or none do.\n"
+        "Rules: lines that fit in two places are refused with both line numbers (add an '@@ def/class' anchor "
+        "or more context). A whitespace-tolerant match keeps the file's context lines and re-indents your added "
+        "lines by the same offset; if the offset is not the same for every line it is refused. "
+        "'@@ -12,7 +12,8 @@ heading' reads as '@@ heading'. Header lines are trimmed. 'Move to' onto an existing "
+        "file is refused unless the patch deletes that file first. 'a/../b' paths are read (and reported) as 'b'. "
+        "Characters the file's encoding (e.g. Latin-1) cannot hold are refused. The Begin/End Patch lines and a "
+        "Markdown code fence are optional; deleting a file that is already gone succeeds with a note."
     )
 
     subject_kind = "path"  # computed from the patch text, destinations of moves included
@@ -76,17 +89,19 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
 
     def execute(self, input: ApplyPatchInput, ctx: ToolContext) -> ApplyPatchOutput:
         try:
-            hunks = parse(input.patch)
+            parsed = parse_patch(input.patch)
         except PatchError as err:
             prefix = f"Invalid patch hunk on line {err.line}: " if err.line else "Invalid patch: "
             raise ToolError(ErrorType.INVALID_INPUT, prefix + err.message, _FORMAT_HINT) from None
-        if not hunks:
+        if not parsed.hunks:
             raise ToolError(ErrorType.INVALID_INPUT, "No files were modified.", "The patch holds no file sections.")
-        plan = Plan(ctx)
-        changes = [change for hunk in hunks for change in plan.apply(hunk)]
-        plan.commit()
+        journal = Journal(ctx.workspace.state_dir, ctx.workspace.roots)
+        notes = [f"Before this patch, toolrig {line}." for line in journal.recover()]
+        plan = Plan(ctx, notes)
+        changes = [change for hunk in parsed.hunks for change in plan.apply(hunk)]
+        plan.commit(journal)
         summary = "\n".join([SUCCESS, *(f"{c.op} {c.path}" for c in _grouped(changes))]) + "\n"
-        return ApplyPatchOutput(summary=summary, changes=_grouped(changes))
+        return ApplyPatchOutput(summary=summary, changes=_grouped(changes), notes=[*parsed.notes, *notes])
 
 
 _FORMAT_HINT = "Fix the patch text (see the tool description for the format) and send it again; nothing was changed."
@@ -96,15 +111,35 @@ def _grouped(changes: list[FileChange]) -> list[FileChange]:
     return [c for op in "AMD" for c in changes if c.op == op]
 
 
-def _failed(kind: ErrorType, message: str) -> ToolError:
-    return ToolError(kind, message, "Nothing was changed. Fix the patch against the files as they are, then retry.")
+def _failed(kind: ErrorType, message: str, hint: str | None = None) -> ToolError:
+    return ToolError(
+        kind, message, hint or "Nothing was changed. Fix the patch against the files as they are, then retry."
+    )
+
+
+_ENCODING_NAMES = {"latin-1": "Latin-1 (ISO-8859-1)", "utf-8": "UTF-8", "utf-8-sig": "UTF-8 with a BOM"}
+
+
+def _encoding_error(shown: str, encoding: str, err: UnicodeEncodeError) -> ToolError:
+    bad = err.object[err.start : err.end]
+    names = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in dict.fromkeys(bad))
+    line = err.object.count("\n", 0, err.start) + 1
+    label = _ENCODING_NAMES.get(encoding, encoding)
+    return _failed(
+        ErrorType.INVALID_INPUT,
+        f"Failed to update {shown}: the file is encoded as {label}, which cannot hold {names} "
+        f"(line {line} of the new text).",
+        f"Nothing was changed. Write those characters in a form {label} can hold (or an escape the file's "
+        "language understands), or ask the user to convert the file to UTF-8.",
+    )
 
 
 class Plan:
     """The patch applied to an in-memory view of the files; nothing touches the disk until ``commit``."""
 
-    def __init__(self, ctx: ToolContext) -> None:
+    def __init__(self, ctx: ToolContext, notes: list[str]) -> None:
         self.ctx = ctx
+        self.notes = notes
         self.state: dict[Path, bytes | None] = {}  # the new content; None = deleted
         self.original: dict[Path, object] = {}  # bytes, None (absent) or _DIRECTORY
 
@@ -124,20 +159,47 @@ class Plan:
     def _shown(self, path: Path) -> str:
         return self.ctx.workspace.display(path)
 
+    def _resolve(self, spelled: str) -> tuple[Path, str]:
+        """The real path and the path to report: ``src/../src/x.py`` is ``src/x.py``, said once in a note.
+
+        A ``..`` that follows a symlink means something else to the kernel than to the eye, so it is refused.
+        """
+        path = self.ctx.workspace.resolve(spelled, write=True)
+        normal = posixpath.normpath(spelled)
+        if normal == spelled:
+            return path, spelled
+        if ".." in spelled.split("/") and self.ctx.workspace.resolve(normal, write=True) != path:
+            raise _failed(
+                ErrorType.INVALID_INPUT,
+                f"'{spelled}' uses '..' after a symlink, so it does not mean '{normal}'.",
+                "Nothing was changed. Write the path without '..' or '.' segments.",
+            )
+        self.notes.append(f"'{spelled}' was read as '{normal}'.")
+        return path, normal
+
+    def _encode(self, file: TextFile, text: str, shown: str) -> bytes:
+        try:
+            return file.encode(text)
+        except UnicodeEncodeError as err:
+            raise _encoding_error(shown, file.encoding, err) from None
+
     def apply(self, hunk: Hunk) -> list[FileChange]:
-        path = self.ctx.workspace.resolve(hunk.path, write=True)
+        path, spelled = self._resolve(hunk.path)
         current = self._current(path)
         if hunk.kind == "add":
             if current is _DIRECTORY:
                 raise _failed(ErrorType.CONFLICT, f"Failed to write file {self._shown(path)}: it is a directory")
-            self.state[path] = new_file(hunk.content).encode(hunk.content)
-            return [FileChange(op="A", path=hunk.path)]
+            created = new_file(hunk.content)
+            self.state[path] = self._encode(created, created.text, self._shown(path))
+            return [FileChange(op="A", path=spelled)]
         if hunk.kind == "delete":
-            if not isinstance(current, bytes):
-                reason = "path is a directory" if current is _DIRECTORY else "No such file or directory"
-                raise _failed(ErrorType.NOT_FOUND, f"Failed to delete file {self._shown(path)}: {reason}")
+            if current is _DIRECTORY:
+                raise _failed(ErrorType.NOT_FOUND, f"Failed to delete file {self._shown(path)}: path is a directory")
+            if current is None:
+                self.notes.append(f"{spelled} was already gone; there was nothing to delete.")
+                return []
             self.state[path] = None
-            return [FileChange(op="D", path=hunk.path)]
+            return [FileChange(op="D", path=spelled)]
         if not isinstance(current, bytes):
             reason = "Is a directory" if current is _DIRECTORY else "No such file or directory"
             raise _failed(ErrorType.NOT_FOUND, f"Failed to read file to update {self._shown(path)}: {reason}")
@@ -145,45 +207,61 @@ class Plan:
         if text is None:
             raise _failed(ErrorType.INVALID_INPUT, f"Failed to update {self._shown(path)}: it is a binary file")
         try:
-            updated = text.encode(apply_chunks(text.text, hunk.chunks, self._shown(path)))
+            new_text = apply_chunks(text.text, hunk.chunks, self._shown(path), self.notes)
         except PatchError as err:
-            raise _failed(ErrorType.CONFLICT, err.message) from None
+            raise _failed(ErrorType.CONFLICT, err.message, err.hint) from None
+        updated = self._encode(text, new_text, self._shown(path))
         if hunk.move_to is None:
             self.state[path] = updated
-            return [FileChange(op="M", path=hunk.path)]
-        destination = self.ctx.workspace.resolve(hunk.move_to, write=True)
-        if self._current(destination) is _DIRECTORY:
+            return [FileChange(op="M", path=spelled)]
+        destination, moved = self._resolve(hunk.move_to)
+        if destination == path:
+            self.state[path] = updated
+            return [FileChange(op="M", path=moved)]
+        there = self._current(destination)
+        if there is _DIRECTORY:
             raise _failed(ErrorType.CONFLICT, f"Failed to write file {self._shown(destination)}: it is a directory")
+        if there is not None:
+            raise _failed(
+                ErrorType.CONFLICT,
+                f"Failed to move {self._shown(path)} to {self._shown(destination)}: the destination already exists.",
+                f"Nothing was changed. To replace it, put '*** Delete File: {moved}' before this section in the "
+                "same patch; otherwise choose a name that is free.",
+            )
         self.state[path] = None
         self.state[destination] = updated
-        return [FileChange(op="M", path=hunk.move_to)]
+        return [FileChange(op="M", path=moved)]
 
-    def commit(self) -> None:
-        """Write every file; if one write fails, put back every file already changed and every new directory."""
-        done: list[Path] = []
-        created: list[Path] = []
+    def commit(self, journal: Journal) -> None:
+        """Write every file through the journal; if a write fails, every file is left (or put back) as it was."""
+        changes = [
+            Change(path, data)
+            for path, data in self.state.items()
+            if data is not None or isinstance(self.original.get(path, b""), bytes)
+        ]
+        if not changes:
+            return
         modes = {p: _mode(p) for p, data in self.state.items() if data is None}
         try:
-            for path, data in self.state.items():
-                if data is None:
-                    if self.original.get(path) is not None:
-                        self.ctx.workspace.unlink(path)
-                        done.append(path)
-                else:
-                    self.ctx.workspace.write_bytes(path, data, created_dirs=created)
-                    done.append(path)
-        except (OSError, ToolError) as exc:
-            self._rollback(done, created, modes)
-            if isinstance(exc, ToolError):
-                raise
-            where = Path(exc.filename) if isinstance(exc.filename, str) else None
-            raise _failed(
-                ErrorType.CONFLICT if exc.errno != errno.EACCES else ErrorType.DENIED,
-                f"Failed to write {self._shown(where) if where else 'a file'}: {exc.strerror}. "
-                "Every file was restored as it was.",
-            ) from None
+            journal.commit(changes)
+        except PartialCommit as exc:
+            self._rollback(exc.done, modes)
+            for directory in reversed(exc.created):
+                with contextlib.suppress(OSError, ToolError):
+                    self.ctx.workspace.rmdir(directory)
+            raise self._write_failed(exc) from None
+        except OSError as exc:
+            raise self._write_failed(exc) from None
 
-    def _rollback(self, done: list[Path], created: list[Path], modes: dict[Path, int | None]) -> None:
+    def _write_failed(self, exc: OSError) -> ToolError:
+        where = Path(exc.filename) if isinstance(exc.filename, str) else None
+        shown = self._shown(where) if where and where.is_absolute() else "a file"
+        return _failed(
+            ErrorType.CONFLICT if exc.errno != errno.EACCES else ErrorType.DENIED,
+            f"Failed to write {shown}: {exc.strerror}. Every file was restored as it was.",
+        )
+
+    def _rollback(self, done: list[Path], modes: dict[Path, int | None]) -> None:
         for path in reversed(done):
             before = self.original.get(path)
             try:
@@ -195,11 +273,6 @@ class Plan:
                     self.ctx.workspace.unlink(path)
             except (OSError, ToolError):
                 continue  # keep restoring the others
-        for directory in reversed(created):
-            try:
-                self.ctx.workspace.rmdir(directory)
-            except (OSError, ToolError):
-                continue
 
 
 def _mode(path: Path) -> int | None:

@@ -213,7 +213,9 @@ def _finished(response: httpx2.Response) -> bool:
 class WebSearchConfig(NetworkSettings):
     """Settings under ``tool_config.web_search``; the key may be given as an environment variable's name."""
 
-    provider: Literal["searxng", "brave", "tavily"] | None = Field(default=None, description="Which search API.")
+    provider: Literal["searxng", "brave", "tavily", "serpapi", "duckduckgo"] | None = Field(
+        default=None, description="Which search API (duckduckgo needs no key)."
+    )
     base_url: str | None = Field(default=None, description="The endpoint (required for SearXNG).")
     api_key: str | None = Field(default=None, description="The key itself (prefer api_key_env).")
     api_key_env: str | None = Field(default=None, description="Name of the environment variable holding the key.")
@@ -256,7 +258,8 @@ class WebSearch(Tool[WebSearchInput, WebSearchOutput]):
             raise ToolError(
                 ErrorType.UNAVAILABLE,
                 "web_search is not configured: no search provider is set.",
-                "Ask the user to set tool_config.web_search.provider (searxng, brave or tavily).",
+                "Ask the user to set tool_config.web_search.provider: duckduckgo needs no key; "
+                "searxng, brave, tavily or serpapi use their own endpoint or key.",
                 retryable=False,
             )
         key = config.api_key or (os.environ.get(config.api_key_env) if config.api_key_env else None)

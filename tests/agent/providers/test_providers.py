@@ -62,3 +62,20 @@ def test_local_servers_need_no_key_and_config_keys_win_over_the_environment() ->
     assert configured.api_key == "from-config"
     overridden = settings_from(LlmConfig(model="gpt-4.1"), model="claude-haiku-4-5", environ={"ANTHROPIC_API_KEY": "a"})
     assert overridden.provider == "anthropic" and overridden.model == "claude-haiku-4-5"
+
+
+def test_the_sdks_base_url_variables_are_read_so_a_local_endpoint_needs_no_key() -> None:
+    # The SDK would read OPENAI_BASE_URL on its own; toolrig must see the same endpoint to judge it.
+    local = settings_from(LlmConfig(model="qwen"), environ={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"})
+    assert local.base_url == "http://127.0.0.1:8080/v1" and local.api_key
+    claude = settings_from(
+        LlmConfig(model="claude-sonnet-4-5"),
+        environ={"ANTHROPIC_BASE_URL": "http://[::1]:9000", "OPENAI_BASE_URL": "x"},
+    )
+    assert claude.provider == "anthropic" and claude.base_url == "http://[::1]:9000" and claude.api_key
+    configured = settings_from(
+        LlmConfig(model="qwen", base_url="http://localhost:1/v1"), environ={"OPENAI_BASE_URL": "http://127.0.0.2/v1"}
+    )
+    assert configured.base_url == "http://localhost:1/v1"  # config wins over the environment
+    with pytest.raises(MissingKeyError):
+        settings_from(LlmConfig(model="qwen"), environ={"OPENAI_BASE_URL": "https://api.example.com/v1"})
