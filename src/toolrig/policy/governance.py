@@ -67,7 +67,10 @@ class Governance:
         return self._audit
 
     def install(self, extensions: Extensions) -> None:
-        extensions.admission.append(self.check_offered)
+        rules = self.config.tools.rules
+        outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
+        if self.config.agents or outright:  # otherwise every tool is offered to every caller
+            extensions.admission.append(self.check_offered)
         extensions.policy.append(self.check_policy)
         extensions.rate_limit.append(self.check_rate)
         extensions.approval.append(self.check_approval)
@@ -103,7 +106,7 @@ class Governance:
         call.verdict_reason = decision.reason
         if decision.verdict == "deny":
             self._refuse(call, decision.rule, decision.reason)
-        if call.input is not None:
+        if call.settings is not None and call.input is not None:  # only a tool's own settings refuse here
             own = tool.refusal(call.input, call.settings)
             if own is not None:
                 self._refuse(call, *own)
