@@ -108,10 +108,11 @@ def _refuse_surrogates(value: Any) -> None:
         if depth > MAX_DEPTH:
             raise _too_deep()
         if isinstance(item, str):
-            if _SURROGATE.search(item):
+            if found := _SURROGATE.search(item):
                 raise ToolError(
                     ErrorType.INVALID_INPUT,
-                    f"The argument {where or '(the arguments)'} contains a lone UTF-16 surrogate, which is not text.",
+                    f"The argument {where or '(the arguments)'} contains a lone UTF-16 surrogate "
+                    f"(U+{ord(found.group()):04X}), which is not text: UTF-8 cannot carry it.",
                     "Send valid Unicode text; binary data goes base64-encoded where a tool accepts it.",
                 )
         elif isinstance(item, dict):

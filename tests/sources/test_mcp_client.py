@@ -303,7 +303,7 @@ def test_a_rig_held_open_in_one_task_serves_calls_from_others_on_one_server(work
 
 
 def test_nested_task_group_errors_are_unwrapped_to_what_went_wrong() -> None:
-    from toolrig.adapters.mcp_transport import _cause
+    from toolrig.sources.mcp_transport import _cause
 
     nested = ExceptionGroup("outer", [ExceptionGroup("inner", [ConnectionRefusedError("connection refused")])])
     assert _cause(nested) == "connection refused"
