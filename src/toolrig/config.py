@@ -121,6 +121,10 @@ class ToolsConfig(Section):
         default_factory=list, description="Tool name globs or group:NAME offered to agents; empty = all."
     )
     deny: Annotated[list[str], Narrow.UNION] = Field(default_factory=list, description="Always wins over allow.")
+    deferred: bool = Field(
+        default=False,
+        description="Send the model the core tools plus tool_search; a tool it finds is callable from its next turn.",
+    )
     rules: Annotated[list[RuleConfig], Narrow.RESTRICTIVE] = Field(
         default_factory=list, description="Per-call verdicts; deny beats ask beats allow, whatever the order."
     )
@@ -312,6 +316,12 @@ class McpServerConfig(Section):
 McpServerName = Annotated[str, AfterValidator(_mcp_server_name)]
 
 
+class SkillsConfig(Section):
+    paths: list[str] = Field(
+        default_factory=list, description="More folders of Agent Skills (each skill a <name>/SKILL.md), searched last."
+    )
+
+
 class Config(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     tool_config: dict[str, dict[str, Any]] = Field(
@@ -337,6 +347,7 @@ class Config(Section):
         default_factory=dict,
         description="MCP servers whose tools join the catalog as 'server/tool' (names: letters, digits, '-', '_').",
     )
+    skills: SkillsConfig = Field(default_factory=SkillsConfig, description="Where Agent Skills are found.")
 
 
 @dataclass

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import httpx2
 
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.skills.discovery import SkillSet
+    from toolrig.skills.skill import Skill
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -41,6 +43,26 @@ class Approvals(Protocol):
     """Lets a tool ask the user mid-call (the executor asks before calls on its own)."""
 
     async def ask(self, tool: str, subject: str, reason: str) -> bool: ...
+
+
+class ToolCatalog(Protocol):
+    """The tools an agent is offered, for tools that describe tools (tool_search, tool_info, capabilities)."""
+
+    def offered(self, agent: str | None) -> list[Any]: ...
+
+    async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
+        """Rewrite the capabilities summary from the policy in force: (its text, how it was grouped)."""
+        ...
+
+
+class SkillAccess(Protocol):
+    """The workspace's Agent Skills, and what loading one grants for the rest of a run."""
+
+    def skills(self) -> SkillSet: ...
+
+    def activate(self, skill: Skill, run: str, agent: str | None) -> tuple[bool, list[str], list[str]]:
+        """Mark ``skill`` loaded in ``run``: (first time?, pre-approvals its ``allowed-tools`` gave, notes)."""
+        ...
 
 
 class AllowAll:
@@ -66,6 +88,8 @@ class ToolContext:
     call_id: str = ""
     tool_name: str = ""
     output_cap: int = 100_000
+    catalog: ToolCatalog | None = None
+    skills: SkillAccess | None = None
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -32,7 +32,7 @@ from pydantic_core import to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
-from toolrig.context import AllowAll, Approvals, HttpAccess, ToolContext
+from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, ToolCatalog, ToolContext
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
@@ -160,6 +160,8 @@ class Executor:
         self.lookup = lookup
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
+        self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
+        self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
 
     async def invoke(
         self,
@@ -309,6 +311,8 @@ class Executor:
                 call_id=call.call_id,
                 tool_name=tool.name,
                 output_cap=self.output_cap,
+                catalog=self.catalog,
+                skills=self.skills,
             )
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
             bound = bind_token(token)

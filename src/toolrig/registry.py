@@ -97,6 +97,8 @@ class Registry:
         self._origin[item.name] = origin
         if item.display_name and item.display_name != item.name:
             self._aliases[item.display_name] = item.name
+        for alias in getattr(item, "aliases", ()):  # other names a call may use (load_skill is also "skill")
+            self._aliases.setdefault(alias, item.name)
         return item
 
     def add_lazy_group(self, key: str, loader: Callable[[], list[AnyTool]], *, remote: bool = False) -> None:

@@ -130,6 +130,9 @@ class Rig:
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
+        from toolrig.skills.binding import bind
+
+        bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them
 
     # ------------------------------------------------------------------------------ lifetime
 
@@ -187,7 +190,11 @@ class Rig:
         view = self._views.get(agent)
         if view is None:
             available = self._available_tools()
-            view = Registry(t for t in available.list() if self.governance.policy.offered(t, agent))
+            from toolrig.skills.binding import for_schemas
+
+            view = Registry(
+                for_schemas(self, [t for t in available.list() if self.governance.policy.offered(t, agent)])
+            )
             self._views[agent] = view
         return view
 

@@ -99,7 +99,10 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     assert '✓ calculate(expression="1 / 0")' not in screen
 
     terminal.type_line("/tools")
-    terminal.wait_for("calculate")
+    # "calculate" is on screen already; wait for the listing's last group and the prompt after it, so that
+    # /sessions is not typed while the listing still prints.
+    listed = terminal.wait_for("web_search")
+    terminal.wait_for("\n›", after=listed.rindex("web_search"))
     terminal.type_line("/sessions")
     screen = terminal.wait_for("turns  what is six")
     assert "\n* 2" in screen and "claude-test" in screen  # the current session is marked

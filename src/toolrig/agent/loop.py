@@ -19,6 +19,7 @@ import anyio
 from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.context import tool_list_warning
+from toolrig.agent.deferred import deferral
 from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
@@ -85,9 +86,17 @@ class _Run:
             log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
         system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
         self.system = system.replace("{root}", str(rig.workspace.root))
+        if not options.system_prompt:  # a program's own prompt stays as given; ours gets skills and capabilities
+            from toolrig.agent.capabilities import prompt_sections
+
+            self.system += prompt_sections(rig)
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
+        # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
+        self.deferred = deferral(self.tools, rig.config.tools.deferred)
+        if self.deferred is not None:
+            self.tools = self.deferred.visible()
         warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
         if warning is not None:
             log.warning(warning)
@@ -100,6 +109,9 @@ class _Run:
         self.session_id = ""
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
+        from toolrig.agent.capabilities import install_grouper
+
+        install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm
@@ -341,6 +353,8 @@ class _Run:
                 raise RunError("state", f"tool call {call.id} did not run")
             blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
             records.append(_record_of(call, result, progress.session_turn - 1))
+            if self.deferred is not None and self.deferred.reveal(call.name, result):
+                self.tools = self.deferred.visible()
             tool = self.offered.get(call.name)
             if terminal is None and tool is not None and tool.terminal and not result.is_error:
                 terminal = outcome

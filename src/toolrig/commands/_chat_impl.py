@@ -27,7 +27,7 @@ from toolrig.commands._chat_ui import ChatScreen
 from toolrig.policy.prompt import TerminalChannel
 from toolrig.rig import Rig
 
-HELP = "/tools  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"
+HELP = "/tools  /capabilities  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"
 
 
 class Chat:
@@ -132,6 +132,10 @@ class Chat:
                 summary = item.description.split(". ")[0].rstrip(".")
                 row = Text.assemble((f"{item.name:<20}", "cyan"), f" {summary}")
                 self.console.print(row, no_wrap=True, overflow="ellipsis")
+        elif name == "/capabilities":
+            from toolrig.skills import capabilities
+
+            self.console.print(capabilities.current(self.rig, self.rig.agent).rstrip(), markup=False)
         elif name == "/usage":
             u = self.usage
             self.console.print(

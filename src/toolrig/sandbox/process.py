@@ -1,8 +1,10 @@
 """Running a child process for a tool: contained, killable, with bounded output and a scrubbed environment.
 
-Trust model: the command is hostile. It runs in its own session and process group (and, where the kernel
-lets us, its own pids cgroup), under resource limits set in the child before the command starts, with an
-environment stripped of secrets; on timeout, cancellation or when it finishes, everything it started dies.
+Trust model: the command is hostile and runs as our user. It is started by the launcher
+(``toolrig.sandbox.launcher``), never by toolrig itself, so no ancestor of the command holds toolrig's
+environment; a per-command keeper (a child subreaper) starts it in its own session, inside its own pids cgroup
+where the kernel lets us create one, and counts its processes where it does not. On timeout, cancellation,
+an output flood or when the leader exits, everything the command started dies, ``setsid`` children included.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import contextlib
 import fnmatch
 import functools
 import itertools
+import json
 import logging
 import math
 import os
 import re
 import signal
+import socket
 import subprocess
-import tempfile
+import sys
 import threading
 import time
 from collections import deque
@@ -43,17 +47,6 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[P
 _CARRY_LIMIT = 256
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 1.0
-
-# Read by bash from $BASH_ENV before the command: join the cgroup, set limits, report the final directory.
-_PRELUDE = """\
-if [ -n "${__TOOLRIG_CGROUP-}" ]; then builtin echo $$ > "$__TOOLRIG_CGROUP" || builtin exit 126; fi
-if [ -n "${__TOOLRIG_ULIMITS-}" ]; then builtin ulimit $__TOOLRIG_ULIMITS || builtin exit 126; fi
-if [ -n "${__TOOLRIG_CWD_FD-}" ]; then
-  builtin trap 'builtin printf "%s" "$PWD" >&'"$__TOOLRIG_CWD_FD"' 2>/dev/null' EXIT
-fi
-builtin unset BASH_ENV __TOOLRIG_CGROUP __TOOLRIG_ULIMITS __TOOLRIG_CWD_FD
-"""
-
 
 # ------------------------------------------------------------------------------------------ output
 
@@ -277,22 +270,6 @@ def _user_process_count() -> int:
     return count
 
 
-_prelude_lock = threading.Lock()
-_prelude_path: Path | None = None
-
-
-def prelude_file() -> Path:
-    """The BASH_ENV script, written once per process into a private directory."""
-    global _prelude_path
-    with _prelude_lock:
-        if _prelude_path is None or not _prelude_path.exists():
-            directory = Path(tempfile.mkdtemp(prefix="toolrig-"))
-            path = directory / "prelude.bash"
-            path.write_text(_PRELUDE)
-            _prelude_path = path
-        return _prelude_path
-
-
 # ------------------------------------------------------------------------------------------ running
 
 
@@ -306,54 +283,143 @@ class ProcessResult:
     final_cwd: str | None = None
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
+    containment: str = ""
 
 
-class Child:
-    """A started process, awaited without threads.
+class Launcher:
+    """The process that starts every command (``toolrig.sandbox.launcher``), one per toolrig process.
 
-    A pidfd says when it exits, so the group can still be signalled while the exited leader holds its pid
-    (no pid-reuse race), and only then is it reaped.
+    It is shared by every session: it holds no session state, only a socket to the launcher.
     """
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self.popen = popen
-        self.pid = popen.pid
-        self.pidfd: int | None = None
-        with contextlib.suppress(AttributeError, OSError):
-            self.pidfd = os.pidfd_open(popen.pid)
+    _lock = threading.Lock()
+    _current: Launcher | None = None
 
-    @property
-    def returncode(self) -> int | None:
-        return self.popen.returncode
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        script = Path(__file__).with_name("launcher.py")
+        env = {"LC_ALL": "C.UTF-8"}  # nothing of toolrig's environment: commands may read their ancestors'
+        with theirs:
+            starter = subprocess.Popen(  # noqa: S603 - our own interpreter and script
+                [sys.executable, "-I", "-S", str(script), str(theirs.fileno())],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                close_fds=True,
+            )
+            starter.wait()  # it double-forks: the launcher's parent is not toolrig
+        self.sock = ours
+        self.owner = os.getpid()
+
+    @classmethod
+    def get(cls) -> Launcher:
+        with cls._lock:
+            current = cls._current
+            if current is None or current.owner != os.getpid():
+                current = cls._current = cls()
+            return current
+
+    @classmethod
+    def send(cls, request: dict[str, object], fds: list[int]) -> None:
+        data = json.dumps(request).encode()
+        big = -1
+        if len(data) > _INLINE_REQUEST:
+            big = os.memfd_create("toolrig-request", os.MFD_CLOEXEC)
+            os.write(big, data)
+            data = json.dumps({"memfd": len(data)}).encode()
+            fds = [*fds, big]
+        try:
+            for attempt in range(2):
+                launcher = cls.get()
+                try:
+                    socket.send_fds(launcher.sock, [data], fds)
+                    return
+                except OSError:  # the launcher died (a command may kill it): start another once
+                    with cls._lock:
+                        if cls._current is launcher:
+                            cls._current = None
+                    if attempt:
+                        raise
+        finally:
+            if big >= 0:
+                os.close(big)
+
+
+_INLINE_REQUEST = 64 * 1024
+
+
+class Keeper:
+    """The per-command process that started the command and ends everything it started.
+
+    Its status pipe says when the command started, why it was stopped and when its leader exited; the pipe
+    closes once every process of the command is gone. Signals reach it through a pidfd (no pid reuse).
+    """
+
+    def __init__(self, status_fd: int) -> None:
+        self.fd = status_fd
+        os.set_blocking(status_fd, False)
+        self._buffer = b""
+        self.closed = False
+        self.leader = 0
+        self.pid = 0
+        self.pidfd: int | None = None
+        self.exit_code: int | None = None
+        self.exited_flag = False
+        self.over_limit = False
+        self.error: str | None = None
+
+    async def _read(self) -> None:
+        """Read one chunk (waiting for it); parse every complete line."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            break
+        if not chunk:
+            self.closed = True
+            self.exited_flag = True
+            return
+        self._buffer += chunk
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            kind, _, rest = line.decode(errors="replace").partition(" ")
+            if kind == "P":
+                leader, keeper = rest.split()
+                self.leader, self.pid = int(leader), int(keeper)
+                with contextlib.suppress(OSError):
+                    self.pidfd = os.pidfd_open(self.pid)
+            elif kind == "X":
+                self.exit_code = int(rest)
+                self.exited_flag = True
+            elif kind == "L":
+                self.over_limit = True
+            elif kind == "E":
+                self.error = rest
+                self.exited_flag = True
+
+    async def started(self) -> None:
+        while not self.pid and not self.closed and self.error is None:
+            await self._read()
 
     async def exited(self) -> None:
-        """Wait until the process has exited (it stays unreaped until ``reap``)."""
-        if self.pidfd is not None:
-            await anyio.wait_readable(self.pidfd)
-        else:  # pragma: no cover - kernels before 5.3
-            await anyio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True)
+        while not self.exited_flag:
+            await self._read()
 
-    def has_exited(self) -> bool:
-        if self.popen.returncode is not None:
-            return True
-        if self.pidfd is not None:
-            import select
+    async def gone(self) -> None:
+        while not self.closed:
+            await self._read()
 
-            return bool(select.select([self.pidfd], [], [], 0)[0])
-        return self.popen.poll() is not None  # pragma: no cover
-
-    def signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
-
-    def reap(self) -> None:
-        if self.has_exited():
-            self.popen.wait()
+    def signal(self, sig: signal.Signals) -> None:
+        if self.closed or self.pidfd is None:
+            return
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, sig)
 
     def close(self) -> None:
-        for stream in (self.popen.stdout, self.popen.stderr):
-            if stream is not None:
-                stream.close()
+        os.close(self.fd)
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
@@ -361,12 +427,21 @@ class Child:
 
 @dataclass
 class _Run:
-    child: Child
+    keeper: Keeper
     out: CappedText
     err: CappedText
     max_output_bytes: int
     stopped: str | None = None
     flooded: anyio.Event = field(default_factory=anyio.Event)
+
+
+def containment(limits: Limits, cgroup: PidsCgroup | None) -> str:
+    """Which containment holds this command, in words (reported with every result)."""
+    if cgroup is not None:
+        return "pids cgroup (process limit, kill all) + subreaper keeper"
+    if limits.max_processes:
+        return "subreaper keeper (kill all) + process count (no cgroup available)"
+    return "subreaper keeper (kill all); no process limit"
 
 
 async def run_contained(
@@ -386,93 +461,103 @@ async def run_contained(
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
-    With ``prelude`` the child must be bash: it joins the cgroup and applies the limits itself before the
-    command starts, and with ``report_cwd`` says where it finished. ``on_progress(seconds, message)`` is
+    The launcher's keeper starts it (in its own session, in a pids cgroup where the kernel offers one, or
+    counted where not). With ``prelude`` the child must be bash: it applies the limits itself before the
+    command starts and, with ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is
     called every ``progress_interval`` seconds while the command runs (MCP clients show it).
     """
     child_env = dict(env)
     cgroup: PidsCgroup | None = None
-    read_fd = write_fd = -1
-    if prelude:
-        nproc: int | None = None
-        if limits.max_processes:
-            cgroup = PidsCgroup.create(limits.max_processes)
-            if cgroup is None and os.getuid() != 0:
-                nproc = _user_process_count() + limits.max_processes
-        child_env["BASH_ENV"] = str(prelude_file())
-        if cgroup is not None:
-            child_env["__TOOLRIG_CGROUP"] = cgroup.procs_file
-        if args := limits.ulimit_args(nproc):
-            child_env["__TOOLRIG_ULIMITS"] = args
-        if report_cwd:
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(read_fd, False)
-            child_env["__TOOLRIG_CWD_FD"] = str(write_fd)
+    count_limit: int | None = None
+    if limits.max_processes:
+        cgroup = PidsCgroup.create(limits.max_processes + 1)  # + 1: the keeper lives in it too
+        if cgroup is None:
+            count_limit = limits.max_processes
+    nproc = None
+    if limits.max_processes and cgroup is None and os.getuid() != 0:
+        nproc = _user_process_count() + limits.max_processes
+    if prelude and (args := limits.ulimit_args(nproc)):
+        child_env["__TOOLRIG_ULIMITS"] = args
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    status_r, status_w = os.pipe()
+    fds = [out_w, err_w, status_w]
+    read_fd = -1
+    if prelude and report_cwd:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        fds.append(write_fd)
+    request = {
+        "argv": list(argv),
+        "cwd": str(cwd),
+        "env": child_env,
+        "prelude": prelude,
+        "cgroup": cgroup.procs_file if cgroup is not None else None,
+        "count_limit": count_limit,
+    }
     started = time.perf_counter()
+    keeper = Keeper(status_r)
     try:
-        # Popen in the loop thread: fork/exec takes about as long as a thread hop would, and the pipes and
-        # the pidfd are then awaited without any helper thread.
-        popen = subprocess.Popen(  # noqa: S603, ASYNC220 - argv comes from the caller; no shell here
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=child_env,
-            start_new_session=True,
-            pass_fds=(write_fd,) if write_fd >= 0 else (),
-        )
+        Launcher.send(request, fds)
     except OSError as exc:
-        if read_fd >= 0:
-            os.close(read_fd)
+        for fd in (out_r, err_r, read_fd):
+            if fd >= 0:
+                os.close(fd)
+        keeper.close()
         if cgroup is not None:
             await cgroup.kill_all()
         raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
     finally:
-        if write_fd >= 0:
-            os.close(write_fd)
-    child = Child(popen)
-    run = _Run(child, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
+        for fd in fds:
+            os.close(fd)
+    run = _Run(keeper, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
     timed_out = False
     final_cwd: str | None = None
     try:
+        await keeper.started()
+        if keeper.error is not None or not keeper.pid:
+            reason = keeper.error or "the launcher stopped before it started the command"
+            raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
         async with anyio.create_task_group() as group:
             done = [anyio.Event(), anyio.Event()]
-            if popen.stdout is None or popen.stderr is None:  # pragma: no cover - both are always pipes
-                raise RuntimeError("the process has no output pipes")
-            group.start_soon(_pump, popen.stdout.fileno(), run.out, run, done[0])
-            group.start_soon(_pump, popen.stderr.fileno(), run.err, run, done[1])
+            group.start_soon(_pump, out_r, run.out, run, done[0])
+            group.start_soon(_pump, err_r, run.err, run, done[1])
             if on_progress is not None:
                 group.start_soon(_tick, on_progress, progress_interval, run, started)
             with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
                 async with anyio.create_task_group() as waiters:
                     waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
-                    await child.exited()
+                    await keeper.exited()
                     waiters.cancel_scope.cancel()
             if scope.cancelled_caught:
                 timed_out = True
                 run.stopped = "timeout"
-            await _stop(child, kill_grace, cgroup)
+            await _stop(keeper, kill_grace, cgroup)
             with anyio.move_on_after(_DRAIN_SECONDS):
                 for event in done:
                     await event.wait()
             group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _stop(child, min(kill_grace, 1.0), cgroup)
-            child.close()
+            await _stop(keeper, min(kill_grace, 1.0), cgroup)
+            keeper.close()
+            for fd in (out_r, err_r):
+                os.close(fd)
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
     run.out.close()
     run.err.close()
+    if keeper.over_limit and run.stopped is None:
+        run.stopped = f"process limit ({limits.max_processes} processes)"
     return ProcessResult(
         stdout=run.out.text(),
         stderr=run.err.text(),
-        exit_code=child.returncode,
+        exit_code=keeper.exit_code,
         timed_out=timed_out,
         duration_ms=(time.perf_counter() - started) * 1000,
         final_cwd=final_cwd,
         stopped=run.stopped,
+        containment=containment(limits, cgroup),
     )
 
 
@@ -507,27 +592,39 @@ async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None
             if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
                 run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
                 run.flooded.set()
-                run.child.signal_group(signal.SIGKILL)
+                run.keeper.signal(signal.SIGUSR1)
     finally:
         done.set()
 
 
-async def _stop(child: Child, grace: float, cgroup: PidsCgroup | None) -> None:
+async def _stop(keeper: Keeper, grace: float, cgroup: PidsCgroup | None) -> None:
     """End the process tree.
 
-    SIGTERM and ``grace`` seconds if the leader still runs, then SIGKILL for the whole group (and cgroup)
-    while the exited leader still holds its pid, then reap it.
+    SIGTERM to the command's group and ``grace`` seconds if the leader still runs; then the keeper kills
+    everything below it (SIGUSR1) and closes its status pipe. A keeper that does not answer (a command may
+    stop or kill it) is killed; the cgroup, where there is one, is emptied last.
     """
-    if child.returncode is None and not child.has_exited():
-        child.signal_group(signal.SIGTERM)
+    if not keeper.exited_flag:
+        keeper.signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
-            await child.exited()
-    child.signal_group(signal.SIGKILL)
-    if child.returncode is None:
-        await child.exited()
-        child.reap()
+            await keeper.exited()
+    if not keeper.closed:
+        if keeper.exit_code is None:
+            keeper.signal(signal.SIGUSR1)  # after the leader's exit the keeper ends the rest by itself
+        with anyio.move_on_after(_KEEPER_SECONDS):
+            await keeper.gone()
+    if not keeper.closed:
+        log.warning("the keeper of pid %s did not answer; killing it", keeper.leader)
+        keeper.signal(signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(keeper.leader, signal.SIGKILL)
+        with anyio.move_on_after(_KEEPER_SECONDS):
+            await keeper.gone()
     if cgroup is not None:
         await cgroup.kill_all()
+
+
+_KEEPER_SECONDS = 3.0
 
 
 def _read_cwd(fd: int) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import threading
+import weakref
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -94,6 +96,9 @@ class RunCommandOutput(ToolOutput):
     duration_ms: float
     cwd: str = Field(description="The working directory after the command, relative to the workspace.")
     stopped: str | None = Field(default=None, description="Why toolrig stopped the command early, if it did.")
+    containment: str = Field(
+        default="", description="What held the command (pids cgroup or subreaper keeper, process limit)."
+    )
 
 
 def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None) -> str | None:
@@ -134,9 +139,6 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         "so interactive programs will not wait for input. Some commands may be refused by policy."
     )
 
-    def __init__(self) -> None:
-        self._cwds: dict[tuple[str, str], Path] = {}
-
     def refusal(self, input: RunCommandInput, settings: Any) -> tuple[str, str] | None:
         """The configured allow/deny lists, judged at the gate so explain and the audit name them."""
         config = settings if isinstance(settings, RunCommandConfig) else None
@@ -161,7 +163,8 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             )
         timeout = _timeout(input.timeout_seconds, config)
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
-        cwd = self._cwd(input.cwd, key, ctx)
+        cwds = _session_cwds(ctx)
+        cwd = self._cwd(input.cwd, cwds.get(key), ctx)
         env = scrub_env(os.environ, config.env_allow, config.env_set)
         env["PWD"] = str(cwd)
         limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
@@ -179,7 +182,8 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
             progress_interval=config.progress_interval_seconds,
         )
-        final = self._remember(result.final_cwd, key, cwd, ctx)
+        final = self._remember(result.final_cwd, cwd, ctx)
+        cwds[key] = final
         return RunCommandOutput(
             command=input.command,
             stdout=result.stdout,
@@ -189,20 +193,20 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd=ctx.workspace.display(final),
             stopped=result.stopped,
+            containment=result.containment,
         )
 
-    def _cwd(self, requested: str | None, key: tuple[str, str], ctx: ToolContext) -> Path:
+    def _cwd(self, requested: str | None, remembered: Path | None, ctx: ToolContext) -> Path:
         if requested is not None:
             path = ctx.workspace.resolve(requested)
             if not path.is_dir():
                 raise ToolError(ErrorType.NOT_FOUND, f"'{requested}' is not a directory in the workspace.")
             return path
-        remembered = self._cwds.get(key)
         if remembered is not None and remembered.is_dir():
             return remembered
         return ctx.workspace.root
 
-    def _remember(self, reported: str | None, key: tuple[str, str], used: Path, ctx: ToolContext) -> Path:
+    def _remember(self, reported: str | None, used: Path, ctx: ToolContext) -> Path:
         """Keep where the command ended for the session's next call, if that is still in the workspace."""
         final = used
         if reported:
@@ -210,8 +214,21 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
                 final = ctx.workspace.resolve(reported)
             except ToolError:
                 final = used  # it left the workspace (or entered toolrig's state): the next call starts here
-        self._cwds[key] = final
         return final
+
+
+# Where each session's last command ended, kept with the rig's stores (one per rig): the tool instance is
+# shared by every rig in the process and holds no session state itself.
+_CWDS: weakref.WeakKeyDictionary[object, dict[tuple[str, str], Path]] = weakref.WeakKeyDictionary()
+_CWDS_LOCK = threading.Lock()
+
+
+def _session_cwds(ctx: ToolContext) -> dict[tuple[str, str], Path]:
+    with _CWDS_LOCK:
+        cwds = _CWDS.get(ctx.stores)
+        if cwds is None:
+            cwds = _CWDS[ctx.stores] = {}
+        return cwds
 
 
 def _split(command: str) -> list[str]:

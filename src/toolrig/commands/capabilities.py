@@ -1,0 +1,72 @@
+"""``toolrig capabilities [--refresh]``: what an agent may do here, and what the policy says of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from toolrig.cli import ToolGroup
+
+if TYPE_CHECKING:
+    from toolrig.rig import Rig
+
+command = ToolGroup("capabilities")
+command.help = "Show the capabilities summary (.toolrig/capabilities.md); --refresh rebuilds it from the policy."
+command.invoke_without_command = True
+
+
+command.params += [
+    click.Option(["--refresh"], is_flag=True, help="Rebuild it from the tools and policy in force first."),
+    click.Option(["--agent", "agent"], metavar="NAME", default=None, help="For this named agent (`agents:`)."),
+    click.Option(["--root", "rig_root"], type=click.Path(file_okay=False, path_type=Path), default=Path(".")),
+]
+
+
+@click.pass_context
+def show(ctx: click.Context, refresh: bool, agent: str | None, rig_root: Path) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    import anyio
+
+    from toolrig.cli import make_rig
+    from toolrig.skills import capabilities
+
+    rig = make_rig(rig_root, agent=agent)
+    try:
+        text = anyio.run(_refresh, rig) if refresh else capabilities.current(rig, agent)
+    finally:
+        rig.close()
+    click.echo(text.rstrip())
+
+
+command.callback = show
+
+
+async def _refresh(rig: Rig) -> str:
+    """Refresh through the rig's catalog, with the configured model phrasing the themes when there is one."""
+    from toolrig.skills.binding import RigCatalog
+
+    catalog = rig.executor.catalog
+    if not isinstance(catalog, RigCatalog):
+        raise click.UsageError("this rig has no tool catalog bound")
+    provider = None
+    if rig.config.llm.model:
+        from toolrig.agent.capabilities import install_grouper
+        from toolrig.agent.errors import RunError
+        from toolrig.agent.providers import make_provider, settings_from
+
+        try:
+            provider = make_provider(settings_from(rig.config.llm))
+        except RunError as exc:
+            click.echo(f"warning: grouping by tool group: {exc.message}", err=True)
+        else:
+            install_grouper(rig, provider)
+    async with rig:
+        try:
+            text, _ = await catalog.refresh_capabilities(rig.agent)
+        finally:
+            if provider is not None:
+                await provider.aclose()
+    return text

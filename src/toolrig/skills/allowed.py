@@ -1,0 +1,62 @@
+"""``allowed-tools`` entries turned into toolrig allowlist patterns (``tool`` or ``tool:subject glob``).
+
+Skills are written for many agents: Claude Code's names (``Bash(git diff:*)``, ``Read``, ``WebFetch``) are
+mapped to the toolrig tools that do the same, toolrig's own spellings (``run_command:git *``) pass through.
+The tool part must name an offered tool exactly: a skill can never pre-approve ``*`` or a group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+# Claude Code's built-in tool names -> the toolrig tools doing the same work.
+FOREIGN_NAMES: dict[str, tuple[str, ...]] = {
+    "Bash": ("run_command",),
+    "Read": ("read_files",),
+    "Write": ("write_file",),
+    "Edit": ("str_replace", "edit"),
+    "MultiEdit": ("str_replace", "edit"),
+    "Glob": ("glob",),
+    "Grep": ("code_search",),
+    "LS": ("list_directory",),
+    "WebFetch": ("fetch_url",),
+    "WebSearch": ("web_search",),
+}
+_ENTRY = re.compile(r"^(?P<tool>[A-Za-z0-9_./-]+)(?:\((?P<paren>.*)\)|:(?P<colon>.+))?$", re.DOTALL)
+
+
+def to_patterns(entries: Iterable[str], known: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """(patterns, notes): what each entry pre-approves, and why an entry approves nothing."""
+    patterns: list[str] = []
+    notes: list[str] = []
+    for entry in entries:
+        match = _ENTRY.match(entry.strip())
+        if match is None:
+            notes.append(f"{entry!r} is not a tool name or 'Tool(pattern)'; ignored")
+            continue
+        tool = match.group("tool")
+        subject = _subject(match.group("paren"), match.group("colon"))
+        names = [n for n in FOREIGN_NAMES.get(tool, (tool,)) if known(n)]
+        if not names:
+            notes.append(f"{entry!r}: no offered tool is called {tool!r}; ignored")
+            continue
+        if subject is not None and ("\n" in subject or not subject.strip()):
+            notes.append(f"{entry!r}: the pattern in it is empty or spans lines; ignored")
+            continue
+        patterns += [f"{name}:{subject}" if subject is not None else name for name in names]
+    return list(dict.fromkeys(patterns)), notes
+
+
+def _subject(paren: str | None, colon: str | None) -> str | None:
+    """Claude Code writes ``Bash(npm run test:*)`` for "npm run test" and anything after: ``npm run test *``."""
+    if colon is not None:
+        return colon
+    if paren is None:
+        return None
+    text = paren.strip()
+    if text.startswith("domain:"):
+        return "*://" + text[len("domain:") :] + "/*"
+    if text.endswith(":*"):
+        return text[:-2] + " *" if text[:-2] else "*"
+    return text

@@ -1,0 +1,100 @@
+"""What a rig hands the skill and catalog tools through their ToolContext (``ctx.skills``, ``ctx.catalog``).
+
+A rig binds these once; tools see only the narrow protocols in ``toolrig.context``, never the rig.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from toolrig.config import is_trusted
+from toolrig.skills import capabilities, verdicts
+from toolrig.skills.allowed import to_patterns
+from toolrig.skills.capabilities import Theme
+from toolrig.skills.discovery import SkillSet, discover
+from toolrig.skills.skill import Skill
+
+if TYPE_CHECKING:
+    from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.skills")
+
+
+def bind(rig: Rig) -> None:
+    rig.executor.catalog = RigCatalog(rig)
+    rig.executor.skills = RigSkills(rig)
+
+
+def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
+    """The tools as a model is shown them: a skill tool lists this workspace's skill names as an enum."""
+    if not any(getattr(t, "lists_skills", False) for t in tools):
+        return tools
+    names = skills_of(rig).names()
+    return [t.with_skill_names(names) if getattr(t, "lists_skills", False) else t for t in tools]
+
+
+def skills_of(rig: Rig) -> SkillSet:
+    """The skills this rig's workspace offers (trust and ``skills.paths`` applied)."""
+    root = rig.workspace.root
+    return discover(root, trusted=is_trusted(root), extra_paths=rig.config.skills.paths)
+
+
+AsyncGrouper = Callable[[list[Theme]], Awaitable["list[Theme] | None"]]
+
+
+class RigCatalog:
+    """``grouper``, when set (by whoever holds a model: the agent loop, the CLI), phrases the themes."""
+
+    def __init__(self, rig: Rig) -> None:
+        self._rig = rig
+        self.grouper: AsyncGrouper | None = None
+
+    def offered(self, agent: str | None) -> list[Any]:
+        return verdicts.offered(self._rig, agent)
+
+    async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
+        regrouped = None
+        if self.grouper is not None:
+            try:
+                regrouped = await self.grouper(capabilities.themes(self._rig, agent))
+            except Exception as exc:  # the model is a nicety here: the deterministic grouping stands in
+                log.warning("capabilities: the model's grouping failed, grouping by tool group: %s", exc)
+        path, grouping = capabilities.refresh(self._rig, agent, regrouped)
+        return path.read_text("utf-8"), grouping
+
+
+class RigSkills:
+    """Discovery on demand, and per run: which skills are loaded and what their ``allowed-tools`` granted."""
+
+    def __init__(self, rig: Rig) -> None:
+        self._rig = rig
+        self._lock = threading.Lock()
+        self._loaded: dict[str, set[str]] = {}
+        self._warned: set[str] = set()
+
+    def skills(self) -> SkillSet:
+        found = skills_of(self._rig)
+        for warning in found.warnings:  # each once per rig, not at every call
+            if warning not in self._warned:
+                self._warned.add(warning)
+                log.warning("toolrig skills: %s", warning)
+        return found
+
+    def activate(self, skill: Skill, run: str, agent: str | None) -> tuple[bool, list[str], list[str]]:
+        with self._lock:
+            loaded = self._loaded.setdefault(run, set())
+            if skill.name in loaded:
+                return False, [], []
+            loaded.add(skill.name)
+        offered = self._rig.registry_for(agent)
+        patterns, notes = to_patterns(skill.allowed_tools, lambda name: offered.find(name) is not None)
+        try:
+            verdicts.preapprove(self._rig, patterns, f"skills.{skill.name}.allowed-tools", agent)
+        except ValueError as exc:  # a pattern the allowlist cannot read: grant nothing rather than half
+            return True, [], [*notes, f"allowed-tools were not applied: {exc}"]
+        if patterns:
+            log.info("skill %s pre-approved %s for run %s", skill.name, patterns, run)
+        return True, patterns, notes

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.servers import HttpServer
+from toolrig.rig import Rig
+
+GUIDE = """# Widgets guide
+
+## Installing
+
+Run `pip install widgets` to install the widget toolkit.
+
+## Frobnicating
+
+Call `widget.frobnicate(level=3)` to frobnicate a widget; levels above 9 are refused.
+"""
+PAGE = """<html><head><title>T</title><script>alert(1)</script></head><body>
+<nav>menu</nav><h1>Sprockets</h1><p>A sprocket turns when its <b>crank</b> is wound clockwise.</p></body></html>"""
+
+
+def rig_for(workspace: Path, **settings: Any) -> Rig:
+    settings.setdefault("allow_loopback", True)
+    return Rig(workspace, {"tool_config": {"read_docs": settings}, "approvals": {"mode": "off"}})
+
+
+def requests_to(server: HttpServer, prefix: str) -> list[str]:
+    return [seen.path for seen in server.seen if seen.path.startswith(prefix)]
+
+
+def test_read_docs_answers_from_a_site_s_llms_full_txt(workspace: Path, http_server: HttpServer) -> None:
+    http_server.route("/full/llms-full.txt", body=GUIDE, content_type="text/plain")
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "how do I frobnicate", "url": http_server.url("/full")})
+        assert not result.is_error, result
+        first = result.output["passages"][0]
+        assert "frobnicate(level=3)" in first["text"]
+        assert first["heading"] == "Widgets guide > Frobnicating"
+        assert first["url"] == http_server.url("/full/llms-full.txt")
+        assert result.output["refreshed"] == [http_server.url("/full")]
+        fetched = len(requests_to(http_server, "/full"))
+        again = rig.call_sync("read_docs", {"query": "install", "url": http_server.url("/full")})
+        assert again.output["refreshed"] == []  # answered from .toolrig/docs.db
+        assert len(requests_to(http_server, "/full")) == fetched
+        assert "pip install widgets" in again.output["passages"][0]["text"]
+    assert (workspace / ".toolrig" / "docs.db").exists()
+
+
+def test_llms_txt_links_are_followed_on_the_same_host_only(workspace: Path, http_server: HttpServer) -> None:
+    links = (
+        "# Sprocket docs\n\n- [Sprockets](/links/sprockets.html): how they turn\n"
+        "- [Elsewhere](http://example.invalid/page): not ours\n"
+    )
+    http_server.route("/links/llms.txt", body=links, content_type="text/plain")
+    http_server.route("/links/sprockets.html", body=PAGE, content_type="text/html")
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "crank clockwise", "url": http_server.url("/links")})
+    assert not result.is_error, result
+    best = result.output["passages"][0]
+    assert best["url"] == http_server.url("/links/sprockets.html")
+    assert "**crank**" in best["text"] and "alert" not in best["text"] and "menu" not in best["text"]
+
+
+def test_without_llms_txt_the_sitemap_gives_the_pages(workspace: Path, http_server: HttpServer) -> None:
+    sitemap = f"<urlset><url><loc>{http_server.url('/map/a.html')}</loc></url></urlset>"
+    http_server.route("/map/sitemap.xml", body=sitemap, content_type="application/xml")
+    http_server.route("/map/a.html", body=PAGE, content_type="text/html")
+    with rig_for(workspace, sites=[http_server.url("/map")]) as rig:
+        result = rig.call_sync("read_docs", {"query": "sprocket"})
+    assert not result.is_error, result
+    assert result.output["passages"][0]["url"] == http_server.url("/map/a.html")
+
+
+def test_a_site_the_policy_denies_is_refused_before_any_request(workspace: Path, http_server: HttpServer) -> None:
+    http_server.route("/private/llms-full.txt", body=GUIDE, content_type="text/plain")
+    config = {
+        "tool_config": {"read_docs": {"allow_loopback": True}},
+        "tools": {"rules": [{"tool": "read_docs", "subject": "*/private*", "verdict": "deny"}]},
+    }
+    with Rig(workspace, config) as rig:
+        result = rig.call_sync("read_docs", {"query": "widgets", "url": http_server.url("/private")})
+    assert result.is_error and result.error_type == "denied"
+    assert requests_to(http_server, "/private") == []
+
+
+def test_the_network_guard_refuses_a_loopback_site_unless_allowed(workspace: Path, http_server: HttpServer) -> None:
+    http_server.route("/guarded/llms-full.txt", body=GUIDE, content_type="text/plain")
+    with rig_for(workspace, allow_loopback=False) as rig:
+        result = rig.call_sync("read_docs", {"query": "widgets", "url": http_server.url("/guarded")})
+    assert result.is_error and result.error_type == "denied"
+    assert requests_to(http_server, "/guarded") == []
+
+
+def test_no_site_at_all_is_a_clear_input_error(workspace: Path) -> None:
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "anything"})
+        bad = rig.call_sync("read_docs", {"query": "anything", "url": "file:///etc/passwd"})
+    assert result.is_error and result.error_type == "invalid_input"
+    assert bad.is_error and bad.error_type == "invalid_input"

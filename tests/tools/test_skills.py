@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.skills.helpers import install_samples, isolate_home
+from toolrig.rig import Rig
+
+STRICT = {"approvals": {"mode": "always", "fallback": "deny", "allow": ["load_skill"]}, "audit": {"enabled": True}}
+
+
+@pytest.fixture
+def skills_rig(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    with Rig(workspace, {"approvals": {"mode": "off"}}) as rig:
+        yield rig
+
+
+def call(rig: Rig, tool: str, /, **args: Any) -> Any:
+    return rig.call_sync(tool, args)
+
+
+def test_load_skill_returns_instructions_folder_and_resource_list_not_their_content(skills_rig: Rig) -> None:
+    result = call(skills_rig, "load_skill", name="pdf-forms")
+    assert not result.is_error, result.output
+    out = result.output
+    assert out["instructions"].startswith("# Filling PDF forms")
+    assert "---" not in out["instructions"].splitlines()[0]
+    assert out["resources"] == ["assets/template.txt", "references/fields.md", "scripts/fill.py"]
+    assert Path(out["directory"]).name == "pdf-forms"
+    assert "check boxes" not in str(out)  # a resource's content is read only on request
+
+
+def test_skill_is_an_alias_of_load_skill(skills_rig: Rig) -> None:
+    result = call(skills_rig, "skill", name="release-notes")
+    assert not result.is_error
+    assert result.output["name"] == "release-notes"
+
+
+def test_a_skill_loaded_twice_in_a_run_is_not_loaded_again(skills_rig: Rig) -> None:
+    first = skills_rig.call_sync("load_skill", {"name": "pdf-forms"}, session_id="s1")
+    again = skills_rig.call_sync("load_skill", {"name": "pdf-forms"}, session_id="s1")
+    other_run = skills_rig.call_sync("load_skill", {"name": "pdf-forms"}, session_id="s2")
+    assert first.output["already_loaded"] is False
+    assert again.output["already_loaded"] is True and again.output["instructions"] == ""
+    assert other_run.output["already_loaded"] is False
+
+
+def test_an_unknown_skill_names_the_ones_that_exist(skills_rig: Rig) -> None:
+    result = call(skills_rig, "load_skill", name="nope")
+    assert result.is_error and result.error_type == "not_found"
+    assert "pdf-forms" in (result.next_action_hint or "")
+
+
+def test_untrusted_workspace_skills_cannot_be_loaded(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace, trusted=False)
+    with Rig(workspace, {"approvals": {"mode": "off"}}) as rig:
+        result = call(rig, "load_skill", name="pdf-forms")
+    assert result.is_error and result.error_type == "not_found"
+
+
+def test_read_skill_resource_reads_a_file_in_a_nested_folder(skills_rig: Rig) -> None:
+    result = call(skills_rig, "read_skill_resource", name="sql_helper", path="references/dialects/postgres.md")
+    assert not result.is_error
+    assert "RETURNING" in result.output["content"]
+
+
+@pytest.mark.parametrize(
+    "path", ["../pdf-forms/SKILL.md", "/etc/passwd", "~/.bashrc", "references/../../x", "..", "a\\..\\b", ""]
+)
+def test_read_skill_resource_refuses_paths_outside_the_skill(skills_rig: Rig, path: str) -> None:
+    result = call(skills_rig, "read_skill_resource", name="sql_helper", path=path)
+    assert result.is_error and result.error_type in ("denied", "invalid_input")
+
+
+def test_read_skill_resource_refuses_a_symlink_out_of_the_skill(skills_rig: Rig, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    folder = skills_rig.workspace.root / ".agents/skills/pdf-forms"
+    (folder / "references" / "leak.md").symlink_to(secret)
+    (folder / "linked").symlink_to(tmp_path)
+    for path in ("references/leak.md", "linked/secret.txt"):
+        result = call(skills_rig, "read_skill_resource", name="pdf-forms", path=path)
+        assert result.is_error and result.error_type == "denied", path
+        assert "top secret" not in str(result.output)
+    listed = call(skills_rig, "load_skill", name="pdf-forms").output["resources"]
+    assert "references/leak.md" not in listed and not any(p.startswith("linked") for p in listed)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(
+    path=st.lists(
+        st.sampled_from(["a", "b", ".", "/", "~", "\\", "\x00", " ", "..", "references", "fields.md", "SKILL.md"]),
+        max_size=10,
+    ).map("".join)
+)
+def test_any_resource_path_reads_inside_the_folder_or_is_refused_cleanly(skills_rig: Rig, path: str) -> None:
+    result = call(skills_rig, "read_skill_resource", name="pdf-forms", path=path)
+    if result.is_error:
+        assert result.error_type in ("denied", "invalid_input", "not_found"), result.output
+    else:
+        folder = (skills_rig.workspace.root / ".agents/skills/pdf-forms").resolve()
+        target = Path(os.path.normpath(folder / result.output["path"]))
+        assert target.is_relative_to(folder)
+
+
+def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    (workspace / "notes.txt").write_text("hello\n")
+    with Rig(workspace, STRICT) as rig:
+        before = call(rig, "read_files", paths=["notes.txt"])
+        assert before.is_error and before.error_type == "denied"  # mode always, nobody to ask: fallback deny
+        loaded = call(rig, "load_skill", name="pdf-forms")
+        assert loaded.output["pre_approved"] == ["run_command:python3 scripts/*", "read_files"]
+        after = call(rig, "read_files", paths=["notes.txt"])
+        assert not after.is_error
+        assert rig.governance.audit is not None
+        row = rig.governance.audit.query(tool="read_files")[-1]
+    assert row.decision == "allow"
+    assert row.rule.startswith("skills.pdf-forms.allowed-tools")
+
+
+def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    (workspace / "notes.txt").write_text("hello\n")
+    config = {
+        **STRICT,
+        "tools": {
+            "rules": [
+                {"tool": "read_files", "subject": "notes.txt", "verdict": "deny", "reason": "private"},
+                {"tool": "run_command", "subject": "git log *", "verdict": "ask"},
+            ]
+        },
+    }
+    with Rig(workspace, config) as rig:
+        call(rig, "load_skill", name="pdf-forms")
+        loaded = call(rig, "load_skill", name="release-notes")
+        assert "run_command:git log *" in loaded.output["pre_approved"]
+        refused = call(rig, "read_files", paths=["notes.txt"])
+        assert refused.is_error and "private" in (refused.message or "")
+        tool = rig.registry.get("run_command")
+        assert rig.governance.policy.decide(tool, None, ["git log --oneline"]).verdict == "ask"
+        assert rig.governance.policy.decide(tool, None, ["git describe --tags"]).verdict == "allow"
+        assert rig.governance.policy.decide(tool, None, ["rm -rf /"]).verdict == "ask"
+
+
+def test_the_schema_lists_the_skills_found_as_an_enum(skills_rig: Rig, workspace: Path) -> None:
+    schemas = {s["name"]: s for s in skills_rig.schemas("anthropic")}
+    enum = schemas["load_skill"]["input_schema"]["properties"]["name"]["enum"]
+    assert sorted(enum) == ["original-name", "pdf-forms", "release-notes", "sql_helper"]
+    assert "enum" in schemas["read_skill_resource"]["input_schema"]["properties"]["name"]
+    with Rig(workspace.parent, {}) as elsewhere:  # another workspace, no skills: a plain string
+        plain = {s["name"]: s for s in elsewhere.schemas("anthropic")}
+    assert "enum" not in plain["load_skill"]["input_schema"]["properties"]["name"]
