@@ -339,6 +339,7 @@ class Launcher:
                     with cls._lock:
                         if cls._current is launcher:
                             cls._current = None
+                            launcher.sock.close()  # its peer is gone; left open it warns when collected
                     if attempt:
                         raise
         finally:
