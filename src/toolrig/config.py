@@ -316,6 +316,41 @@ class McpServerConfig(Section):
 McpServerName = Annotated[str, AfterValidator(_mcp_server_name)]
 
 
+class CronJobConfig(Section):
+    """A job from trusted config: read-only to the ``cron`` tool (edit the config to change it)."""
+
+    name: str = Field(min_length=1, max_length=200, description="The job's name, unique among config jobs.")
+    schedule: str = Field(description="Every N ('15m'), 5-field cron with an optional zone, '+20m' or an ISO time.")
+    prompt: str = Field(min_length=1, description="What the agent is asked at each firing.")
+    agent: str | None = Field(default=None, description="The agent profile (agents:) the run uses.")
+    enabled: bool = True
+    timezone: str = Field(default="UTC", description="IANA zone for cron lines and naive times.")
+    retries: int = Field(
+        default=0, ge=0, le=10, description="Retries with backoff after a failed run (0: at most once)."
+    )
+
+
+class WorkersConfig(Section):
+    """Where durable tasks and schedules live and how workers run them (see docs/tasks.md)."""
+
+    database_url: str | None = Field(
+        default=None,
+        description="postgresql://... shared by every worker; default: SQLite files under .toolrig/.",
+    )
+    concurrency: int = Field(default=4, ge=1, le=256, description="Tasks one worker runs at once.")
+    poll_seconds: float = Field(default=0.5, gt=0, le=60, description="How often a worker looks for due work.")
+    dead_after_seconds: float = Field(
+        default=30.0, gt=0, description="A worker silent this long is dead: another recovers its runs."
+    )
+    misfire_grace_seconds: float = Field(
+        default=60.0, ge=0, description="A firing noticed later than this is recorded as missed, not run late."
+    )
+    max_jobs: int = Field(default=50, ge=1, le=10_000, description="Cap on runtime jobs.")
+    model_job_days: float = Field(
+        default=7.0, gt=0, description="Jobs a model creates expire after this unless renewed."
+    )
+
+
 class SkillsConfig(Section):
     paths: list[str] = Field(
         default_factory=list, description="More folders of Agent Skills (each skill a <name>/SKILL.md), searched last."
@@ -341,6 +376,9 @@ class Config(Section):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     stores: StoresConfig = Field(default_factory=StoresConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    # Trusted-only (no Narrow rule): a workspace's config must not schedule prompts until trusted.
+    cron: list[CronJobConfig] = Field(default_factory=list, description="Scheduled agent runs (config jobs).")
 
     # Trusted-only (no Narrow rule): a workspace's own config must never start processes until trusted.
     mcp_servers: dict[McpServerName, McpServerConfig] = Field(

@@ -20,6 +20,7 @@ from toolrig.stores import Stores
 if TYPE_CHECKING:
     import httpx2
 
+    from toolrig.durable.api import Durable
     from toolrig.sandbox.network import NetworkPolicy
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
@@ -88,6 +89,7 @@ class ToolContext:
     call_id: str = ""
     tool_name: str = ""
     output_cap: int = 100_000
+    durable: Durable | None = None  # schedules and tasks (cron, tasks, complete/fail/wait_task)
     catalog: ToolCatalog | None = None
     skills: SkillAccess | None = None
 

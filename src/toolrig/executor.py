@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -40,6 +40,9 @@ from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
 from toolrig.shaping import fit
 from toolrig.stores import Stores
+
+if TYPE_CHECKING:
+    from toolrig.durable.api import Durable
 
 log = logging.getLogger("toolrig.executor")
 
@@ -160,6 +163,7 @@ class Executor:
         self.lookup = lookup
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
+        self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
 
@@ -311,6 +315,7 @@ class Executor:
                 call_id=call.call_id,
                 tool_name=tool.name,
                 output_cap=self.output_cap,
+                durable=self.durable,
                 catalog=self.catalog,
                 skills=self.skills,
             )

@@ -130,6 +130,9 @@ class Rig:
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
+        from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
+
+        self.executor.durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
         from toolrig.skills.binding import bind
 
         bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them

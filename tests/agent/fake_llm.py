@@ -12,6 +12,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,9 +228,14 @@ class Received:
 class FakeLLM:
     """The server and its script; ``anthropic_url`` / ``openai_url`` are the SDKs' base URLs."""
 
-    def __init__(self, cycle: list[Reply] | None = None) -> None:
+    def __init__(
+        self, cycle: list[Reply] | None = None, responder: Callable[[dict[str, Any]], Reply] | None = None
+    ) -> None:
         self._script: deque[Reply] = deque()
         self._cycle = cycle or []  # replies served in turn once the script is empty (benchmarks)
+        # Answers from the request itself once script and cycle are empty: concurrent runs (durable workers)
+        # cannot share one ordered script.
+        self.responder = responder
         self._served = 0
         self._lock = threading.Lock()
         self.requests: list[Received] = []
@@ -275,6 +281,8 @@ class FakeLLM:
             if script is None and self._cycle:
                 script = self._cycle[self._served % len(self._cycle)]
                 self._served += 1
+        if script is None and self.responder is not None:
+            script = self.responder(body)
         if script is None:
             return JSONResponse(_error_body(kind, 500, "no_script"), status_code=500)
         if script.status != 200:

@@ -14,6 +14,7 @@ import anyio
 
 from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
+from toolrig.agent.state import Steps
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -63,14 +64,12 @@ async def run_calls(
     session_id: str,
     events: EventSink,
     pause: PauseChannel | None = None,
+    steps: Steps | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
-    async def one(index: int) -> None:
-        call = calls[index]
-        # Every call goes through the one gate, a call of a tool this run does not offer too: it is
-        # refused there, before its arguments are read, and recorded like any other.
-        result = await rig.executor.invoke(
+    async def invoke(call: ToolCallBlock) -> ToolResult:
+        return await rig.executor.invoke(
             call.name,
             call.arguments,
             call_id=call.id,
@@ -80,6 +79,15 @@ async def run_calls(
             events=events,
             offered=offered,
         )
+
+    async def one(index: int) -> None:
+        call = calls[index]
+        # Every call goes through the one gate, a call of a tool this run does not offer too: it is
+        # refused there, before its arguments are read, and recorded like any other.
+        if steps is None:
+            result = await invoke(call)
+        else:
+            result = await steps.tool_call(f"tool-{call.id}", lambda: invoke(call))
         outcome = outcomes[index]
         outcome.result = result
         if pause is not None and call.id in pause.pending:

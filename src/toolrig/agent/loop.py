@@ -289,6 +289,16 @@ class _Run:
 
     async def _model_turn(self, progress: _Progress, tool_choice: str) -> TurnComplete:
         request = TurnRequest(self.system, progress.messages, self.tools, "none" if tool_choice == "none" else "auto")
+        steps = self.options.steps
+        if steps is None:
+            complete = await self._stream_turn(progress, request)
+        else:
+            complete = await steps.model_turn(
+                f"turn-{progress.turns_used}", lambda: self._stream_turn(progress, request)
+            )
+        return self._turn_done(progress, complete)
+
+    async def _stream_turn(self, progress: _Progress, request: TurnRequest) -> TurnComplete:
         emit = self.sink.emit
         complete: TurnComplete | None = None
         partial = progress.partial = []
@@ -302,6 +312,10 @@ class _Run:
                 emit(item)
         if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
             raise RunError("provider", "the provider's stream ended without a final message")
+        return complete
+
+    def _turn_done(self, progress: _Progress, complete: TurnComplete) -> TurnComplete:
+        emit = self.sink.emit
         progress.partial = []
         usage = complete.usage.priced(self.price)
         progress.usage.add(usage)
@@ -335,7 +349,13 @@ class _Run:
         calls = progress.messages[-1].tool_calls
         todo = [c for c in calls if c.id not in done]
         outcomes = await run_calls(
-            todo, rig=self.rig, offered=self.offered, session_id=self.session_id, events=self.sink, pause=self.pause
+            todo,
+            rig=self.rig,
+            offered=self.offered,
+            session_id=self.session_id,
+            events=self.sink,
+            pause=self.pause,
+            steps=self.options.steps,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):

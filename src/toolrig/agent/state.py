@@ -7,9 +7,9 @@ and the run resumes from it in another process, possibly days later.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, messages_from_json, messages_to_json
@@ -20,7 +20,21 @@ from toolrig.hooks import Hooks
 if TYPE_CHECKING:
     import anyio
 
-    from toolrig.agent.providers.base import Effort, Provider, Thinking
+    from toolrig.agent.providers.base import Effort, Provider, Thinking, TurnComplete
+    from toolrig.result import ToolResult
+
+
+class Steps(Protocol):
+    """Wraps each model turn and tool call of a run so a durable engine can record and replay them.
+
+    ``key`` is stable across a replay of the same run (``turn-N``, ``tool-<call id>``): a recorded step
+    returns its recorded outcome instead of running again.
+    """
+
+    async def model_turn(self, key: str, run: Callable[[], Awaitable[TurnComplete]]) -> TurnComplete: ...
+
+    async def tool_call(self, key: str, run: Callable[[], Awaitable[ToolResult]]) -> ToolResult: ...
+
 
 # "max_tokens": the model's last answer was cut off by the token limit (llm.max_tokens); it is not complete.
 StopReason = Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
@@ -53,6 +67,7 @@ class RunOptions:
     approvals: ApprovalChannel | Literal["pause"] | None = None
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
+    steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
 
 
 @dataclass

@@ -317,6 +317,8 @@ class Launcher:
         with cls._lock:
             current = cls._current
             if current is None or current.owner != os.getpid():
+                if current is not None:  # inherited through fork: the socket is the parent's launcher's
+                    current.sock.close()
                 current = cls._current = cls()
             return current
 
@@ -339,7 +341,7 @@ class Launcher:
                     with cls._lock:
                         if cls._current is launcher:
                             cls._current = None
-                            launcher.sock.close()  # its peer is gone; left open it warns when collected
+                    launcher.sock.close()
                     if attempt:
                         raise
         finally:

@@ -1,0 +1,58 @@
+"""Shared by ``toolrig cron``, ``tasks`` and ``worker``: open the workspace's durable access, print rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from toolrig.durable.access import DurableAccess
+
+ROOT = click.option(
+    "--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True
+)
+JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+def open_access(root: Path) -> DurableAccess:
+    from toolrig.config import load_config
+    from toolrig.durable.access import DurableAccess
+    from toolrig.sandbox.paths import Workspace
+
+    workspace = Workspace(root)
+    return DurableAccess(workspace.root, load_config(root).config, workspace.state_dir)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """A DurableError becomes a message on stderr and exit status 1, never a traceback."""
+    from toolrig.durable.api import DurableError
+
+    try:
+        yield
+    except DurableError as exc:
+        raise click.ClickException(exc.message + (f" {exc.hint}" if exc.hint else "")) from None
+
+
+def emit(rows: list[dict[str, Any]] | dict[str, Any], as_json: bool, columns: tuple[str, ...] = ()) -> None:
+    if as_json or not isinstance(rows, list):
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+        return
+    if not rows:
+        click.echo("nothing to show", err=True)
+        return
+    table = [tuple(_cell(row.get(c)) for c in columns) for row in rows]
+    widths = [max(len(r[i]) for r in [columns, *table]) for i in range(len(columns))]
+    for line in [columns, *table]:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+
+
+def _cell(value: Any) -> str:
+    text = "-" if value is None else str(value)
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return text if len(text) <= 48 else text[:47] + "…"

@@ -1,0 +1,141 @@
+"""``ToolContext.durable``: one workspace's schedules and tasks, opened on first use.
+
+Creating it costs nothing (no database, no engine): ``toolrig call`` and the MCP server pay only when a tool
+touches a schedule or a task. ``task_id`` is set when the access serves a durable run, so the terminal tools
+know which task they end.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolrig.durable.api import DurableError
+
+if TYPE_CHECKING:
+    from toolrig.config import Config, WorkersConfig
+    from toolrig.durable.jobs import JobBook
+    from toolrig.durable.store import Records
+    from toolrig.durable.tasks import TaskBook
+
+RUN_ANSWER_CHARS = 500
+
+
+def database_url(settings: WorkersConfig, state_dir: Path) -> str:
+    from toolrig.durable.store import sqlite_url
+
+    return settings.database_url or sqlite_url(state_dir)
+
+
+class DurableAccess:
+    def __init__(self, root: Path, config: Config, state_dir: Path, *, task_id: str | None = None) -> None:
+        self.root = root
+        self.config = config
+        self.state_dir = state_dir
+        self.task_id = task_id
+        self._records: Records | None = None
+        self._jobs: JobBook | None = None
+        self._tasks: TaskBook | None = None
+
+    def bound(self, task_id: str) -> DurableAccess:
+        """The same workspace, serving the run of ``task_id``."""
+        other = DurableAccess(self.root, self.config, self.state_dir, task_id=task_id)
+        other._records, other._jobs, other._tasks = self._records, self._jobs, self._tasks
+        return other
+
+    # The protocol's two faces are this one object.
+    @property
+    def schedules(self) -> DurableAccess:
+        return self
+
+    @property
+    def tasks(self) -> DurableAccess:
+        return self
+
+    @property
+    def records(self) -> Records:
+        if self._records is None:
+            from toolrig.durable.store import Records
+
+            self._records = Records(database_url(self.config.workers, self.state_dir))
+        return self._records
+
+    @property
+    def job_book(self) -> JobBook:
+        if self._jobs is None:
+            from toolrig.durable.jobs import JobBook
+
+            book = JobBook(self.records, self.config.workers)
+            book.sync_config(self.config.cron)
+            self._jobs = book
+        return self._jobs
+
+    @property
+    def task_book(self) -> TaskBook:
+        if self._tasks is None:
+            from toolrig.durable.tasks import TaskBook
+
+            self._tasks = TaskBook(self.records)
+        return self._tasks
+
+    # ------------------------------------------------------------------ Schedules
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        book = self.job_book
+        return [book.view(job) for job in book.live()]
+
+    def add_job(self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None) -> dict[str, Any]:
+        book = self.job_book
+        return book.view(book.add(name=name, schedule=schedule, prompt=prompt, by=by, agent=agent))
+
+    def remove_job(self, job_id: str, *, by: str) -> dict[str, Any]:
+        book = self.job_book
+        return book.view(book.remove(job_id, by=by))
+
+    async def run_job(self, job_id: str) -> dict[str, Any]:
+        """Run a job now, in this process, as its own recorded firing; the answer's first 500 characters."""
+        from toolrig.durable.runner import run_inline
+
+        job = self.job_book.get(job_id)
+        now = time.time()
+        task_id = f"{job['id']}@now-{int(now * 1000)}"
+        self.records.insert_task(
+            {
+                "id": task_id,
+                "kind": "cron",
+                "job_id": job["id"],
+                "prompt": job["prompt"],
+                "agent": job["agent"],
+                "status": "queued",
+                "created_at": now,
+                "not_before": now,
+                "fire_time": now,
+                "attempt": 1,
+                "retries_left": 0,
+                "created_by": "person",
+            }
+        )
+        task = await run_inline(self, task_id)
+        answer = task["result"] or ""
+        return {
+            "id": job["id"],
+            "task_id": task_id,
+            "status": task["status"],
+            "answer": answer[:RUN_ANSWER_CHARS],
+            "truncated": len(answer) > RUN_ANSWER_CHARS,
+        }
+
+    # ------------------------------------------------------------------ Tasks
+
+    def add_task(self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None) -> dict[str, Any]:
+        return self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
+
+    def current_task(self) -> str | None:
+        return self.task_id
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        try:
+            return self.task_book.get(task_id)
+        except DurableError:
+            return None

@@ -1,0 +1,69 @@
+"""DBOS Transact as toolrig's workflow engine: a queue of attempts, one workflow per attempt, recovery.
+
+The only module that imports ``dbos``. DBOS keeps its system tables in its own SQLite file beside ours, or
+in the ``dbos`` schema of the shared PostgreSQL database; the queue's ``worker_concurrency`` bounds what one
+worker runs at once, and an attempt's workflow id (``<task>#<n>``) makes a second submit a no-op.
+Recovery of a dead worker's attempts is DBOS's own re-enqueue of its pending workflows, triggered by the
+worker that noticed the silence (toolrig's heartbeat table), since DBOS without Conductor recovers only its
+own executor's work at launch.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+
+from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+QUEUE = "toolrig_tasks"
+APP = "toolrig"
+APP_VERSION = "toolrig-durable-1"  # the same on every worker: recovery only takes workflows of its own version
+
+
+@DBOS.workflow(name="toolrig_task_attempt")
+def _attempt(root: str, task_id: str) -> str:
+    from toolrig.durable.runner import run_attempt_blocking
+
+    return run_attempt_blocking(root, task_id, DBOS.workflow_id or f"{task_id}#?", DBOS.executor_id)
+
+
+class DbosEngine:
+    def __init__(self, database_url: str, state_dir: str) -> None:
+        if database_url.startswith("sqlite"):
+            self.system_url = f"sqlite:///{Path(state_dir) / 'dbos.sqlite'}"
+        else:
+            self.system_url = database_url
+        self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.root = "."
+        self._dbos: DBOS | None = None
+
+    def start(self, *, root: str, concurrency: int) -> None:
+        self.root = root
+        config: DBOSConfig = {
+            "name": APP,
+            "system_database_url": self.system_url,
+            "executor_id": self.worker_id,
+            "application_version": APP_VERSION,
+            "log_level": os.environ.get("TOOLRIG_DBOS_LOG_LEVEL", "WARNING"),
+        }
+        self._dbos = DBOS(config=config)
+        DBOS.launch()
+        DBOS.register_queue(
+            QUEUE, worker_concurrency=concurrency, polling_interval_sec=0.2, on_conflict="always_update"
+        )
+
+    def submit(self, workflow_id: str, task_id: str) -> None:
+        with SetWorkflowID(workflow_id):
+            DBOS.enqueue_workflow(QUEUE, _attempt, self.root, task_id)
+
+    def recover(self, dead_worker_ids: list[str]) -> int:
+        if not dead_worker_ids:
+            return 0
+        return len(DBOS._recover_pending_workflows(dead_worker_ids))
+
+    def stop(self) -> None:
+        if self._dbos is not None:
+            DBOS.destroy(workflow_completion_timeout_sec=5)
+            self._dbos = None

@@ -1,0 +1,196 @@
+"""One attempt of a task: an agent run whose turns and tool calls go through the step journal.
+
+Called by the engine's workflow (a worker thread, its own event loop) or inline by ``cron run``. The task row
+says how the attempt starts: fresh, continuing its session after ``wait_task``, or resuming a run paused
+for approvals with a person's decisions. The run's end (answer, terminal tool, pause, failure) becomes the
+task's next status, written only while the task is still ``running`` so a cancel in between wins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolrig.durable.api import DurableError
+from toolrig.durable.journal import Journal
+
+if TYPE_CHECKING:
+    from toolrig.agent.state import RunResult
+    from toolrig.durable.access import DurableAccess
+    from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.durable")
+
+RESUMED = (
+    "You are resuming this task after waiting ({why}). Continue it; end with complete_task, fail_task or wait_task."
+)
+RETRY_BACKOFF_SECONDS = 5.0
+
+RigFactory = Callable[[Path, "str | None"], "Rig"]
+_rig_factory: RigFactory | None = None
+
+
+def set_rig_factory(factory: RigFactory | None) -> None:
+    """Tests and embedding programs build the Rig a run uses (their own tools, a scripted provider)."""
+    global _rig_factory
+    _rig_factory = factory
+
+
+def _make_rig(root: Path, agent: str | None) -> Rig:
+    if _rig_factory is not None:
+        return _rig_factory(root, agent)
+    from toolrig.rig import Rig
+
+    return Rig(root, agent=agent)
+
+
+class Cancelled(Exception):
+    """The task was cancelled while its attempt ran; the attempt stops at its next step."""
+
+
+class _CheckedJournal(Journal):
+    def __init__(self, access: DurableAccess, run_id: str, task_id: str) -> None:
+        super().__init__(access.records, run_id)
+        self.task_id = task_id
+
+    async def _recorded(self, key: str) -> tuple[str, Any] | None:
+        task = await self._call(self.records.task, self.task_id)
+        if task is None or task["status"] == "cancelled":
+            raise Cancelled(self.task_id)
+        return await super()._recorded(key)
+
+
+async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, worker: str) -> dict[str, Any] | None:
+    """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run."""
+    from toolrig.agent.errors import RunError
+    from toolrig.agent.loop import resume_run, run_agent
+    from toolrig.agent.state import RunOptions, RunState
+    from toolrig.approvals import ApprovalDecision, Verdict
+
+    records = access.records
+    if not records.start_attempt(task_id, workflow_id, worker, time.time()):
+        task = records.task(task_id)
+        # A replay after a crash finds its own attempt already running: carry on from the journal.
+        if task is None or task["status"] != "running" or task["workflow_id"] != workflow_id:
+            return None
+    task = records.task(task_id)
+    if task is None:  # deleted meanwhile
+        return None
+    rig = _make_rig(access.root, task["agent"])
+    rig.executor.durable = access.bound(task_id)
+    options = RunOptions(approvals="pause", steps=_CheckedJournal(access, workflow_id, task_id))
+    try:
+        if task["state"] and task["decisions"]:
+            decisions: dict[str, ApprovalDecision | Verdict] = {
+                k: ApprovalDecision("allow_once" if v["allow"] else "deny", v.get("note", ""))
+                for k, v in json.loads(task["decisions"]).items()
+            }
+            result = await resume_run(RunState.from_json(task["state"]), decisions, options, rig=rig)
+        elif task["session_id"] and task["attempt"] > 1:
+            options.session_id = task["session_id"]
+            why = f"until {task['not_before']}" if not task["wait_for"] else f"for task {task['wait_for']}"
+            result = await run_agent(RESUMED.format(why=why), options, rig=rig)
+        else:
+            result = await run_agent(task["prompt"], options, rig=rig)
+    except Cancelled:
+        return records.task(task_id)
+    except RunError as exc:
+        _failed(access, task, f"{exc.kind}: {exc.message}")
+        return records.task(task_id)
+    finally:
+        await _close(rig)
+    _ended(access, task, result)
+    return records.task(task_id)
+
+
+def _failed(access: DurableAccess, task: dict[str, Any], message: str) -> None:
+    records = access.records
+    now = time.time()
+    if task["retries_left"] > 0:
+        records.set_task(
+            task["id"],
+            where_status=("running",),
+            status="queued",
+            attempt=task["attempt"] + 1,
+            retries_left=task["retries_left"] - 1,
+            not_before=now + RETRY_BACKOFF_SECONDS * 2 ** (task["attempt"] - 1),
+            workflow_id=None,
+            result=f"attempt {task['attempt']} failed: {message}",
+        )
+        return
+    records.set_task(task["id"], where_status=("running",), status="failed", ended_at=now, result=message)
+    _after_firing(access, task)
+
+
+def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> None:
+    records = access.records
+    now = time.time()
+    values: dict[str, Any] = {
+        "session_id": result.session_id,
+        "ended_at": now,
+        "status": "done",
+        "result": result.response,
+    }
+    if result.stop_reason == "terminal" and isinstance(result.output, dict) and "task_status" in result.output:
+        out = result.output
+        status = out["task_status"]
+        values["status"] = status
+        values["result"] = out.get("summary") or out.get("reason") or result.response
+        if status == "waiting":
+            values.update(ended_at=None, not_before=out.get("until_epoch") or now, wait_for=out.get("for_task"))
+            values["state"] = values["decisions"] = None
+    elif result.stop_reason == "paused" and result.state is not None:
+        values.update(
+            status="paused", ended_at=None, state=result.state.to_json(), decisions=None, result="waiting for approval"
+        )
+    elif result.stop_reason == "aborted":
+        values["status"] = "cancelled"
+    if values["status"] != "paused":
+        values.setdefault("state", None)
+    records.set_task(task["id"], where_status=("running",), **values)
+    if values["status"] in ("done", "failed", "cancelled"):
+        _after_firing(access, task)
+
+
+def _after_firing(access: DurableAccess, task: dict[str, Any]) -> None:
+    """A one-shot job deletes itself once its firing ran."""
+    if task["job_id"]:
+        job = access.records.job(task["job_id"])
+        if job is not None and job["one_shot"] and job["next_fire_at"] is None:
+            access.records.delete_job(job["id"])
+
+
+async def _close(rig: Rig) -> None:
+    close = getattr(rig, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:
+            log.exception("closing the rig of a durable run failed")
+
+
+async def run_inline(access: DurableAccess, task_id: str) -> dict[str, Any]:
+    """Run a task now in this process (``cron run``): the same attempt logic, no engine."""
+    workflow_id = f"{task_id}#1"
+    access.records.set_task(task_id, where_status=("queued",), status="submitted", workflow_id=workflow_id)
+    await run_attempt(access, task_id, workflow_id, "inline")
+    task = access.records.task(task_id)
+    if task is None:
+        raise DurableError("not_found", f"Task {task_id} disappeared while it ran.")
+    return task
+
+
+def run_attempt_blocking(root: str, task_id: str, workflow_id: str, worker: str) -> str:
+    """The engine's entry (a worker thread): open the workspace, run the attempt, return the final status."""
+    import anyio
+
+    from toolrig.durable.access import DurableAccess
+
+    rig = _make_rig(Path(root), None)
+    access = DurableAccess(Path(root), rig.config, rig.workspace.state_dir)
+    task = anyio.run(run_attempt, access, task_id, workflow_id, worker)
+    return task["status"] if task else "not-run"

@@ -1,0 +1,284 @@
+"""The durable records toolrig keeps beside the engine: jobs, tasks (and cron firings), the step journal, workers.
+
+One SQLAlchemy Core schema serves SQLite (the default, ``.toolrig/durable.sqlite``) and PostgreSQL (shared
+by workers on many machines). Every state change is one conditional UPDATE or a primary-key INSERT, so two
+workers racing for the same firing or task agree on one winner without locks held across calls.
+Trust model: rows are written by toolrig itself; texts in them (prompts, summaries) are model- or user-given.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+metadata = sa.MetaData()
+
+jobs = sa.Table(
+    "toolrig_jobs",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("schedule", sa.String(240), nullable=False),
+    sa.Column("zone", sa.String(64), nullable=False),
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("agent", sa.String(100)),
+    sa.Column("source", sa.String(16), nullable=False),  # config | runtime
+    sa.Column("created_by", sa.String(16), nullable=False),  # person | model | config
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("one_shot", sa.Boolean, nullable=False),
+    sa.Column("retries", sa.Integer, nullable=False),
+    sa.Column("next_fire_at", sa.Float),
+)
+
+tasks = sa.Table(
+    "toolrig_tasks",
+    metadata,
+    sa.Column("id", sa.String(120), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # task | cron
+    sa.Column("job_id", sa.String(64)),
+    sa.Column("parent_id", sa.String(120)),  # the task (or run) that queued it; subagents (issue 14) reuse it
+    sa.Column("prompt", sa.Text, nullable=False),
+    sa.Column("agent", sa.String(100)),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("not_before", sa.Float, nullable=False),
+    sa.Column("wait_for", sa.String(120)),
+    sa.Column("fire_time", sa.Float),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("retries_left", sa.Integer, nullable=False),
+    sa.Column("workflow_id", sa.String(160)),
+    sa.Column("worker", sa.String(120)),
+    sa.Column("started_at", sa.Float),
+    sa.Column("ended_at", sa.Float),
+    sa.Column("result", sa.Text),  # summary, reason, answer or error
+    sa.Column("session_id", sa.String(120)),
+    sa.Column("state", sa.Text),  # a paused run's RunState JSON
+    sa.Column("decisions", sa.Text),  # a person's approvals for the paused run, JSON
+    sa.Column("created_by", sa.String(16), nullable=False),
+)
+sa.Index("toolrig_tasks_status", tasks.c.status, tasks.c.not_before)
+sa.Index("toolrig_tasks_job", tasks.c.job_id, tasks.c.created_at)
+
+steps = sa.Table(
+    "toolrig_steps",
+    metadata,
+    sa.Column("run_id", sa.String(160), primary_key=True),
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("state", sa.String(8), nullable=False),  # started | done
+    sa.Column("payload", sa.Text),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+workers = sa.Table(
+    "toolrig_workers",
+    metadata,
+    sa.Column("id", sa.String(120), primary_key=True),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("heartbeat_at", sa.Float, nullable=False),
+)
+
+OPEN = ("queued", "submitted", "running")  # a task that will still run without a person
+ENDED = ("done", "failed", "cancelled", "missed", "skipped")
+
+
+def sqlite_url(state_dir: Path) -> str:
+    return f"sqlite:///{state_dir / 'durable.sqlite'}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_for(url: str) -> Engine:
+    """One engine (and schema check) per URL per process."""
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if url.startswith("sqlite"):
+                path = url.removeprefix("sqlite:///")
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                engine = sa.create_engine(url, connect_args={"timeout": 30})
+                sa.event.listen(engine, "connect", _sqlite_pragmas)
+            else:
+                engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=5)
+            metadata.create_all(engine)
+            _engines[url] = engine
+        return engine
+
+
+class Records:
+    """Typed access to the four tables; methods are small and each is one transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = engine_for(url)
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    # ------------------------------------------------------------------ jobs
+
+    def jobs(self) -> list[dict[str, Any]]:
+        with self.tx() as c:
+            return [dict(r._mapping) for r in c.execute(sa.select(jobs).order_by(jobs.c.created_at, jobs.c.id))]
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        with self.tx() as c:
+            row = c.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+            return dict(row._mapping) if row else None
+
+    def insert_job(self, row: Mapping[str, Any]) -> None:
+        with self.tx() as c:
+            c.execute(sa.insert(jobs).values(**row))
+
+    def update_job(self, job_id: str, **values: Any) -> bool:
+        with self.tx() as c:
+            return c.execute(sa.update(jobs).where(jobs.c.id == job_id).values(**values)).rowcount == 1
+
+    def delete_job(self, job_id: str) -> bool:
+        with self.tx() as c:
+            return c.execute(sa.delete(jobs).where(jobs.c.id == job_id)).rowcount == 1
+
+    def advance_job(self, job_id: str, expected: float, following: float | None) -> bool:
+        """Compare-and-set of the next firing: only the worker whose UPDATE matched owns the firing."""
+        with self.tx() as c:
+            stmt = (
+                sa.update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.next_fire_at == expected)
+                .values(next_fire_at=following)
+            )
+            return c.execute(stmt).rowcount == 1
+
+    # ------------------------------------------------------------------ tasks
+
+    def insert_task(self, row: Mapping[str, Any]) -> bool:
+        """False when a task with this id exists already (a firing another worker recorded first)."""
+        try:
+            with self.tx() as c:
+                c.execute(sa.insert(tasks).values(**row))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        with self.tx() as c:
+            row = c.execute(sa.select(tasks).where(tasks.c.id == task_id)).first()
+            return dict(row._mapping) if row else None
+
+    def tasks(self, *, status: str | None = None, job_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        query = sa.select(tasks).order_by(tasks.c.created_at.desc(), tasks.c.id).limit(limit)
+        if status is not None:
+            query = query.where(tasks.c.status == status)
+        if job_id is not None:
+            query = query.where(tasks.c.job_id == job_id)
+        with self.tx() as c:
+            return [dict(r._mapping) for r in c.execute(query)]
+
+    def count_open_for_job(self, job_id: str) -> int:
+        with self.tx() as c:
+            query = sa.select(sa.func.count()).where(tasks.c.job_id == job_id, tasks.c.status.in_(OPEN))
+            return int(c.execute(query).scalar_one())
+
+    def due_tasks(self, now: float, limit: int = 200) -> list[dict[str, Any]]:
+        query = (
+            sa.select(tasks)
+            .where(tasks.c.status == "queued", tasks.c.not_before <= now)
+            .order_by(tasks.c.not_before, tasks.c.id)
+            .limit(limit)
+        )
+        with self.tx() as c:
+            return [dict(r._mapping) for r in c.execute(query)]
+
+    def waiting_tasks(self) -> list[dict[str, Any]]:
+        with self.tx() as c:
+            return [dict(r._mapping) for r in c.execute(sa.select(tasks).where(tasks.c.status == "waiting"))]
+
+    def set_task(self, task_id: str, *, where_status: tuple[str, ...] | None = None, **values: Any) -> bool:
+        stmt = sa.update(tasks).where(tasks.c.id == task_id)
+        if where_status is not None:
+            stmt = stmt.where(tasks.c.status.in_(where_status))
+        with self.tx() as c:
+            return c.execute(stmt.values(**values)).rowcount == 1
+
+    def start_attempt(self, task_id: str, workflow_id: str, worker: str, now: float) -> bool:
+        """The workflow claims its task: only while the task is still meant to run this attempt."""
+        stmt = (
+            sa.update(tasks)
+            .where(tasks.c.id == task_id, tasks.c.workflow_id == workflow_id, tasks.c.status.in_(OPEN))
+            .values(status="running", worker=worker, started_at=now)
+        )
+        with self.tx() as c:
+            return c.execute(stmt).rowcount == 1
+
+    # ------------------------------------------------------------------ steps (the journal)
+
+    def step(self, run_id: str, key: str) -> tuple[str, Any] | None:
+        with self.tx() as c:
+            row = c.execute(
+                sa.select(steps.c.state, steps.c.payload).where(steps.c.run_id == run_id, steps.c.key == key)
+            ).first()
+        if row is None:
+            return None
+        return row.state, (json.loads(row.payload) if row.payload is not None else None)
+
+    def step_started(self, run_id: str, key: str) -> bool:
+        """Record that an effect is about to happen; False if it was recorded before (a replay)."""
+        try:
+            with self.tx() as c:
+                c.execute(sa.insert(steps).values(run_id=run_id, key=key, state="started", updated_at=time.time()))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def step_done(self, run_id: str, key: str, payload: Any) -> None:
+        with self.tx() as c:
+            c.execute(
+                sa.update(steps)
+                .where(steps.c.run_id == run_id, steps.c.key == key)
+                .values(state="done", payload=json.dumps(payload, ensure_ascii=False), updated_at=time.time())
+            )
+
+    # ------------------------------------------------------------------ workers
+
+    def heartbeat(self, worker_id: str, now: float) -> None:
+        with self.tx() as c:
+            if c.execute(sa.update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now)).rowcount == 0:
+                c.execute(sa.insert(workers).values(id=worker_id, started_at=now, heartbeat_at=now))
+
+    def claim_dead_workers(self, older_than: float, me: str) -> list[str]:
+        """Ids of workers silent since ``older_than`` that this worker removed (so recovers) itself."""
+        with self.tx() as c:
+            ids = [r.id for r in c.execute(sa.select(workers.c.id).where(workers.c.heartbeat_at < older_than))]
+        claimed = []
+        for worker_id in ids:
+            if worker_id == me:
+                continue
+            with self.tx() as c:
+                stmt = sa.delete(workers).where(workers.c.id == worker_id, workers.c.heartbeat_at < older_than)
+                if c.execute(stmt).rowcount == 1:
+                    claimed.append(worker_id)
+        return claimed
+
+    def remove_worker(self, worker_id: str) -> None:
+        with self.tx() as c:
+            c.execute(sa.delete(workers).where(workers.c.id == worker_id))

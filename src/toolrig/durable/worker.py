@@ -1,0 +1,79 @@
+"""``toolrig worker``: one process that fires schedules, queues due tasks and runs them through the engine.
+
+Every worker does the same poll; the store's compare-and-set updates decide which one records a firing or
+submits a task, and the engine's workflow ids make a duplicate submit harmless. A worker that stops
+heartbeating for ``dead_after_seconds`` is declared dead by the first live worker that notices, which has
+the engine run its unfinished attempts again (their journals skip the finished steps).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from toolrig.durable.access import DurableAccess, database_url
+from toolrig.durable.engine import Engine, open_engine
+
+log = logging.getLogger("toolrig.durable")
+
+
+class Worker:
+    def __init__(self, access: DurableAccess, *, concurrency: int | None = None, engine: Engine | None = None) -> None:
+        self.access = access
+        self.settings = access.config.workers
+        self.concurrency = concurrency or self.settings.concurrency
+        self.engine = engine or open_engine(database_url(self.settings, access.state_dir), str(access.state_dir))
+        self.ready = threading.Event()
+
+    @property
+    def worker_id(self) -> str:
+        return self.engine.worker_id
+
+    def run(self, stop: threading.Event) -> None:
+        records = self.access.records
+        jobs = self.access.job_book
+        tasks = self.access.task_book
+        self.engine.start(root=str(self.access.root), concurrency=self.concurrency)
+        records.heartbeat(self.worker_id, time.time())
+        self.ready.set()
+        try:
+            while not stop.is_set():
+                now = time.time()
+                records.heartbeat(self.worker_id, now)
+                jobs.fire_due(now)
+                tasks.release_waiting(now)
+                self._submit_due(now)
+                dead = records.claim_dead_workers(now - self.settings.dead_after_seconds, self.worker_id)
+                if dead:
+                    count = self.engine.recover(dead)
+                    log.warning("workers %s stopped answering: %d of their runs recovered here", dead, count)
+                    self._resubmit_stale(now)
+                stop.wait(self.settings.poll_seconds)
+        finally:
+            self.engine.stop()
+            records.remove_worker(self.worker_id)
+
+    def _submit_due(self, now: float) -> None:
+        records = self.access.records
+        for task in records.due_tasks(now):
+            workflow_id = f"{task['id']}#{task['attempt']}"
+            if records.set_task(
+                task["id"], where_status=("queued",), status="submitted", workflow_id=workflow_id, worker=self.worker_id
+            ):
+                self.engine.submit(workflow_id, task["id"])
+
+    def _resubmit_stale(self, now: float) -> None:
+        """Submits a dead worker claimed but may not have handed over; resubmitting is a no-op otherwise."""
+        for task in self.access.records.tasks(status="submitted", limit=1000):
+            if task["workflow_id"]:
+                self.engine.submit(task["workflow_id"], task["id"])
+
+
+def open_worker(root: Path, *, concurrency: int | None = None) -> Worker:
+    from toolrig.config import load_config
+    from toolrig.sandbox.paths import Workspace
+
+    config = load_config(root).config
+    return Worker(DurableAccess(root.resolve(), config, Workspace(root).state_dir), concurrency=concurrency)

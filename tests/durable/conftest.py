@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.fake_llm import FakeLLM
+from tests.durable.support import access_for, config, follow_prompt, install_rig, tools
+from toolrig.durable import runner
+from toolrig.durable.access import DurableAccess
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+
+
+@pytest.fixture(scope="session")
+def llm() -> Iterator[FakeLLM]:
+    server = FakeLLM(responder=follow_prompt).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cfg(llm: FakeLLM) -> Iterator[dict[str, Any]]:
+    settings = config(llm)
+    install_rig(settings)
+    yield settings
+    runner.set_rig_factory(None)
+
+
+@pytest.fixture
+def access(workspace: Path, cfg: dict[str, Any]) -> DurableAccess:
+    return access_for(workspace, cfg)
+
+
+@pytest.fixture
+def durable_rig(workspace: Path, cfg: dict[str, Any]) -> Rig:
+    return Rig(workspace, config=cfg, registry=Registry(tools()))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    import shutil
+    import tempfile
+
+    from tests.durable.postgres import postgres_server
+
+    # Not under pytest's tmp dir: as root that is private (0700), and the server runs as `postgres`.
+    base = Path(tempfile.mkdtemp(prefix="toolrig-pg-"))
+    try:
+        with postgres_server(base) as server:
+            yield server
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

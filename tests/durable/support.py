@@ -1,0 +1,158 @@
+"""Durable-test helpers: a line-appending tool, a scripted model that follows a task's prompt, waiting."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from tests.agent.fake_llm import Call, FakeLLM, Reply, Text, reply
+from toolrig.context import ToolContext
+from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.durable import runner
+from toolrig.durable.access import DurableAccess
+from toolrig.durable.worker import Worker
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+from toolrig.tools import cron as cron_tools
+from toolrig.tools import tasks as task_tools
+
+OUT = "out.txt"
+
+
+class AppendInput(ToolInput):
+    line: str = Field(max_length=200)
+
+
+class AppendOutput(ToolOutput):
+    appended: str
+
+
+class AppendLine(Tool[AppendInput, AppendOutput]):
+    """Appends one line to out.txt with O_APPEND (one write, so concurrent lines never interleave)."""
+
+    name = "append_line"
+    description = "Append a line to out.txt."
+
+    def execute(self, input: AppendInput, ctx: ToolContext) -> AppendOutput:
+        fd = os.open(ctx.workspace.root / OUT, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (input.line + "\n").encode())
+        finally:
+            os.close(fd)
+        return AppendOutput(appended=input.line)
+
+
+class GateInput(ToolInput):
+    pass
+
+
+class GateOutput(ToolOutput):
+    opened: bool
+
+
+class Gate(Tool[GateInput, GateOutput]):
+    """Blocks until the file ``release`` exists in the workspace: holds a run mid-task for a kill test."""
+
+    name = "gate"
+    description = "Wait for the release file."
+
+    def execute(self, input: GateInput, ctx: ToolContext) -> GateOutput:
+        release = ctx.workspace.root / "release"
+        pause = threading.Event()
+        deadline = time.monotonic() + 120
+        while not release.exists() and time.monotonic() < deadline:
+            pause.wait(0.05)
+        return GateOutput(opened=release.exists())
+
+
+def tools() -> list[Any]:
+    return [AppendLine(), Gate(), *cron_tools.TOOLS, *task_tools.TOOLS]
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def follow_prompt(body: dict[str, Any]) -> Reply:
+    """The model a durable test talks to, answering from the conversation so concurrent runs can share it.
+
+    Prompt ``append:X`` -> calls append_line(X), then complete_task. ``answer:X`` -> answers X. ``wait:ID`` ->
+    wait_task(for_task=ID), and once resumed complete_task. ``fail:X`` -> fail_task(X).
+    """
+    messages = body["messages"]
+    first = _text_of(messages[0])
+    resumed = any("You are resuming this task" in _text_of(m) for m in messages)
+    turn = sum(1 for m in messages if m["role"] == "assistant")
+    cid = f"call-{turn}-{zlib.crc32(first.encode()):08x}"
+    if "answer:" in first:
+        return reply(Text(first.split("answer:", 1)[1].split('"')[0]))
+    if "fail:" in first:
+        return reply(Call(cid, "fail_task", json.dumps({"reason": first.split("fail:", 1)[1].split('"')[0]})))
+    if "wait:" in first and not resumed:
+        return reply(Call(cid, "wait_task", json.dumps({"for_task": first.split("wait:", 1)[1].split('"')[0]})))
+    if "append:" in first and turn == 0 and not resumed:
+        line = first.split("append:", 1)[1].split('"')[0].split(" ")[0]
+        return reply(Call(cid, "append_line", json.dumps({"line": line})))
+    if " gate" in first and turn == 1 and not resumed:
+        return reply(Call(cid, "gate", "{}"))
+    return reply(Call(cid, "complete_task", json.dumps({"summary": f"finished after {turn} turns"})))
+
+
+def config(llm: FakeLLM, **workers: Any) -> dict[str, Any]:
+    return {
+        "llm": {
+            "provider": "anthropic",
+            "model": "claude-test",
+            "base_url": llm.anthropic_url,
+            "api_key": "test-key",
+            "max_retries": 0,
+            "request_timeout_seconds": 20,
+        },
+        "workers": {"poll_seconds": 0.05, "dead_after_seconds": 5, **workers},
+    }
+
+
+def install_rig(cfg: dict[str, Any]) -> None:
+    runner.set_rig_factory(lambda root, agent: Rig(root, config=cfg, registry=Registry(tools()), agent=agent))
+
+
+def access_for(root: Path, cfg: dict[str, Any]) -> DurableAccess:
+    rig = Rig(root, config=cfg, registry=Registry(tools()))
+    return DurableAccess(rig.workspace.root, rig.config, rig.workspace.state_dir)
+
+
+@contextmanager
+def running_worker(access: DurableAccess, concurrency: int = 4) -> Iterator[Worker]:
+    worker = Worker(access, concurrency=concurrency)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), name="durable-worker", daemon=True)
+    thread.start()
+    try:
+        assert worker.ready.wait(60), "the worker did not start"
+        yield worker
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+    """Poll the database until ``predicate`` is truthy; a bounded wait, not a sleep-and-hope."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        pause.wait(0.05)

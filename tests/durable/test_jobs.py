@@ -1,0 +1,188 @@
+"""The ``cron`` tool's contract and the job rules behind it, on the SQLite default."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.durable.support import access_for
+from toolrig.durable.access import DurableAccess
+from toolrig.durable.api import DurableError
+from toolrig.durable.jobs import JobBook, config_job_id
+from toolrig.durable.store import Records
+from toolrig.rig import Rig
+
+pytestmark = pytest.mark.anyio
+
+
+async def cron(rig: Rig, **args: Any) -> Any:
+    return await rig.call("cron", args)
+
+
+async def test_add_then_list_shows_the_job_with_its_fields(durable_rig: Rig) -> None:
+    added = await cron(durable_rig, action="add", name="standup", schedule="0 9 * * 1-5 Europe/Paris", prompt="Say hi")
+    assert not added.is_error, added
+    job = added.output["job"]
+    listed = await cron(durable_rig, action="list")
+    (row,) = listed.output["jobs"]
+    assert row["id"] == job["id"]
+    assert row["name"] == "standup"
+    assert row["schedule"] == "0 9 * * 1-5 Europe/Paris"
+    assert row["source"] == "runtime"
+    assert row["enabled"] is True
+    assert row["running"] is False
+    assert row["last_run"] is None and row["last_status"] is None
+    assert row["prompt_preview"] == "Say hi"
+    assert row["expires"] is not None  # a model's job expires
+
+
+@pytest.mark.parametrize(
+    ("args", "error_type"),
+    [
+        ({"action": "add", "schedule": "15m", "prompt": "p"}, "invalid_input"),  # no name
+        ({"action": "add", "name": "n", "prompt": "p"}, "invalid_input"),  # no schedule
+        ({"action": "add", "name": "n", "schedule": "15m"}, "invalid_input"),  # no prompt
+        ({"action": "add", "name": "n", "schedule": "whenever", "prompt": "p"}, "invalid_input"),
+        ({"action": "add", "name": "n", "schedule": "2020-01-01T00:00", "prompt": "p"}, "invalid_input"),
+        ({"action": "remove"}, "invalid_input"),
+        ({"action": "remove", "id": "j-nope"}, "not_found"),
+        ({"action": "run", "id": "j-nope"}, "not_found"),
+        ({"action": "explode"}, "invalid_input"),
+    ],
+)
+async def test_bad_calls_get_clear_errors(durable_rig: Rig, args: dict[str, Any], error_type: str) -> None:
+    result = await cron(durable_rig, **args)
+    assert result.is_error
+    assert result.error_type == error_type
+    assert result.error_type != "internal"
+
+
+async def test_an_invalid_schedule_error_lists_the_accepted_forms(durable_rig: Rig) -> None:
+    result = await cron(durable_rig, action="add", name="n", schedule="every tuesday", prompt="p")
+    assert "Accepted forms" in (result.message or "")
+
+
+async def test_remove_deletes_a_runtime_job(durable_rig: Rig) -> None:
+    job = (await cron(durable_rig, action="add", name="n", schedule="1h", prompt="p")).output["job"]
+    removed = await cron(durable_rig, action="remove", id=job["id"])
+    assert not removed.is_error
+    assert (await cron(durable_rig, action="list")).output["jobs"] == []
+
+
+async def test_config_jobs_are_listed_but_cannot_be_removed_by_the_tool(workspace: Path, cfg: dict[str, Any]) -> None:
+    from tests.durable.support import tools
+    from toolrig.registry import Registry
+
+    settings = {**cfg, "cron": [{"name": "nightly report", "schedule": "0 2 * * *", "prompt": "Report."}]}
+    rig = Rig(workspace, config=settings, registry=Registry(tools()))
+    (row,) = (await cron(rig, action="list")).output["jobs"]
+    assert row["source"] == "config"
+    assert row["expires"] is None
+    result = await cron(rig, action="remove", id=row["id"])
+    assert result.is_error
+    assert result.error_type == "denied"
+    assert "config" in (result.next_action_hint or "")
+
+
+def test_config_jobs_follow_the_config(access: DurableAccess) -> None:
+    book = access.job_book
+    from toolrig.config import CronJobConfig
+
+    book.sync_config(
+        [CronJobConfig(name="a", schedule="1h", prompt="p"), CronJobConfig(name="b", schedule="2h", prompt="q")]
+    )
+    assert {j["id"] for j in book.live()} == {config_job_id("a"), config_job_id("b")}
+    book.sync_config([CronJobConfig(name="a", schedule="3h", prompt="p")])
+    (job,) = book.live()
+    assert job["schedule"] == "3h"
+
+
+def test_the_cli_cannot_remove_a_config_job_either(access: DurableAccess) -> None:
+    from toolrig.config import CronJobConfig
+
+    access.job_book.sync_config([CronJobConfig(name="a", schedule="1h", prompt="p")])
+    with pytest.raises(DurableError) as caught:
+        access.job_book.remove(config_job_id("a"), by="person")
+    assert caught.value.kind == "forbidden"
+
+
+def test_model_jobs_expire_after_seven_days_unless_renewed(access: DurableAccess) -> None:
+    book = access.job_book
+    now = time.time()
+    model_job = book.add(name="m", schedule="1h", prompt="p", by="model", now=now)
+    renewed = book.add(name="r", schedule="1h", prompt="p", by="model", now=now)
+    person_job = book.add(name="h", schedule="1h", prompt="p", by="person", now=now)
+    book.renew(renewed["id"])
+    later = now + 7 * 86400 + 1
+    assert {j["id"] for j in book.live(later)} == {renewed["id"], person_job["id"]}
+    assert access.records.job(model_job["id"]) is None
+
+
+def test_the_number_of_runtime_jobs_is_capped(access: DurableAccess) -> None:
+    book = JobBook(access.records, access.config.workers.model_copy(update={"max_jobs": 3}))
+    for i in range(3):
+        book.add(name=f"j{i}", schedule="1h", prompt="p", by="model")
+    with pytest.raises(DurableError) as caught:
+        book.add(name="one too many", schedule="1h", prompt="p", by="person")
+    assert caught.value.kind == "limit"
+
+
+def test_a_runtime_job_survives_reopening_the_workspace(workspace: Path, cfg: dict[str, Any]) -> None:
+    first = access_for(workspace, cfg)
+    job = first.job_book.add(name="keep", schedule="1h", prompt="p", by="person")
+    again = access_for(workspace, cfg)
+    assert [j["id"] for j in again.job_book.live()] == [job["id"]]
+
+
+def test_each_firing_is_recorded_once_even_when_two_workers_race(access: DurableAccess) -> None:
+    now = time.time()
+    job = access.job_book.add(name="tick", schedule="1s", prompt="p", by="person", now=now - 5)
+    other = JobBook(Records(access.records.url), access.config.workers)
+    first = access.job_book.fire_due(now)
+    second = other.fire_due(now)
+    assert len(first) == 1 and second == []
+    assert [t["id"] for t in access.records.tasks(job_id=job["id"])] == [first[0].task_id]
+
+
+def test_a_firing_noticed_after_the_grace_period_is_recorded_as_missed(access: DurableAccess) -> None:
+    now = time.time()
+    job = access.job_book.add(name="late", schedule="1h", prompt="p", by="person", now=now - 7200)
+    (firing,) = access.job_book.fire_due(now)
+    assert firing.status == "missed"
+    assert access.records.task(firing.task_id)["status"] == "missed"
+    assert access.records.job(job["id"])["next_fire_at"] > now  # it goes on from the next firing
+
+
+def test_a_job_does_not_overlap_itself(access: DurableAccess) -> None:
+    now = time.time()
+    access.job_book.add(name="slow", schedule="1s", prompt="p", by="person", now=now - 3)
+    (first,) = access.job_book.fire_due(now - 1.5)
+    (second,) = access.job_book.fire_due(now)
+    assert first.status == "queued"
+    assert second.status == "skipped"
+
+
+async def test_run_executes_the_job_now_and_returns_the_start_of_its_answer(durable_rig: Rig) -> None:
+    long = "x" * 700
+    job = (await cron(durable_rig, action="add", name="n", schedule="1d", prompt=f"answer:{long}")).output["job"]
+    ran = await cron(durable_rig, action="run", id=job["id"])
+    assert not ran.is_error, ran
+    assert ran.output["status"] == "done"
+    assert ran.output["answer"] == long[:500]
+    listed = (await cron(durable_rig, action="list")).output["jobs"]
+    assert listed[0]["last_status"] == "done"
+
+
+async def test_a_one_shot_deletes_itself_after_it_ran(durable_rig: Rig, access: DurableAccess) -> None:
+    job = (await cron(durable_rig, action="add", name="once", schedule="+20m", prompt="answer:ok")).output["job"]
+    access.records.update_job(job["id"], next_fire_at=time.time() - 1)  # its time has come
+    (firing,) = access.job_book.fire_due()
+    from toolrig.durable.runner import run_inline
+
+    task = await run_inline(access, firing.task_id)
+    assert task["status"] == "done"
+    assert access.records.job(job["id"]) is None
+    assert (await cron(durable_rig, action="list")).output["jobs"] == []

@@ -1,0 +1,89 @@
+"""The task tools: queueing from a run, and the terminal tools' refusals outside a task's run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+from toolrig.tools import tasks as task_tools
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def rig(workspace: Path) -> Rig:
+    return Rig(workspace, config={}, registry=Registry(task_tools.TOOLS))
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("complete_task", {"summary": "done"}),
+        ("fail_task", {"reason": "no"}),
+        ("wait_task", {"until": "+5m"}),
+    ],
+)
+async def test_terminal_tools_outside_a_task_run_get_a_clear_error(rig: Rig, tool: str, args: dict[str, Any]) -> None:
+    result = await rig.call(tool, args)
+    assert result.is_error
+    assert result.error_type == "invalid_input"
+    assert "has no task" in (result.message or "")
+
+
+async def test_the_tasks_tool_queues_a_task_and_shows_it(rig: Rig) -> None:
+    added = await rig.call("tasks", {"action": "add", "prompt": "do it later", "after": "+1h"})
+    assert not added.is_error, added
+    task_id = added.output["task"]["id"]
+    shown = await rig.call("tasks", {"action": "show", "id": task_id})
+    assert shown.output["task"]["status"] == "queued"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"action": "add"},
+        {"action": "add", "prompt": "x", "after": "next week"},
+        {"action": "show"},
+        {"action": "show", "id": "t-missing"},
+    ],
+)
+async def test_bad_task_calls_get_clear_errors(rig: Rig, args: dict[str, Any]) -> None:
+    result = await rig.call("tasks", args)
+    assert result.is_error
+    assert result.error_type in ("invalid_input", "not_found")
+
+
+async def test_wait_task_in_a_task_run_checks_its_arguments(rig: Rig) -> None:
+    assert rig.executor.durable is not None
+    bound = rig.executor.durable.bound("t-self")  # type: ignore[attr-defined]
+    rig.executor.durable = bound
+    both = await rig.call("wait_task", {"until": "+5m", "for_task": "t-other"})
+    assert both.is_error and both.error_type == "invalid_input"
+    neither = await rig.call("wait_task", {})
+    assert neither.is_error and neither.error_type == "invalid_input"
+    itself = await rig.call("wait_task", {"for_task": "t-self"})
+    assert itself.is_error
+    unknown = await rig.call("wait_task", {"for_task": "t-nobody"})
+    assert unknown.is_error and unknown.error_type == "not_found"
+    bad_time = await rig.call("wait_task", {"until": "soonish"})
+    assert bad_time.is_error and bad_time.error_type == "invalid_input"
+    ok = await rig.call("wait_task", {"until": "+5m"})
+    assert not ok.is_error and ok.output["task_status"] == "waiting"
+
+
+async def test_a_task_queued_by_an_agent_runs_under_that_agents_profile(workspace: Path) -> None:
+    rig = Rig(
+        workspace,
+        config={"agents": {"helper": {"tools": ["tasks"]}}},
+        registry=Registry(task_tools.TOOLS),
+        agent="helper",
+    )
+    added = await rig.call("tasks", {"action": "add", "prompt": "later"})
+    assert not added.is_error, added
+    assert rig.executor.durable is not None
+    task = rig.executor.durable.tasks.task(added.output["task"]["id"])
+    assert task is not None and task["agent"] == "helper"
