@@ -46,7 +46,7 @@ def test_a_typo_in_an_agents_tool_settings_names_that_file_key_and_line(
 ) -> None:
     path = user_config(SETTINGS + "  sloppy:\n    tool_config:\n      greet:\n        greting: hi\n")
     with pytest.raises(ConfigError) as caught:
-        Rig(workspace).registry  # noqa: B018 - validated at start-up for every agent, not only the chosen one
+        Rig(workspace)
     assert caught.value.file == path and caught.value.line == 13
     assert caught.value.key == "agents.sloppy.tool_config.greet.greting"
 
@@ -58,7 +58,7 @@ def test_a_bad_global_value_is_reported_at_the_global_key(
         "tool_config:\n  greet: {allowed_names: 5}\nagents:\n  formal:\n    tool_config:\n      greet: {greeting: x}\n"
     )
     with pytest.raises(ConfigError) as caught:
-        Rig(workspace).registry  # noqa: B018
+        Rig(workspace)
     assert caught.value.key == "tool_config.greet.allowed_names" and caught.value.line == 2
 
 
@@ -67,10 +67,10 @@ def test_agent_settings_for_unknown_or_settingless_tools_are_startup_errors(
 ) -> None:
     user_config("agents:\n  a:\n    tool_config:\n      gret: {}\n")
     with pytest.raises(ConfigError, match=r"config\.yaml:4: agents\.a\.tool_config\.gret: no tool has this name"):
-        Rig(workspace).registry  # noqa: B018
+        Rig(workspace)
     user_config("agents:\n  a:\n    tool_config:\n      calculate: {precision: 2}\n")
     with pytest.raises(ConfigError, match=r"config\.yaml:4: agents\.a\.tool_config\.calculate: this tool takes no"):
-        Rig(workspace).registry  # noqa: B018
+        Rig(workspace)
 
 
 def test_an_agent_without_a_profile_gets_the_global_settings(

@@ -10,16 +10,21 @@ accept null means "use the default" (that is how strict-mode schemas spell an om
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.schema import json_kind, json_kinds, model_schema
 
 _INVALID_JSON_HINT = 'Send the arguments as one JSON object, e.g. {"name": "value"}.'
+_TOO_DEEP_HINT = "Send flatter arguments: nesting this deep is never a tool's input."
+# A lone UTF-16 surrogate: legal in JSON text (as an escape), but no UTF-8 can carry it.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +66,62 @@ def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str,
                 f"The arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.",
                 _INVALID_JSON_HINT,
             ) from None
+        except RecursionError:
+            raise _too_deep() from None
         if isinstance(value, str) and value.lstrip().startswith("{"):
             try:
                 value = json.loads(value)
                 notes.append("The arguments were JSON encoded twice; they were decoded.")
             except json.JSONDecodeError:
                 pass
+            except RecursionError:
+                raise _too_deep() from None
     if not isinstance(value, dict):
         raise ToolError(
             ErrorType.INVALID_INPUT,
             f"The arguments must be a JSON object, not {json_kind(value)}.",
             _INVALID_JSON_HINT,
         )
+    try:
+        to_json(value)  # the common case, in C: valid text, reasonable depth
+    except Exception:
+        _refuse_surrogates(value)
     return value, notes
+
+
+MAX_DEPTH = 200  # far deeper than any tool's input; well under Python's recursion limit for what follows
+
+
+def _too_deep() -> ToolError:
+    return ToolError(ErrorType.INVALID_INPUT, "The arguments are nested too deeply.", _TOO_DEEP_HINT)
+
+
+def _refuse_surrogates(value: Any) -> None:
+    """Refuse text no UTF-8 can carry (a lone surrogate), and nesting deeper than any input needs.
+
+    Such a string would fail later, in a file write, a database, the audit row or a provider's request,
+    after the call has already happened; here it is one clear ``invalid_input``.
+    """
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        if isinstance(item, str):
+            if found := _SURROGATE.search(item):
+                raise ToolError(
+                    ErrorType.INVALID_INPUT,
+                    f"The argument {where or '(the arguments)'} contains a lone UTF-16 surrogate "
+                    f"(U+{ord(found.group()):04X}), which is not text: UTF-8 cannot carry it.",
+                    "Send valid Unicode text; binary data goes base64-encoded where a tool accepts it.",
+                )
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                label = f"{where}.{key}" if where else str(key)
+                stack.append((key, depth + 1, label))
+                stack.append((child, depth + 1, label))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
 
 
 def _drop_null_defaults(value: Any, node: Any, defs: dict[str, Any], depth: int = 0) -> Any:

@@ -77,7 +77,6 @@ def make_rig(root: Path, *, agent: str | None = None, approval_channel: Approval
 
     try:
         rig = Rig(root, agent=agent, approval_channel=approval_channel)
-        rig.registry  # noqa: B018 - validates per-tool config now, so errors surface before any call
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
     return rig

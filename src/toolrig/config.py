@@ -39,6 +39,13 @@ class Narrow(Enum):
     MIN = "min"  # numbers that bound something: the lower value wins
     TRUE_WINS = "true_wins"  # switches that restrict (read_only): the workspace may turn them on
     RESTRICTIVE = "restrictive"  # rule lists: the workspace may add rules that deny or ask, never ones that allow
+    GLOBS = "globs"  # gitignore-style lists that restrict: the workspace may add patterns, never '!' negations
+    STRICTER = "stricter"  # a choice among levels (approvals.mode, fallback): only a stricter one applies
+    RATES = "rates"  # rate limits by tool glob: the workspace may add one or lower one, never raise or drop
+
+
+# The levels of STRICTER fields, least strict first.
+_LEVELS: dict[str, tuple[str, ...]] = {"mode": ("off", "smart", "always"), "fallback": ("allow", "deny")}
 
 
 # ------------------------------------------------------------------------------------------ value formats
@@ -50,6 +57,11 @@ _PERIODS = {
     "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
     "d": 86400.0, "day": 86400.0, "days": 86400.0,
 }  # fmt: skip
+
+
+def _per_second(text: str) -> float:
+    count, seconds = parse_rate(text)
+    return count / seconds
 
 
 def parse_rate(text: str) -> tuple[int, float]:
@@ -119,14 +131,14 @@ class ToolsConfig(Section):
 
 
 class ApprovalsConfig(Section):
-    mode: ApprovalMode = Field(
+    mode: Annotated[ApprovalMode, Narrow.STRICTER] = Field(
         default="off", description="off: nothing asks; smart: read-only tools run, the rest ask; always: all ask."
     )
     allow: list[str] = Field(
         default_factory=list, description="Allowlist: 'tool' (every call) or 'tool:glob' (matched against subjects)."
     )
     timeout_seconds: float = Field(default=300.0, gt=0, description="How long to wait for an answer.")
-    fallback: Literal["deny", "allow"] = Field(
+    fallback: Annotated[Literal["deny", "allow"], Narrow.STRICTER] = Field(
         default="deny", description="The answer when nobody answers in time or no one can be asked."
     )
     batch_window_seconds: float = Field(
@@ -182,11 +194,11 @@ class LimitsConfig(Section):
 class WorkspaceConfig(Section):
     extra_paths: list[str] = Field(default_factory=list, description="More directories tools may use.")
     read_only: Annotated[bool, Narrow.TRUE_WINS] = False
-    deny_globs: Annotated[list[str], Narrow.UNION] = Field(
+    deny_globs: Annotated[list[str], Narrow.GLOBS] = Field(
         default_factory=list,
         description="Gitignore-style globs (relative to the root) that tools may neither read nor write.",
     )
-    read_only_globs: Annotated[list[str], Narrow.UNION] = Field(
+    read_only_globs: Annotated[list[str], Narrow.GLOBS] = Field(
         default_factory=list,
         description="Gitignore-style globs that tools may read but not change (.git/ is always read-only).",
     )
@@ -357,7 +369,7 @@ class Config(Section):
         default_factory=LlmConfig, description="The model `toolrig run` / `toolrig chat` talk to, and run limits."
     )
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
-    rate_limits: dict[str, RateText] = Field(
+    rate_limits: Annotated[dict[str, RateText], Narrow.RATES] = Field(
         default_factory=dict, description="Per tool (name glob), shared by every agent, like {send_email: 10/minute}."
     )
     agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Named agents and their permissions.")
@@ -514,6 +526,31 @@ def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: li
         return [*base, *kept]
     if rule is Narrow.UNION:
         return [*base, *(item for item in proposed if item not in base)]
+    if rule is Narrow.GLOBS:
+        # A later '!pattern' un-matches an earlier one: from an untrusted file it would lift the user's own.
+        negations = [item for item in proposed if item.lstrip().startswith("!")]
+        if negations:
+            warnings.append(
+                f"'{key}': {', '.join(map(repr, negations))} ignored: an untrusted workspace may add patterns "
+                "but not '!' exceptions (run `toolrig trust` to allow it)"
+            )
+        return [*base, *(item for item in proposed if item not in base and item not in negations)]
+    if rule is Narrow.STRICTER:
+        levels = _LEVELS[key.rsplit(".", 1)[-1]]
+        if levels.index(proposed) >= levels.index(base):
+            return proposed
+        warnings.append(
+            f"'{key}: {proposed}' is ignored: it is less strict than {base!r} and this workspace is not trusted"
+        )
+        return base
+    if rule is Narrow.RATES:
+        merged = dict(base)
+        for pattern, text in proposed.items():
+            if pattern not in merged or _per_second(text) <= _per_second(merged[pattern]):
+                merged[pattern] = text
+            else:
+                warnings.append(f"'{key}.{pattern}: {text}' is ignored: it is higher than {merged[pattern]!r}")
+        return merged
     if rule is Narrow.INTERSECT:
         if not proposed:
             return base
@@ -546,6 +583,38 @@ def _merge_narrowing(base: BaseModel, workspace: BaseModel, path: str, warnings:
     return base.model_copy(update=updates)
 
 
+def _applied_lines(
+    lines: dict[tuple[str, ...], int], workspace: Config, merged: Config, user: Config
+) -> dict[tuple[str, ...], int]:
+    """The workspace file's line numbers for the values that reached the merged config, keyed where they landed."""
+    ws, into, base = workspace.model_dump(), merged.model_dump(), user.model_dump()
+    out: dict[tuple[str, ...], int] = {}
+    for key, line in lines.items():
+        landed = _landed(key, ws, into, base)
+        if landed is not None:
+            out[landed] = line
+    return out
+
+
+def _landed(key: tuple[str, ...], ws: Any, into: Any, base: Any) -> tuple[str, ...] | None:
+    out: list[str] = []
+    for part in key:
+        if isinstance(ws, list) and isinstance(into, list) and part.isdigit() and int(part) < len(ws):
+            item = ws[int(part)]
+            start = len(base) if isinstance(base, list) else 0
+            index = next((j for j in range(start, len(into)) if into[j] == item), None)
+            if index is None:
+                return None
+            out.append(str(index))
+            ws, into, base = item, into[index], None
+        elif isinstance(ws, dict) and isinstance(into, dict) and part in ws and part in into:
+            out.append(part)
+            ws, into, base = ws[part], into[part], base.get(part) if isinstance(base, dict) else None
+        else:
+            return None
+    return tuple(out) if ws == into else None
+
+
 def _merge_trusted(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -573,14 +642,17 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
     if workspace_path.is_file() and workspace_path.resolve() != user_path.resolve():
         workspace_config, lines = validate_file(workspace_path)
         loaded.files.append(workspace_path)
-        loaded.locations.update({k: (workspace_path, v) for k, v in lines.items()})
         loaded.trusted = is_trusted(root_path)
         if loaded.trusted:
+            loaded.locations.update({k: (workspace_path, v) for k, v in lines.items()})
             merged = _merge_trusted(user_data, workspace_config.model_dump(exclude_unset=True))
             loaded.config = Config.model_validate(merged)
         else:
             narrowed = _merge_narrowing(user_config, workspace_config, "", loaded.warnings)
             loaded.config = Config.model_validate(narrowed.model_dump())
+            # Only the lines that took effect, at the index they landed on: an ignored line never decides.
+            applied = _applied_lines(lines, workspace_config, loaded.config, user_config)
+            loaded.locations.update({k: (workspace_path, v) for k, v in applied.items()})
             for warning in loaded.warnings:
                 log.warning("%s: %s", workspace_path, warning)
     return loaded

@@ -8,7 +8,7 @@ reach is exactly what its context carries, and a test can hand it a context of i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from toolrig.sandbox.network import NetworkPolicy
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
+
+
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
 class HttpAccess(Protocol):
@@ -96,6 +99,14 @@ class ToolContext:
         workspace = Workspace(root)
         overrides.setdefault("stores", Stores(workspace.state_dir))
         return cls(workspace=workspace, **overrides)
+
+    def settings(self, model: type[SettingsT]) -> SettingsT:
+        """This tool's settings (``tool_config.NAME``, resolved and validated once by the config layer).
+
+        A tool that is called outside a Rig (a plain test) gets the model's defaults.
+        """
+        config = self.config
+        return config if isinstance(config, model) else model()
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far a long call got; safe from a worker thread."""

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
+import typing
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -31,7 +34,27 @@ from toolrig.schema import model_schema, output_schema
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 GROUP_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
-SUBJECT_KINDS = (None, "command", "path", "url", "recipient")
+SUBJECT_KINDS = (None, "command", "path", "url", "recipient", "text")
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Marks an input field as what the call acts on: ``Annotated[str, Subject("path")]``.
+
+    Policy rules, approval patterns, ``policy explain``, the audit log and hints all read a call's subjects
+    from these marks, so a new tool is governed the moment it declares them; nothing elsewhere names tools.
+    ``kind`` says how a subject is read: ``"path"`` (resolved against the workspace), ``"url"``,
+    ``"command"`` (a shell command line), ``"recipient"`` (an email address) or ``"text"`` (a query, a key,
+    a collection: matched as written). ``missing`` stands in for a field left unset (a search's ``cwd``
+    defaults to the workspace root, and a deny on the root must see it). The mark works on ``str``,
+    ``str | None``, ``list[str]`` and on fields of nested models (or lists of them).
+    """
+
+    kind: str
+    missing: str | None = None
+
+
+SubjectReader = Callable[[BaseModel], list[str]]
 
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
@@ -65,9 +88,9 @@ class Tool(Generic[InT, OutT]):
     people see a tool whose provider-safe ``name`` is mangled (an MCP server's ``github/create_issue`` is
     registered as ``github__create_issue``); the registry finds a tool by either, and allow/deny match both.
 
-    ``subject_kind`` says how policy reads what ``subjects()`` returns: ``"command"`` (a shell command
-    line, split into its simple commands), ``"path"`` (resolved against the workspace before matching),
-    ``"url"``, ``"recipient"`` (an email address); unset means plain text.
+    A tool's subjects (what policy matches rules against) come from its input model's ``Subject`` marks;
+    ``subject_kind`` is read from them too. A tool whose subjects are computed (apply_patch's paths come
+    from the patch text) overrides ``subjects()`` and sets ``subject_kind`` itself.
     """
 
     name: str
@@ -92,6 +115,11 @@ class Tool(Generic[InT, OutT]):
         if models is not None:
             cls.input_model, cls.output_model = models
         cls.is_async = inspect.iscoroutinefunction(cls.execute)
+        if "input_model" in cls.__dict__ or models is not None:
+            kind, reader = subject_reader(cls.input_model)
+            cls._subject_reader = staticmethod(reader) if reader is not None else None
+            if "subject_kind" not in cls.__dict__ and kind is not None:
+                cls.subject_kind = kind
         if "name" in cls.__dict__:
             _check_definition(cls)
 
@@ -106,9 +134,21 @@ class Tool(Generic[InT, OutT]):
     def output_schema(self) -> dict[str, Any] | None:
         return output_schema(self.output_model)
 
+    _subject_reader: SubjectReader | None = None
+
     def subjects(self, input: InT) -> list[str]:
-        """What the call acts on (a command, paths, a URL), for approval patterns and the audit log."""
-        return []
+        """What the call acts on (a command, paths, a URL): the values of the input's ``Subject`` fields."""
+        reader = self._subject_reader
+        return reader(input) if reader is not None else []
+
+    def refusal(self, input: InT, settings: Any) -> tuple[str, str] | None:
+        """(the setting that refuses, why) when the tool's own settings refuse this call outright.
+
+        Asked by the gate before approvals and hooks, so ``policy explain`` and the audit row name the
+        setting (``tool_config.run_command.deny``) rather than the approval mode. ``settings`` is the
+        tool's ``config_model`` instance, or None outside a Rig.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"<tool {self.name!r} group={self.group!r}>"
@@ -122,6 +162,76 @@ def _generic_models(cls: type) -> tuple[type[BaseModel], type[BaseModel]] | None
             if len(args) == 2 and all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
                 return args[0], args[1]
     return None
+
+
+def _subject_mark(info: FieldInfo) -> Subject | None:
+    return next((meta for meta in info.metadata if isinstance(meta, Subject)), None)
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool]:
+    """(the item type, whether it is a list), with ``X | None`` reduced to ``X``."""
+    origin = get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _unwrap(members[0])
+    if origin in (list, tuple, set, frozenset):
+        items = get_args(annotation)
+        return (items[0] if items else Any), True
+    return annotation, False
+
+
+def subject_reader(model: type[BaseModel], _depth: int = 0) -> tuple[str | None, SubjectReader | None]:
+    """Read a model's ``Subject`` marks once into (kind, a function from an input to its subjects)."""
+    steps: list[Callable[[BaseModel, list[str]], None]] = []
+    kinds: set[str] = set()
+    for name, info in model.model_fields.items():
+        mark = _subject_mark(info)
+        item, many = _unwrap(info.annotation)
+        if mark is not None:
+            kinds.add(mark.kind)
+            steps.append(_field_step(name, many, mark.missing))
+        elif _depth < 4 and isinstance(item, type) and issubclass(item, BaseModel):
+            kind, inner = subject_reader(item, _depth + 1)
+            if kind is not None and inner is not None:
+                kinds.add(kind)
+                steps.append(_nested_step(name, many, inner))
+    if len(kinds) > 1:
+        raise DefinitionError(f"{model.__name__}: Subject fields of one tool must share one kind, not {sorted(kinds)}")
+    if not steps:
+        return None, None
+
+    def read(value: BaseModel) -> list[str]:
+        out: list[str] = []
+        for step in steps:
+            step(value, out)
+        return out
+
+    return kinds.pop(), read
+
+
+def _field_step(name: str, many: bool, missing: str | None) -> Callable[[BaseModel, list[str]], None]:
+    def step(value: BaseModel, out: list[str]) -> None:
+        found = getattr(value, name, None)
+        if found is None or (many and not found):
+            if missing is not None:
+                out.append(missing)
+        elif many:
+            out.extend(str(item) for item in found)
+        else:
+            out.append(str(found))
+
+    return step
+
+
+def _nested_step(name: str, many: bool, inner: SubjectReader) -> Callable[[BaseModel, list[str]], None]:
+    def step(value: BaseModel, out: list[str]) -> None:
+        found = getattr(value, name, None)
+        for item in (found or ()) if many else ((found,) if found is not None else ()):
+            if isinstance(item, BaseModel):
+                out.extend(inner(item))
+
+    return step
 
 
 def _check_definition(tool: Tool[Any, Any] | type[Tool[Any, Any]]) -> None:
@@ -174,6 +284,9 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         self.timeout_seconds = timeout_seconds
         self.is_async = inspect.iscoroutinefunction(fn)
         self.input_model, self._ctx_param = _input_model_from(fn, self.name, param_docs)
+        kind, self._subject_reader = subject_reader(self.input_model)
+        if kind is not None:
+            self.subject_kind = kind
         self.output_model, self._wraps_result = _output_model_from(fn, self.name)
         _check_definition(self)
 

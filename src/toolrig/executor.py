@@ -1,14 +1,17 @@
 """The executor: the one path every tool call takes, whoever makes it (agent loop, MCP, CLI, a test).
 
-::
+Four stages, in this order, for every call::
 
-    parse -> repair -> validate -> [policy] -> [rate_limit] -> [approval] -> [before_tool]
-      -> execute (async, or sync in a worker thread; timeout; cancellation)
-      -> validate output -> fit to the output cap -> [after_tool] -> [audit]
+    1 prepare  lookup (offered to this caller?) -> parse -> repair -> validate -> settings -> subjects
+    2 decide   [admission] -> [policy] -> [rate_limit] -> [approval] -> [before_tool]   (the one gate)
+    3 run      async, or sync in a worker thread; timeout; cancellation
+    4 record   validate output -> fit to the output cap -> [after_tool] (calls that ran) -> [audit] (one row)
 
 The bracketed steps are extension points filled by governance (policy, approvals, hooks, audit); each
-is a list of small async callables, so one concern never needs to know another. Whatever happens, the
-caller gets a ToolResult; the only thing that propagates is the caller's own cancellation.
+is a list of small async callables, so one concern never needs to know another. ``decide`` runs the
+first two stages alone, without side effects (no token spent, nobody asked, no hook run): that is what
+``policy explain`` prints, so it cannot disagree with a real call. Whatever happens, the caller gets a
+ToolResult; the only thing that propagates is the caller's own cancellation.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -67,12 +71,21 @@ class ToolCall:
     approval: str = ""  # how an approval was answered: allow_once, allow_always, deny, timeout, grant, ...
     started: float = 0.0
     events: EventSink | None = None  # where this call's events go (the caller's sink, else the executor's)
+    settings: BaseModel | None = None  # the tool's own settings (tool_config), resolved for this agent
+    dry_run: bool = False  # decided for `policy explain`: gates judge, but spend, ask and run nothing
+    ran: bool = False  # the tool itself was started (after_tool hooks see only these calls)
 
 
 class Gate(Protocol):
     """A step before execution (policy, rate limit, approval, before_tool hook): raise ToolError to stop."""
 
     async def __call__(self, call: ToolCall) -> None: ...
+
+
+class Admission(Protocol):
+    """A check before the arguments are read (is the tool offered to this caller?): raise ToolError to refuse."""
+
+    def __call__(self, call: ToolCall) -> None: ...
 
 
 class AfterTool(Protocol):
@@ -89,6 +102,7 @@ class AuditSink(Protocol):
 
 @dataclass
 class Extensions:
+    admission: list[Admission] = field(default_factory=list)  # before arguments are read: is the tool offered?
     policy: list[Gate] = field(default_factory=list)
     rate_limit: list[Gate] = field(default_factory=list)
     approval: list[Gate] = field(default_factory=list)
@@ -98,6 +112,16 @@ class Extensions:
 
     def gates(self) -> list[Gate]:
         return [*self.policy, *self.rate_limit, *self.approval, *self.before_tool]
+
+
+class Lookup(Protocol):
+    """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
+
+    def offered_names(self, agent: str | None) -> list[str]: ...
+
+    def hidden(self, name: str, agent: str | None) -> tuple[str, str] | None:
+        """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
+        ...
 
 
 _counter = itertools.count(1)
@@ -120,6 +144,7 @@ class Executor:
         events: EventSink | None = None,
         approvals: Approvals | None = None,
         tool_config: Callable[[AnyTool, str | None], BaseModel | None] | None = None,
+        lookup: Lookup | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         output_cap: int = DEFAULT_OUTPUT_CAP,
     ) -> None:
@@ -135,6 +160,7 @@ class Executor:
         self.events: EventSink = events or NullSink()
         self.approvals: Approvals = approvals or AllowAll()
         self.tool_config = tool_config or (lambda tool, agent: None)
+        self.lookup = lookup
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
         self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
@@ -153,11 +179,16 @@ class Executor:
         session_id: str | None = None,
         timeout_seconds: float | None = None,
         events: EventSink | None = None,
+        offered: Collection[str] | None = None,
     ) -> ToolResult:
-        """Run one tool call to a ToolResult. Only the caller's own cancellation propagates."""
+        """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
+
+        ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
+        any other tool is refused before its arguments are read, and still recorded.
+        """
         call = ToolCall(
             name=name,
-            tool=self.registry.find(name),
+            tool=None,
             raw_args={},
             call_id=call_id or new_call_id(),
             origin=origin,
@@ -169,13 +200,93 @@ class Executor:
         )
         token = CancelToken()
         try:
-            result = await self._run(call, args, token, timeout_seconds, events or self.events)
+            result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)
         except anyio.get_cancelled_exc_class():
             token.cancel("the caller cancelled the call")
             with anyio.CancelScope(shield=True):
-                await self._finish(call, ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."))
+                await self._record(call, ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."))
             raise
-        return await self._finish(call, result)
+        return await self._record(call, result)
+
+    async def decide(
+        self,
+        name: str,
+        args: str | bytes | dict[str, Any] | None = None,
+        *,
+        agent_id: str | None = None,
+        origin: str = "explain",
+    ) -> tuple[ToolCall, ToolResult | None]:
+        """Stages 1 and 2 without side effects: the call as the gate judged it, and the refusal if any.
+
+        A call that would ask comes back with ``verdict == "ask"`` and no result (nobody is asked).
+        """
+        call = self._new_call(name, None, origin, agent_id, None, None, None)
+        call.dry_run = True
+        try:
+            self._prepare(call, args, None)
+            for gate in self.extensions.gates():
+                await gate(call)
+        except ToolError as err:
+            return call, ToolResult.from_error(err, notes=call.notes)
+        return call, None
+
+    def _new_call(
+        self,
+        name: str,
+        call_id: str | None,
+        origin: str,
+        agent_id: str | None,
+        parent_agent_id: str | None,
+        session_id: str | None,
+        events: EventSink | None,
+    ) -> ToolCall:
+        return ToolCall(
+            name=name,
+            tool=None,
+            raw_args={},
+            call_id=call_id or new_call_id(),
+            origin=origin,
+            agent_id=agent_id,
+            parent_agent_id=parent_agent_id,
+            session_id=session_id,
+            started=time.perf_counter(),
+            events=events or self.events,
+        )
+
+    def _prepare(
+        self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
+    ) -> tuple[AnyTool, BaseModel]:
+        """Stage 1: find the tool (refusing one this caller is not offered), read and check the arguments."""
+        tool = self.registry.find(call.name)
+        if tool is None:
+            raise self._not_found(call, offered)
+        call.tool = tool
+        # Is the tool offered to this agent, and this run, at all? Asked before the arguments are read,
+        # so a hidden tool's schema never shows through its validation errors.
+        for admit in self.extensions.admission:
+            admit(call)
+        if offered is not None and tool.name not in offered:
+            call.verdict, call.decided_by = "deny", "run.tools"
+            raise ToolError(
+                ErrorType.DENIED,
+                f"Refused by policy: the tool '{call.name}' is not offered in this run.",
+                self._choices(call.agent_id, offered),
+            )
+        try:
+            call.raw_args, call.notes = parse_arguments(args)
+        except ToolError:
+            call.raw_args = _raw_for_record(args)
+            raise
+        repaired, repair_notes = repair_arguments(tool.input_model, call.raw_args)
+        call.notes.extend(repair_notes)
+        try:
+            validated = tool.input_model.model_validate(repaired)
+        except ValidationError as exc:
+            raise explain_validation_error(tool.input_model, exc) from None
+        call.settings = self.tool_config(tool, call.agent_id)
+        call.input = validated
+        call.subjects = tool.subjects(validated)
+        return tool, validated
 
     async def _run(
         self,
@@ -184,25 +295,17 @@ class Executor:
         token: CancelToken,
         timeout_seconds: float | None,
         events: EventSink,
+        offered: Collection[str] | None,
     ) -> ToolResult:
-        tool = call.tool
         try:
-            if tool is None:
-                raise self._unknown_tool(call.name)
-            call.raw_args, call.notes = parse_arguments(args)
-            repaired, repair_notes = repair_arguments(tool.input_model, call.raw_args)
-            call.notes.extend(repair_notes)
-            try:
-                call.input = tool.input_model.model_validate(repaired)
-            except ValidationError as exc:
-                raise explain_validation_error(tool.input_model, exc) from None
-            call.subjects = tool.subjects(call.input)
-            for gate in self.extensions.gates():
+            tool, validated = self._prepare(call, args, offered)  # stage 1
+            for gate in self.extensions.gates():  # stage 2, the one gate
                 await gate(call)
+            call.ran = True
             ctx = ToolContext(
                 workspace=self.workspace,
                 stores=self.stores,
-                config=self.tool_config(tool, call.agent_id),
+                config=call.settings,
                 http=self.http,
                 events=events,
                 approvals=self.approvals,
@@ -221,10 +324,10 @@ class Executor:
             try:
                 with anyio.move_on_after(limit) as scope:
                     if tool.is_async:
-                        output = await tool.execute(call.input, ctx)
+                        output = await tool.execute(validated, ctx)
                     else:
                         # The worker thread inherits the bound token through the copied context.
-                        run = partial(tool.execute, call.input, ctx)
+                        run = partial(tool.execute, validated, ctx)
                         output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
             finally:
                 unbind_token(bound)
@@ -260,6 +363,12 @@ class Executor:
         data: dict[str, Any] = output.model_dump(mode="json")
         # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
         raw = to_json(data)
+        if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
+            # Integers past Python's str() limit break every json.dumps downstream (CLI, MCP, providers,
+            # sessions): they travel as their decimal digits in a string instead.
+            data = _big_ints_as_text(data)
+            notes = [*notes, "Integers longer than 4,300 digits are given as strings of their digits."]
+            raw = to_json(data)
         handle = None
         if len(raw) > self.output_cap and len(text := raw.decode()) > self.output_cap:
             handle = self.stores.outputs.save(text)
@@ -271,16 +380,24 @@ class Executor:
             ]
         return ToolResult.ok(data, notes=notes, meta=ResultMeta(output_bytes=len(raw), full_output_handle=handle))
 
-    def _unknown_tool(self, name: str) -> ToolError:
-        names = self.registry.names()
+    def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
+        """The hint naming what this caller may call instead: only the tools offered to it."""
+        names = self.lookup.offered_names(agent) if self.lookup is not None else self.registry.names()
+        if offered is not None:
+            names = [n for n in names if n in offered]
         shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
-        return ToolError(
-            ErrorType.UNKNOWN_TOOL,
-            f"There is no tool named '{name}'.",
-            f"Call one of the available tools: {shown}." if names else "No tools are available.",
-        )
+        return f"Call one of the available tools: {shown}." if names else "No tools are available."
 
-    async def _finish(self, call: ToolCall, result: ToolResult) -> ToolResult:
+    def _not_found(self, call: ToolCall, offered: Collection[str] | None) -> ToolError:
+        hint = self._choices(call.agent_id, offered)
+        hidden = self.lookup.hidden(call.name, call.agent_id) if self.lookup is not None else None
+        if hidden is not None:
+            call.verdict, call.decided_by = "deny", hidden[0]
+            return ToolError(ErrorType.DENIED, f"Refused by policy: {hidden[1]}.", hint)
+        return ToolError(ErrorType.UNKNOWN_TOOL, f"There is no tool named '{call.name}'.", hint)
+
+    async def _record(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """Stage 4: after_tool hooks (for calls that ran), then exactly one audit row, whatever happened."""
         for after in self.extensions.after_tool:
             result = await after(call, result)
         meta = result.meta
@@ -290,8 +407,18 @@ class Executor:
         for audit in self.extensions.audit:
             try:
                 await audit(call, result)
+            except anyio.get_cancelled_exc_class():
+                raise
             except Exception:
+                # "Every call, allowed or not, is one row": a call whose row cannot be written does not
+                # hand its output on, so nothing it read leaves unrecorded.
                 log.exception("audit sink failed for call %s", call.call_id)
+                result = ToolResult.error(
+                    ErrorType.INTERNAL,
+                    "The call could not be recorded in the audit log, so its result is withheld.",
+                    "Tell the user: the audit log (.toolrig/audit.db) cannot be written.",
+                )
+                result.meta.tool, result.meta.call_id = call.name, call.call_id
         return result
 
     async def invoke_many(
@@ -307,3 +434,30 @@ class Executor:
             for index, (name, args) in enumerate(calls):
                 group.start_soon(run_one, index, name, args)
         return [r for r in results if r is not None]
+
+
+_INT_DIGITS = 4_300
+_LONG_DIGITS = re.compile(rb"\d{%d,}" % (_INT_DIGITS + 1))
+
+
+def _big_ints_as_text(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
+        try:
+            str(value)
+        except ValueError:
+            return to_json(value).decode()
+        return value
+    if isinstance(value, dict):
+        return {k: _big_ints_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_big_ints_as_text(v) for v in value]
+    return value
+
+
+def _raw_for_record(args: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
+    """Arguments that could not be parsed, kept for the audit row as the text that was sent."""
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, bytes):
+        args = args.decode("utf-8", "replace")
+    return {"_unparsed": args[:2_000]} if args else {}

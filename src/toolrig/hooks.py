@@ -13,6 +13,7 @@ a script only as data in environment variables, never as part of its command lin
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ import anyio
 from toolrig.errors import ErrorType, ToolError
 
 if TYPE_CHECKING:
+    from toolrig.executor import ToolCall
     from toolrig.result import ToolResult
 
 log = logging.getLogger("toolrig.hooks")
@@ -222,3 +224,57 @@ class ScriptHooks(Hooks):
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+# The hooks of the agent run making the current call (``RunOptions.hooks``); the run loop sets it around
+# its turns, so the one gate below finds them without a second gate per run.
+run_hooks: contextvars.ContextVar[HookChain | None] = contextvars.ContextVar("toolrig_run_hooks", default=None)
+
+
+class HookGate:
+    """The one hook gate at the tool points, for the Rig's hooks and the calling run's alike.
+
+    ``before_tool`` runs the Rig's chain, then the run's; a refusal from either is the same decision
+    (``deny`` by ``hooks.before_tool``) in the result and the audit row. ``after_tool`` runs only for calls
+    that ran: a call refused, unknown or with invalid arguments never reaches a tool, so no hook sees it.
+    """
+
+    def __init__(self, chain: HookChain) -> None:
+        self.chain = chain
+
+    def _chains(self) -> list[HookChain]:
+        chains = [self.chain] if self.chain.enabled and len(self.chain) else []
+        own = run_hooks.get()
+        if own is not None and len(own):
+            chains.append(own)
+        return chains
+
+    async def before(self, call: ToolCall) -> None:
+        if call.dry_run or not (self.chain._hooks or run_hooks.get()):
+            return  # `policy explain` reports the hooks, it does not run scripts; and nothing to run
+        chains = self._chains()
+        event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
+        for chain in chains:
+            try:
+                await chain.run(event)
+            except ToolError:
+                call.verdict = "deny"
+                call.decided_by = "hooks.before_tool"
+                raise
+
+    async def after(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        if not call.ran or not (self.chain._hooks or run_hooks.get()):
+            return result
+        chains = self._chains()
+        if chains:
+            event = HookEvent(
+                "after_tool",
+                call.session_id,
+                call.agent_id,
+                tool=call.name,
+                tool_args=call.raw_args,
+                tool_result=result,
+            )
+            for chain in chains:
+                await chain.run(event)
+        return result

@@ -70,6 +70,7 @@ class Registry:
         self._origin: dict[str, str] = {}
         self._aliases: dict[str, str] = {}  # display name -> name
         self._pending: dict[str, Callable[[], list[AnyTool]]] = {}
+        self._remote: set[str] = set()  # pending groups that cost a process or a connection to list (MCP)
         for item in tools:
             self.add(item)
 
@@ -100,12 +101,25 @@ class Registry:
             self._aliases.setdefault(alias, item.name)
         return item
 
-    def add_lazy_group(self, key: str, loader: Callable[[], list[AnyTool]]) -> None:
+    def add_lazy_group(self, key: str, loader: Callable[[], list[AnyTool]], *, remote: bool = False) -> None:
+        """Register tools loaded on first need; ``remote`` ones (a server to start) load only when listed."""
         self._pending[key] = loader
+        if remote:
+            self._remote.add(key)
 
     def load_all(self) -> None:
         while self._pending:
             self._load(next(iter(self._pending)))
+
+    def load_local(self) -> builtins.list[AnyTool]:
+        """Load every group but the remote ones; the tools known without starting anything."""
+        for key in [k for k in self._pending if k not in self._remote]:
+            self._load(key)
+        return sorted(self._tools.values(), key=lambda t: (t.group, t.name))
+
+    @property
+    def has_remote_pending(self) -> bool:
+        return any(key in self._remote for key in self._pending)
 
     def _load(self, key: str) -> None:
         loader = self._pending.pop(key, None)
@@ -163,10 +177,26 @@ class Registry:
         """
         allow, deny = list(allow), list(deny)
         chosen = Registry()
-        for item in self.list():
+        for item in self.load_local():
             if (not allow or matches_any(item, allow)) and not matches_any(item, deny):
                 chosen.add(item, origin=self._origin[item.name])
+        for key in [k for k in self._pending if k in self._remote]:
+            # Still lazy: narrowed the same way when (if ever) the server is listed.
+            chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=True)
         return chosen
+
+    def _narrowed_loader(
+        self, key: str, allow: builtins.list[str], deny: builtins.list[str]
+    ) -> Callable[[], builtins.list[AnyTool]]:
+        def load() -> builtins.list[AnyTool]:
+            self._load(key)
+            return [
+                item
+                for name, item in self._tools.items()
+                if self._origin[name] == key and (not allow or matches_any(item, allow)) and not matches_any(item, deny)
+            ]
+
+        return load
 
 
 def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:

@@ -94,7 +94,14 @@ class ToolResult(BaseModel):
     def to_json(self, *, indent: int | None = None) -> str:
         """The text a model or a terminal sees: the contract JSON, compact unless indented, unicode kept readable."""
         separators = (",", ":") if indent is None else None
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, indent=indent, separators=separators)
+        data = self.model_dump(mode="json")
+        try:
+            return json.dumps(data, ensure_ascii=False, indent=indent, separators=separators)
+        except ValueError:
+            # An integer past Python's 4,300-digit str() limit: pydantic's serializer writes it whole.
+            from pydantic_core import to_json
+
+            return to_json(data, indent=indent).decode()
 
     def raise_for_error(self) -> dict[str, Any]:
         """Return the output, or raise the ToolError this result carries (handy in plain tests)."""

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,18 +19,22 @@ from pydantic import BaseModel, ValidationError
 from toolrig.approvals import ApprovalChannel
 from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config
 from toolrig.context import HttpAccess
-from toolrig.errors import ConfigError, ToolError, UsageError
+from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
-from toolrig.executor import Executor, Extensions, ToolCall
-from toolrig.hooks import HookChain, HookEvent, Hooks, ScriptHooks
+from toolrig.executor import Executor, Extensions
+from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
-from toolrig.registry import AnyTool, Registry
+from toolrig.policy.names import unmatched_names
+from toolrig.policy.rules import hidden_globs
+from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
 from toolrig.stores import Stores
 
 if TYPE_CHECKING:
-    from toolrig.adapters.mcp_client import McpServers
+    from toolrig.sources.mcp_client import McpServers
+
+log = logging.getLogger("toolrig.config")
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
 
@@ -47,6 +52,7 @@ class Rig:
         extensions: Extensions | None = None,
         approval_channel: ApprovalChannel | None = None,
         http: HttpAccess | None = None,
+        strict: bool | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
@@ -56,6 +62,10 @@ class Rig:
         schemas follow. ``approval_channel`` answers approval requests (a terminal, an MCP client, a
         program's callback); without one, calls that must ask get ``approvals.fallback``.
         ``http`` replaces the guarded HTTP access tools get (tests inject one with a fake resolver).
+        ``strict`` (default: the ``TOOLRIG_STRICT`` environment variable) turns config warnings, such as a
+        tool name that matches no tool, into errors.
+
+        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed.
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -64,7 +74,8 @@ class Rig:
             root,
             extra_roots=settings.extra_paths,
             read_only=settings.read_only,
-            deny_globs=settings.deny_globs,
+            # Path deny rules for every tool also hide their paths from recursive reads (hostile review D9).
+            deny_globs=[*settings.deny_globs, *hidden_globs(self.config)],
             read_only_globs=settings.read_only_globs,
         )
         if agent is not None and agent not in self.config.agents:
@@ -78,11 +89,10 @@ class Rig:
             self._base_registry.add(item)
         self.mcp_servers: McpServers | None = None
         if self.config.mcp_servers:
-            from toolrig.adapters.mcp_client import McpServers
+            from toolrig.sources.mcp_client import McpServers
 
             self.mcp_servers = McpServers(self.config.mcp_servers, state_dir=self.workspace.state_dir)
             self.mcp_servers.register(self._base_registry)
-        self._available: Registry | None = None
         self._views: dict[str | None, Registry] = {}
         self._tool_configs: dict[tuple[str, str | None], BaseModel | None] = {}
         self.governance = Governance(
@@ -97,12 +107,18 @@ class Rig:
         for hook in hooks:
             self.hooks.add(hook)
         self._add_script_hooks()
+        self.hook_gate = HookGate(self.hooks)
         self.extensions = extensions or Extensions()
         self.governance.install(self.extensions)
-        self.extensions.before_tool.append(self._before_tool_hooks)
-        self.extensions.after_tool.append(self._after_tool_hooks)
+        self.extensions.before_tool.append(self.hook_gate.before)
+        self.extensions.after_tool.append(self.hook_gate.after)
+        self._available = self._base_registry.select(self.config.tools.allow, self.config.tools.deny)
+        self._validate_tool_config(self._available)
+        self._validate_agents()
+        self.warnings = unmatched_names(self.config, self.loaded, self._base_registry)
+        self._report_warnings(strict)
         self.executor = Executor(
-            self._base_registry,
+            self._available,
             self.workspace,
             extensions=self.extensions,
             stores=self.stores,
@@ -110,6 +126,7 @@ class Rig:
             http=http,
             approvals=ToolApprovals(self.governance),
             tool_config=self._config_for,
+            lookup=self,
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
         )
@@ -186,13 +203,30 @@ class Rig:
 
     def _available_tools(self) -> Registry:
         """The catalog narrowed by ``tools.allow`` / ``tools.deny``: what the executor serves at all."""
-        if self._available is None:
-            selected = self._base_registry.select(self.config.tools.allow, self.config.tools.deny)
-            self._validate_tool_config(selected)
-            self._validate_agents()
-            self._available = selected
-            self.executor.registry = selected
         return self._available
+
+    # The executor's Lookup: what a caller is offered, and why a known tool is hidden from it.
+
+    def offered_names(self, agent: str | None) -> list[str]:
+        return self.registry_for(agent).names()
+
+    def hidden(self, name: str, agent: str | None) -> tuple[str, str] | None:
+        tool = self._base_registry.find(name)
+        if tool is None:
+            return None
+        if matches_any(tool, self.config.tools.deny):
+            return "tools.deny", f"tools.deny removes the tool '{tool.name}' from this configuration"
+        return "tools.allow", f"the tool '{tool.name}' is not in tools.allow"
+
+    def _report_warnings(self, strict: bool | None) -> None:
+        if strict is None:
+            strict = os.environ.get("TOOLRIG_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+        for warning in self.warnings:
+            if strict:
+                raise ConfigError(
+                    f"{warning.message} (strict mode)", file=warning.file, key=warning.key, line=warning.line
+                )
+            log.warning("%s", warning)
 
     def tools(self, group: str | None = None, *, agent: str | None = None) -> list[AnyTool]:
         return self.registry_for(agent or self.agent).list(group)
@@ -201,8 +235,6 @@ class Rig:
         self, name: str, args: dict[str, Any] | str | None = None, *, events: EventSink | None = None, **options: Any
     ) -> ToolResult:
         """Run one tool call; never raises for anything the tool or its arguments did."""
-        if self._available is None:
-            self._available_tools()  # narrows the executor's registry before the first call
         if self.agent is not None:
             options.setdefault("agent_id", self.agent)
         return await self.executor.invoke(name, args, events=events, **options)
@@ -256,29 +288,6 @@ class Rig:
         scripts = ScriptHooks.discover(directories, cwd=self.workspace.root, timeout=self.config.hooks.timeout_seconds)
         if len(scripts):
             self.hooks.add(scripts)
-
-    async def _before_tool_hooks(self, call: ToolCall) -> None:
-        if len(self.hooks):
-            event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
-            try:
-                await self.hooks.run(event)
-            except ToolError:
-                call.verdict = "deny"
-                call.decided_by = "hooks.before_tool"
-                raise
-
-    async def _after_tool_hooks(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        if len(self.hooks):
-            event = HookEvent(
-                "after_tool",
-                call.session_id,
-                call.agent_id,
-                tool=call.name,
-                tool_args=call.raw_args,
-                tool_result=result,
-            )
-            await self.hooks.run(event)
-        return result
 
     # ------------------------------------------------------------------------------ per-tool config
 

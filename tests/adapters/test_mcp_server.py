@@ -65,7 +65,8 @@ async def test_a_tool_denied_in_config_is_neither_listed_nor_callable(
         assert "read_output" in names
         refused = await client.call_tool("calculate", {"expression": "1 + 1"})
         assert refused.is_error is True
-        assert text_of(refused)["error_type"] == "unknown_tool"
+        # Refused by policy and audited as deny / tools.deny (issue 11, 5), no longer "unknown".
+        assert text_of(refused)["error_type"] == "denied"
 
 
 async def test_serving_as_an_agent_offers_only_that_agents_tools(

@@ -162,7 +162,8 @@ async def test_an_unknown_or_withheld_tool_is_an_error_result_not_a_crash(
     assert result.response == "I cannot."
     sent = dict(tool_results(llm.bodies()[1], provider))
     assert sent["c1"]["error_type"] == "unknown_tool" and "launch_rockets" in sent["c1"]["message"]
-    assert sent["c2"]["error_type"] == "unknown_tool"  # denied for this run: not offered, not run
+    # Refused by the one gate before its arguments are read (issue 11, 5): not run, and audited.
+    assert sent["c2"]["error_type"] == "denied"
     assert probe.log == []
     offered = {t.get("name") or t["function"]["name"] for t in llm.bodies()[0]["tools"]}
     assert "wipe" not in offered and "add" in offered

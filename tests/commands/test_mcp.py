@@ -11,9 +11,9 @@ import yaml
 from click.testing import CliRunner
 
 from tests.adapters.mcp_peers import ROOT
-from toolrig.adapters.mcp_trust import TrustStore
 from toolrig.cli import app
 from toolrig.config import McpServerConfig
+from toolrig.sources.mcp_trust import TrustStore
 
 
 def configure(home: Path, servers: dict[str, object]) -> None:

@@ -66,7 +66,8 @@ def test_explain_for_an_agent_and_for_tools_the_config_does_not_offer(
     code, out, _ = explain(workspace, "peek", "--json", '{"paths": ["a"]}', "--agent", "reader")
     assert "decision: ALLOW" in out and "read-only" in out
     code, out, _ = explain(workspace, "read_output", "--json", '{"handle": "x"}')
-    assert code == 0 and "decision: DENY" in out and "tools.allow / tools.deny" in out
+    # Names the one setting that hides it, as the real call's audit row does (issue 11, 4-5).
+    assert code == 0 and "decision: DENY" in out and "decided by: tools.deny" in out
 
 
 def test_explain_refuses_bad_arguments_and_unknown_tools(

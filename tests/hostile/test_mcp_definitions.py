@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolrig.adapters.mcp_client import McpServer
-from toolrig.adapters.mcp_tool import MAX_DESCRIPTION, McpTool, provider_name
-from toolrig.adapters.mcp_trust import TrustStore
 from toolrig.adapters.openai import function_tool
 from toolrig.config import McpServerConfig
 from toolrig.registry import Registry
 from toolrig.rig import Rig
+from toolrig.sources.mcp_client import McpServer
+from toolrig.sources.mcp_tool import MAX_DESCRIPTION, McpTool, provider_name
+from toolrig.sources.mcp_trust import TrustStore
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

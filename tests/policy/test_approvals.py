@@ -146,7 +146,6 @@ async def test_parallel_calls_that_ask_at_once_are_one_batch(workspace: Path) ->
         lambda r: ApprovalDecision("deny", "no") if "rm" in r.args["command"] else ApprovalDecision("allow_once")
     )
     rig = make_rig(workspace, desk, config={"approvals": {"mode": "smart"}})
-    rig.registry  # noqa: B018
     calls = [
         ("shell", {"command": "ls"}),
         ("peek", {"paths": []}),
@@ -164,7 +163,6 @@ async def test_parallel_calls_that_ask_at_once_are_one_batch(workspace: Path) ->
 async def test_a_front_end_can_hold_a_batch_open_while_it_starts_calls(workspace: Path) -> None:
     desk = Desk()
     rig = make_rig(workspace, desk)
-    rig.registry  # noqa: B018
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
             with rig.governance.broker.collecting():
@@ -189,7 +187,6 @@ async def test_when_the_leading_call_is_cancelled_the_others_are_asked_again(wor
 
     desk = FirstHangs()
     rig = make_rig(workspace, desk)
-    rig.registry  # noqa: B018
     outcome: dict[str, Any] = {}
 
     async def leader(scope: anyio.CancelScope) -> None:

@@ -56,7 +56,6 @@ async def test_calls_that_never_ran_are_recorded_too(workspace: Path) -> None:
 
 async def test_two_hundred_concurrent_calls_make_two_hundred_rows(workspace: Path) -> None:
     rig = make_rig(workspace)
-    rig.registry  # noqa: B018
     ids: list[str] = []
 
     async def one(i: int) -> None:
@@ -90,14 +89,16 @@ async def test_audit_can_be_switched_off(workspace: Path) -> None:
     assert not (workspace / ".toolrig" / "audit.db").exists()
 
 
-async def test_a_broken_audit_log_is_logged_and_never_fails_the_call(
+async def test_a_call_whose_row_cannot_be_written_withholds_its_output(
     workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Was "never fails the call" (hostile review D6): the output left with no row behind it.
     (workspace / ".toolrig" / "audit.db").mkdir(parents=True)  # cannot be opened as a database
     rig = make_rig(workspace)
     with caplog.at_level(logging.ERROR, logger="toolrig.executor"):
-        result = await rig.call("echo", {"text": "x"})
-    assert not result.is_error
+        result = await rig.call("echo", {"text": "secret-x"})
+    assert result.is_error and "audit" in result.message
+    assert "secret-x" not in result.to_json()
     assert any("audit sink failed" in r.getMessage() for r in caplog.records)
 
 

@@ -244,7 +244,7 @@ def test_an_agent_list_naming_no_tool_is_a_startup_error_with_the_line(
 ) -> None:
     path = user_config("agents:\n  researcher:\n    tools:\n      - calculate\n      - calculte\n")
     with pytest.raises(ConfigError) as caught:
-        Rig(workspace, agent="researcher").registry  # noqa: B018
+        Rig(workspace, agent="researcher")
     assert caught.value.file == path and caught.value.line == 5
     assert "agents.researcher.tools[1]: no tool is named 'calculte'" in str(caught.value)
 

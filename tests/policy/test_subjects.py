@@ -11,12 +11,17 @@ from toolrig.policy.subjects import escape, kind_of, matches, view
 from toolrig.sandbox.paths import Workspace
 
 
-def test_known_tools_have_a_kind_and_a_declared_kind_wins() -> None:
-    assert kind_of("run_command", None) == "command"
-    assert kind_of("write_file", None) == "path"
-    assert kind_of("send_email", None) == "recipient"
-    assert kind_of("anything", None) == "text"
-    assert kind_of("run_command", "text") == "text"
+def test_a_tools_kind_is_its_own_declaration_and_no_table_names_tools() -> None:
+    import toolrig.policy.subjects as subjects
+    from toolrig.registry import Registry
+
+    catalog = Registry.default()
+    assert kind_of(catalog.get("run_command")) == "command"
+    assert kind_of(catalog.get("write_file")) == "path"
+    assert kind_of(catalog.get("edit")) == "path"  # missing from the old hand-kept table (issue 11, 1)
+    assert kind_of(catalog.get("send_email")) == "recipient"
+    assert kind_of(catalog.get("calculate")) == "text"
+    assert not hasattr(subjects, "KNOWN_KINDS")
 
 
 def test_a_command_is_read_as_its_simple_commands(workspace: Path) -> None:

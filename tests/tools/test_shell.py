@@ -166,4 +166,4 @@ def test_a_running_command_reports_progress_to_the_calls_event_sink(workspace: P
 
 def test_progress_interval_has_a_floor(workspace: Path) -> None:
     with pytest.raises(ConfigError, match="progress_interval_seconds"):
-        shell(workspace, progress_interval_seconds=0.001).registry  # noqa: B018
+        shell(workspace, progress_interval_seconds=0.001)

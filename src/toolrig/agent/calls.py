@@ -15,7 +15,6 @@ import anyio
 from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
-from toolrig.errors import ErrorType
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -57,16 +56,6 @@ def barrier_groups(calls: Sequence[ToolCallBlock], offered: dict[str, AnyTool]) 
     return groups
 
 
-def _not_offered(name: str, offered: dict[str, AnyTool]) -> ToolResult:
-    names = sorted(offered)
-    shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
-    return ToolResult.error(
-        ErrorType.UNKNOWN_TOOL,
-        f"There is no tool named '{name}'.",
-        f"Call one of the available tools: {shown}." if names else "No tools are available.",
-    )
-
-
 async def run_calls(
     calls: Sequence[ToolCallBlock],
     *,
@@ -88,13 +77,14 @@ async def run_calls(
             agent_id=rig.agent,
             session_id=session_id,
             events=events,
+            offered=offered,
         )
 
     async def one(index: int) -> None:
         call = calls[index]
-        if call.name not in offered:
-            result = _not_offered(call.name, offered)
-        elif steps is None:
+        # Every call goes through the one gate, a call of a tool this run does not offer too: it is
+        # refused there, before its arguments are read, and recorded like any other.
+        if steps is None:
             result = await invoke(call)
         else:
             result = await steps.tool_call(f"tool-{call.id}", lambda: invoke(call))

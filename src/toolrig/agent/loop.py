@@ -21,7 +21,6 @@ from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral
 from toolrig.agent.errors import RunError
-from toolrig.agent.hooks import current_hooks, install_run_hooks
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
 from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
@@ -30,6 +29,7 @@ from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
+from toolrig.hooks import run_hooks as current_hooks
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -105,7 +105,6 @@ class _Run:
         for hook in options.hooks:
             self.hooks.add(hook)
         self.router = install_router(rig)
-        install_run_hooks(rig)
         self.pause = PauseChannel() if options.approvals == "pause" else None
         self.session_id = ""
         self._new_title: str | None = None

@@ -44,9 +44,17 @@ class ToolCallBlock:
         """The arguments as an object, or None when the text is not a JSON object."""
         try:
             value = json.loads(self.arguments) if self.arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-        return value if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return None
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except (UnicodeEncodeError, ValueError, RecursionError):
+            # A lone surrogate (legal JSON text, not UTF-8): replayed to a provider it would fail the request,
+            # so the history keeps the arguments as their escaped JSON text instead (the gate refused the call).
+            return {"_invalid_arguments": self.arguments.encode("utf-8", "backslashreplace").decode()[:2_000]}
+        return value
 
 
 @dataclass(slots=True)

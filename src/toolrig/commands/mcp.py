@@ -133,9 +133,9 @@ def trust(name: str, rig_root: Path) -> None:
     """
     import anyio
 
-    from toolrig.adapters.mcp_client import McpServer
-    from toolrig.adapters.mcp_transport import McpStartError
     from toolrig.cli import _fail as fail
+    from toolrig.sources.mcp_client import McpServer
+    from toolrig.sources.mcp_transport import McpStartError
 
     server = McpServer(name, _server_config(name, rig_root), log_dir=rig_root / ".toolrig" / "logs")
     try:
@@ -163,7 +163,7 @@ def trust(name: str, rig_root: Path) -> None:
 @_root
 def list_servers(rig_root: Path) -> None:
     """List the configured MCP servers and how many of their tools are trusted (starts nothing)."""
-    from toolrig.adapters.mcp_trust import TrustStore
+    from toolrig.sources.mcp_trust import TrustStore
 
     servers = _load_config(rig_root).mcp_servers
     store = TrustStore()

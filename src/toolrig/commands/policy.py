@@ -49,52 +49,42 @@ def _fail(message: str) -> Any:
 
 
 def _explain(rig: Any, name: str, args: dict[str, Any], agent: str | None) -> dict[str, Any]:
-    from pydantic import ValidationError
+    """Stages 1 and 2 of the one call path, for real (``Executor.decide``), reported with where they came from."""
+    import anyio
 
-    from toolrig.arguments import explain_validation_error, repair_arguments
     from toolrig.policy.ratelimit import describe
+    from toolrig.policy.subjects import kind_of, view
 
     report: dict[str, Any] = {"tool": name, "agent": agent, "arguments": args}
-    tool = rig.executor.registry.find(name)
-    if tool is None:
-        if rig.catalog.find(name) is None:
-            _fail(f"no tool named {name!r} (see `toolrig tools list`)")
-        file, line = rig.loaded.where("tools")
-        report.update(
-            verdict="deny",
-            rule="tools.allow / tools.deny",
-            file=str(file) if file else None,
-            line=line,
-            reason=f"'{name}' is not offered by this config at all (tools.allow / tools.deny)",
-            trace=[],
-        )
-        return report
-    repaired, _ = repair_arguments(tool.input_model, args)
-    try:
-        validated = tool.input_model.model_validate(repaired)
-    except ValidationError as exc:
-        _fail(explain_validation_error(tool.input_model, exc).message)
-    subjects = tool.subjects(validated)
+    if rig.catalog.find(name) is None:
+        _fail(f"no tool named {name!r} (see `toolrig tools list`)")
+    call, refused = anyio.run(lambda: rig.executor.decide(name, args, agent_id=agent))
+    if refused is not None and not call.verdict:
+        _fail(refused.message or "the arguments are not valid")  # invalid arguments: nothing was decided
+    tool = call.tool
     governance = rig.governance
-    decision = governance.policy.decide(tool, agent, subjects, validated, explain=True)
-    plain_key = "[" not in decision.rule and " " not in decision.rule
-    keys = decision.keys or (tuple(decision.rule.split(".")) if plain_key else ())
+    decision = None
+    if tool is not None and call.input is not None:  # the policy's own trace of how it read the rules
+        decision = governance.policy.decide(tool, agent, call.subjects, call.input, explain=True)
+    keys = decision.keys if decision is not None and decision.rule == call.decided_by else ()
+    plain_key = "[" not in call.decided_by and " " not in call.decided_by
+    keys = keys or (tuple(call.decided_by.split(".")) if plain_key and call.decided_by else ())
     file, line = rig.loaded.where(*keys) if keys else (None, None)
-    seen = decision.subjects
-    limits = governance.limiter.limits_for(tool, agent) if governance.limiter else []
+    seen = view(kind_of(tool), call.subjects, rig.workspace) if tool is not None and call.subjects else None
+    limits = governance.limiter.limits_for(tool, agent) if governance.limiter and tool is not None else []
     hooks = [path.name for hook in rig.hooks for path in getattr(hook, "scripts", {}).get("before_tool", [])]
     approvals = rig.config.approvals
     report.update(
-        verdict=decision.verdict,
-        rule=decision.rule,
+        verdict=call.verdict,
+        rule=call.decided_by,
         file=str(file) if file else None,
         line=line,
-        reason=decision.reason,
+        reason=call.verdict_reason or (refused.message if refused is not None else ""),
         subject_kind=seen.kind if seen else None,
-        subjects=subjects,
+        subjects=call.subjects,
         units=list(seen.units) if seen else [],
         not_plain=list(seen.unclear) if seen else [],
-        trace=list(decision.trace),
+        trace=list(decision.trace) if decision is not None else [],
         approvals={
             "mode": governance.policy.mode(agent),
             "fallback": approvals.fallback,

@@ -81,8 +81,8 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         call.call_id,
         call.origin,
         call.name,
-        to_json(redact(call.subjects)).decode() if call.subjects else "[]",
-        to_json(redact(call.raw_args), fallback=str).decode(),
+        _json(redact(call.subjects)) if call.subjects else "[]",
+        _json(redact(call.raw_args)),
         decision,
         call.decided_by,
         call.approval,
@@ -91,6 +91,24 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         result.error_type.value if result.error_type else None,
         meta.output_bytes,
     )
+
+
+def _json(value: Any) -> str:
+    """JSON for a column, for any value: text no UTF-8 can carry (a lone surrogate) is kept as an escape."""
+    try:
+        return to_json(value, fallback=str).decode()
+    except (ValueError, TypeError, UnicodeError):
+        return to_json(_scrub(value), fallback=repr).decode()
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
 
 
 class AuditLog:

@@ -67,6 +67,10 @@ class Governance:
         return self._audit
 
     def install(self, extensions: Extensions) -> None:
+        rules = self.config.tools.rules
+        outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
+        if self.config.agents or outright:  # otherwise every tool is offered to every caller
+            extensions.admission.append(self.check_offered)
         extensions.policy.append(self.check_policy)
         extensions.rate_limit.append(self.check_rate)
         extensions.approval.append(self.check_approval)
@@ -82,6 +86,16 @@ class Governance:
 
     # ------------------------------------------------------------------------------ gates
 
+    def check_offered(self, call: ToolCall) -> None:
+        """Admission: a tool this agent is not offered (or denied outright) is refused before parsing."""
+        tool = call.tool
+        if tool is None:
+            return
+        plan = self.policy._plans.get((tool.name, call.agent_id))  # the common case: planned before
+        refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
+        if refusal is not None:
+            self._refuse(call, refusal.rule, refusal.reason)
+
     async def check_policy(self, call: ToolCall) -> None:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
@@ -91,16 +105,24 @@ class Governance:
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
         if decision.verdict == "deny":
-            raise ToolError(
-                ErrorType.DENIED,
-                f"Refused by policy: {decision.reason}.",
-                "Do not retry this call; choose another approach, or ask the user to change the policy.",
-            )
-        if self.broker.channel is not None:
+            self._refuse(call, decision.rule, decision.reason)
+        if call.settings is not None and call.input is not None:  # only a tool's own settings refuse here
+            own = tool.refusal(call.input, call.settings)
+            if own is not None:
+                self._refuse(call, *own)
+        if self.broker.channel is not None and not call.dry_run:
             self.broker.arrive(call.call_id)
 
+    def _refuse(self, call: ToolCall, rule: str, reason: str) -> None:
+        call.verdict, call.decided_by, call.verdict_reason = "deny", rule, reason
+        raise ToolError(
+            ErrorType.DENIED,
+            f"Refused by policy: {reason}.",
+            "Do not retry this call; choose another approach, or ask the user to change the policy.",
+        )
+
     async def check_rate(self, call: ToolCall) -> None:
-        if self.limiter is None or call.tool is None:
+        if self.limiter is None or call.tool is None or call.dry_run:
             return
         refusal = await self.limiter.acquire(call.tool, call.agent_id)
         if refusal is not None:
@@ -109,6 +131,8 @@ class Governance:
             raise over_limit(call.name, refusal)
 
     async def check_approval(self, call: ToolCall) -> None:
+        if call.dry_run:
+            return
         self.broker.depart(call.call_id)
         if call.verdict != "ask":
             return
@@ -148,7 +172,7 @@ class Governance:
         """The narrowest allowlist patterns that would have allowed this call: its exact subjects."""
         if call.tool is None or not call.subjects:
             return (call.name,)
-        seen = view(kind_of(call.name, call.tool.subject_kind), call.subjects, self.workspace)
+        seen = view(kind_of(call.tool), call.subjects, self.workspace)
         return tuple(dict.fromkeys(f"{call.name}:{escape(unit)}" for unit in seen.units)) or (call.name,)
 
     def grant(self, tool: str, args: dict[str, Any], decision: ApprovalDecision | None = None) -> str:

@@ -166,7 +166,7 @@ class Policy:
         deny = [r for r in rules if r.verdict == "deny"]
         ask = [r for r in rules if r.verdict == "ask"]
         plan = _Plan(
-            kind=kind_of(tool.name, tool.subject_kind),
+            kind=kind_of(tool),
             unavailable=self._unavailable(tool, agent, deny),
             deny=deny,
             ask=ask,
@@ -209,6 +209,10 @@ class Policy:
     def offered(self, tool: AnyTool, agent: str | None) -> bool:
         """Whether the tool appears in this agent's schemas at all."""
         return self._plan(tool, agent).unavailable is None
+
+    def unavailable(self, tool: AnyTool, agent: str | None) -> Decision | None:
+        """The refusal of every call of this tool by this agent (not offered, or denied outright), if any."""
+        return self._plan(tool, agent).unavailable
 
     def decide(
         self,
@@ -272,6 +276,28 @@ class Policy:
 
 
 _EMPTY = SubjectView("text", (), (), ())
+
+
+def hidden_globs(config: Config) -> list[str]:
+    """Deny rules on every tool's path subjects, as gitignore globs the workspace hides from listings.
+
+    A rule ``{tool: "*", subject: "secrets/**", verdict: deny}`` refuses a call that names the path; a
+    recursive read of an ancestor (read_subtree ``.``, code_search, glob, list_directory) names only the
+    ancestor, so the same rule also hides the path from every walk, the way ``deny_globs`` do.
+    Rules limited to some tools, to an agent or by an argument predicate stay call-level only.
+    """
+    globs: list[str] = []
+    for rule in config.tools.rules:
+        if rule.verdict != "deny" or rule.tool != "*" or rule.subject is None or rule.args is not None:
+            continue
+        pattern = rule.subject.strip().removeprefix("./")
+        if not pattern or pattern.startswith(("/", "~", "!")) or ".." in pattern.split("/"):
+            continue  # outside the workspace, or not a path glob a listing could apply
+        while pattern.endswith("/**"):
+            pattern = pattern[: -len("/**")]  # the directory itself: a hidden directory hides what is below
+        if pattern and pattern != "**":
+            globs.append(pattern if pattern.startswith("**/") else "/" + pattern)
+    return globs
 
 
 def _target(tool: str, hit: str) -> str:

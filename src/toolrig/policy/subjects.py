@@ -14,22 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from toolrig.registry import AnyTool
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.shell_syntax import analyse
 from toolrig.sandbox.shell_syntax import matches as command_matches
-
-# Built-in tools whose subjects have a known kind, for tools that do not declare ``subject_kind``.
-KNOWN_KINDS = {
-    "run_command": "command",
-    "fetch_url": "url",
-    "webhook": "url",
-    "send_email": "recipient",
-    **dict.fromkeys(
-        ("read_files", "read_subtree", "list_directory", "glob", "code_search", "write_file", "str_replace",
-         "apply_patch", "edit_file", "delete_file", "move_file"),
-        "path",
-    ),
-}  # fmt: skip
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _URL_TRICKS = re.compile(r"[\s\\\x00-\x1f\x7f]")
@@ -45,8 +33,9 @@ class SubjectView:
     unclear: tuple[str, ...] = ()  # why the subjects cannot be proven plain (then allow patterns only ask)
 
 
-def kind_of(tool_name: str, declared: str | None) -> str:
-    return declared or KNOWN_KINDS.get(tool_name, "text")
+def kind_of(tool: AnyTool) -> str:
+    """How a tool's subjects are read: from its own declaration (``Subject`` marks), else plain text."""
+    return tool.subject_kind or "text"
 
 
 def view(kind: str, subjects: list[str], workspace: Workspace) -> SubjectView:

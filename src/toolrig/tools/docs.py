@@ -9,14 +9,14 @@ followed, at most ``max_pages`` of them, each cut at ``max_page_bytes``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urljoin, urlsplit
 
 import anyio
 from pydantic import Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.http import check_request_url
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
@@ -41,7 +41,7 @@ class ReadDocsConfig(NetworkSettings):
 
 class ReadDocsInput(ToolInput):
     query: str = Field(min_length=1, max_length=500, description="What you want to know, in a few words.")
-    url: str | None = Field(
+    url: Annotated[str | None, Subject("url")] = Field(
         default=None, description="The documentation site (e.g. https://docs.example.com); default: the configured."
     )
     max_tokens: int = Field(default=2_000, ge=100, le=20_000, description="About how much text to return.")
@@ -91,16 +91,12 @@ class ReadDocs(Tool[ReadDocsInput, ReadDocsOutput]):
     group = "docs"
     read_only = True
     open_world = True
-    subject_kind = "url"
     config_model = ReadDocsConfig
     description = (
         "Search a documentation site and get the passages that answer a question, with the URL of each. The site "
         "(url, or the configured ones) is read through its llms.txt / llms-full.txt when it has one, else its "
         "sitemap, and indexed locally; later questions are answered from the index."
     )
-
-    def subjects(self, input: ReadDocsInput) -> list[str]:
-        return [input.url] if input.url else []
 
     async def execute(self, input: ReadDocsInput, ctx: ToolContext) -> ReadDocsOutput:
         config = ctx.config if isinstance(ctx.config, ReadDocsConfig) else ReadDocsConfig()

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.text import TextFile, decode, divergence, hash_matches, new_file, sha256, unified_diff
 
@@ -147,7 +147,9 @@ def _match_lines(text: str, needle: str) -> list[int]:
 
 
 class WriteFileInput(ToolInput):
-    path: str = Field(description="File to write, relative to the workspace; missing parent directories are made.")
+    path: Annotated[str, Subject("path")] = Field(
+        description="File to write, relative to the workspace; missing parent directories are made."
+    )
     content: str = Field(description="The complete new content (or the text to append).")
     mode: Literal["overwrite", "append"] = "overwrite"
     expected_hash: str | None = HASH_FIELD
@@ -163,9 +165,6 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
         "changing part of an existing file. Keeps the file's line endings (CRLF stays CRLF), encoding and mode; "
         "writes atomically. Returns a unified diff of the change."
     )
-
-    def subjects(self, input: WriteFileInput) -> list[str]:
-        return [input.path]
 
     def execute(self, input: WriteFileInput, ctx: ToolContext) -> EditOutput:
         return write_file(ctx, input, write=True)
@@ -191,15 +190,12 @@ class ProposeWriteFile(Tool[WriteFileInput, EditOutput]):
         "writing nothing. Use it to show a change for review before making it."
     )
 
-    def subjects(self, input: WriteFileInput) -> list[str]:
-        return [input.path]
-
     def execute(self, input: WriteFileInput, ctx: ToolContext) -> EditOutput:
         return write_file(ctx, input, write=False)
 
 
 class StrReplaceInput(ToolInput):
-    path: str = Field(description="File to edit, relative to the workspace.")
+    path: Annotated[str, Subject("path")] = Field(description="File to edit, relative to the workspace.")
     replacements: list[Replacement] = Field(
         min_length=1, max_length=100, description="Applied in order; all succeed or nothing is written."
     )
@@ -217,9 +213,6 @@ class StrReplace(Tool[StrReplaceInput, EditOutput]):
         "miss you get the number of matches and the first line where your text and the file differ. "
         "Keeps line endings and encoding; returns a unified diff."
     )
-
-    def subjects(self, input: StrReplaceInput) -> list[str]:
-        return [input.path]
 
     def execute(self, input: StrReplaceInput, ctx: ToolContext) -> EditOutput:
         return str_replace(ctx, input.path, input.replacements, input.expected_hash, write=True)
@@ -241,15 +234,12 @@ class ProposeStrReplace(Tool[StrReplaceInput, EditOutput]):
         "would make, writing nothing."
     )
 
-    def subjects(self, input: StrReplaceInput) -> list[str]:
-        return [input.path]
-
     def execute(self, input: StrReplaceInput, ctx: ToolContext) -> EditOutput:
         return str_replace(ctx, input.path, input.replacements, input.expected_hash, write=False)
 
 
 class EditInput(ToolInput):
-    file_path: str = Field(description="The file to modify.")
+    file_path: Annotated[str, Subject("path")] = Field(description="The file to modify.")
     old_string: str = Field(description="The text to replace (exact, unique unless replace_all).")
     new_string: str = Field(description="The text to replace it with (must be different from old_string).")
     replace_all: bool = Field(default=False, description="Replace all occurrences of old_string.")
@@ -266,9 +256,6 @@ class Edit(Tool[EditInput, EditOutput]):
         "included) and be unique unless replace_all is set. Plain text, not regex. Keeps line endings and "
         "encoding; returns a unified diff."
     )
-
-    def subjects(self, input: EditInput) -> list[str]:
-        return [input.file_path]
 
     def execute(self, input: EditInput, ctx: ToolContext) -> EditOutput:
         item = Replacement(old=input.old_string, new=input.new_string, replace_all=input.replace_all)

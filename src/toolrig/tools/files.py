@@ -11,12 +11,12 @@ import itertools
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.gitignore import IgnoreRules
 from toolrig.sandbox.listing import Entry, visible_names, walk
@@ -75,7 +75,9 @@ def _matcher(pattern: str) -> PatternSet:
 
 
 class ReadFilesInput(ToolInput):
-    paths: list[str] = Field(min_length=1, max_length=200, description="Files to read, relative to the workspace.")
+    paths: Annotated[list[str], Subject("path")] = Field(
+        min_length=1, max_length=200, description="Files to read, relative to the workspace."
+    )
     offset: int | None = Field(default=None, ge=1, description="First line to show (1-based); default 1.")
     limit: int | None = Field(default=None, ge=1, le=20_000, description="How many lines per file; default 2000.")
 
@@ -98,11 +100,8 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
         ".env.example whose values are placeholders. Also returns each file's sha256 for expected_hash."
     )
 
-    def subjects(self, input: ReadFilesInput) -> list[str]:
-        return list(input.paths)
-
     def execute(self, input: ReadFilesInput, ctx: ToolContext) -> ReadFilesOutput:
-        config = ctx.config if isinstance(ctx.config, FilesConfig) else FilesConfig()
+        config = ctx.settings(FilesConfig)
         rules = ctx.workspace.ignore_rules()
         files: dict[str, str] = {}
         hashes: dict[str, str] = {}
@@ -172,7 +171,9 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
 
 
 class ReadSubtreeInput(ToolInput):
-    paths: list[str] = Field(min_length=1, max_length=20, description="Directories (or files) to show.")
+    paths: Annotated[list[str], Subject("path")] = Field(
+        min_length=1, max_length=20, description="Directories (or files) to show."
+    )
     max_depth: int = Field(default=3, ge=1, le=20, description="How deep to descend below each directory.")
     max_bytes: int = Field(default=50_000, ge=1_000, le=500_000, description="Budget for file contents in total.")
 
@@ -192,9 +193,6 @@ class ReadSubtree(Tool[ReadSubtreeInput, ReadSubtreeOutput]):
         "contents of their text files, shallowest first, until max_bytes is spent. Gitignored, binary and "
         "oversized files are left out; the message says what was cut so you can read it with read_files."
     )
-
-    def subjects(self, input: ReadSubtreeInput) -> list[str]:
-        return list(input.paths)
 
     def execute(self, input: ReadSubtreeInput, ctx: ToolContext) -> ReadSubtreeOutput:
         rules = ctx.workspace.ignore_rules()
@@ -267,7 +265,7 @@ class ReadSubtree(Tool[ReadSubtreeInput, ReadSubtreeOutput]):
 
 class DirectoryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(description="Directory relative to the workspace ('.' for the root).")
+    path: Annotated[str, Subject("path")] = Field(description="Directory relative to the workspace ('.' for the root).")
     recursive: bool = Field(default=False, description="Also list everything below it.")
 
 
@@ -297,9 +295,6 @@ class ListDirectory(Tool[ListDirectoryInput, ListDirectoryOutput]):
         "Set recursive to include everything below (gitignored entries are left out; at most 1000 entries per "
         "call). pattern filters names with a glob such as '*.py' or 'src/**/test_*'."
     )
-
-    def subjects(self, input: ListDirectoryInput) -> list[str]:
-        return [request.path for request in input.directories]
 
     def execute(self, input: ListDirectoryInput, ctx: ToolContext) -> ListDirectoryOutput:
         matcher = _matcher(input.pattern) if input.pattern else None

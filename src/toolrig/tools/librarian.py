@@ -6,12 +6,12 @@ entities, and a query that reads outside the library or writes is refused before
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 
 MAX_GET_CHARS = 2_000_000
 
@@ -42,11 +42,13 @@ class LibrarianStore(Tool[LibrarianStoreInput, LibrarianStoreOutput]):
         return LibrarianStoreOutput(path=stored.path, bytes=stored.bytes, replaced=stored.replaced)
 
     def subjects(self, input: LibrarianStoreInput) -> list[str]:
-        return [f"{input.collection}/{input.document_name}"]
+        return [f"{input.collection}/{input.document_name}"]  # computed from two fields: one document path
 
 
 class LibrarianGetInput(ToolInput):
-    path: str = Field(description="'collection/document_name', as librarian_store or librarian_search gave it.")
+    path: Annotated[str, Subject("text")] = Field(
+        description="'collection/document_name', as librarian_store or librarian_search gave it."
+    )
 
 
 class LibrarianGetOutput(ToolOutput):
@@ -64,12 +66,9 @@ class LibrarianGet(Tool[LibrarianGetInput, LibrarianGetOutput]):
         content = ctx.stores.librarian.get(input.path)
         return LibrarianGetOutput(path=input.path.strip().strip("/"), content=content)
 
-    def subjects(self, input: LibrarianGetInput) -> list[str]:
-        return [input.path]
-
 
 class LibrarianQueryInput(ToolInput):
-    query: str = Field(
+    query: Annotated[str, Subject("text")] = Field(
         description=(
             "An XQuery 3.1 main module. Read documents with collection() (the chosen collection, or all), "
             "collection('name') or doc('collection/document'). Declare inputs as "
@@ -102,12 +101,11 @@ class LibrarianQuery(Tool[LibrarianQueryInput, LibrarianQueryOutput]):
         items = ctx.stores.librarian.query(input.query, input.collection, input.variables)
         return LibrarianQueryOutput(items=items, count=len(items))
 
-    def subjects(self, input: LibrarianQueryInput) -> list[str]:
-        return [input.query]
-
 
 class LibrarianSearchInput(ToolInput):
-    query: str = Field(description='Words to find in the documents\' text; "quoted phrases" match exactly.')
+    query: Annotated[str, Subject("text")] = Field(
+        description='Words to find in the documents\' text; "quoted phrases" match exactly.'
+    )
     collection: str | None = Field(default=None, description="Search only this collection; omit for all.")
     num_results: int = Field(default=10, ge=1, le=100, description="How many documents to return.")
 
@@ -136,9 +134,6 @@ class LibrarianSearch(Tool[LibrarianSearchInput, LibrarianSearchOutput]):
         return LibrarianSearchOutput(
             results=[LibrarianHit(path=h.path, score=h.score, snippet=h.snippet) for h in hits]
         )
-
-    def subjects(self, input: LibrarianSearchInput) -> list[str]:
-        return [input.query]
 
 
 TOOLS = [LibrarianStore(), LibrarianGet(), LibrarianQuery(), LibrarianSearch()]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from contextlib import suppress
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 
 MAX_WRITE_CHARS = 1_000_000
@@ -68,7 +68,9 @@ def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path
 
 
 class MemorySearchInput(ToolInput):
-    query: str = Field(description='Words to look for; put exact phrases in double quotes, e.g. "release plan".')
+    query: Annotated[str, Subject("text")] = Field(
+        description='Words to look for; put exact phrases in double quotes, e.g. "release plan".'
+    )
     max_results: int = Field(default=6, ge=1, le=50, description="How many hits to return.")
 
 
@@ -113,14 +115,13 @@ class MemorySearch(Tool[MemorySearchInput, MemorySearchOutput]):
         text = "\n---\n".join(entries) if entries else "No memory matches the query."
         return MemorySearchOutput(results=text, count=len(hits))
 
-    def subjects(self, input: MemorySearchInput) -> list[str]:
-        return [input.query]
-
 
 class MemoryGetInput(ToolInput):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    file_path: str = Field(description="MEMORY.md, memory.md, or a file under memory/ (e.g. 'memory/people.md').")
+    file_path: Annotated[str, Subject("text")] = Field(
+        description="MEMORY.md, memory.md, or a file under memory/ (e.g. 'memory/people.md')."
+    )
     from_: int = Field(default=1, ge=1, alias="from", description="First line to return (1-based).")
     lines: int | None = Field(default=None, ge=1, description="How many lines; omit for the rest of the file.")
 
@@ -171,12 +172,11 @@ class MemoryGet(Tool[MemoryGetInput, MemoryGetOutput]):
             file=relative, content="\n".join(shown), total_lines=total, next_from=stop + 1 if stop < total else None
         )
 
-    def subjects(self, input: MemoryGetInput) -> list[str]:
-        return [input.file_path]
-
 
 class MemoryWriteInput(ToolInput):
-    file_path: str = Field(description="MEMORY.md, memory.md, or a file under memory/ (e.g. 'memory/decisions.md').")
+    file_path: Annotated[str, Subject("text")] = Field(
+        description="MEMORY.md, memory.md, or a file under memory/ (e.g. 'memory/decisions.md')."
+    )
     content: str = Field(description="Markdown text to write.")
     mode: Literal["append", "overwrite"] = Field(
         default="append", description="append adds to the end (a newline is added between); overwrite replaces."
@@ -222,9 +222,6 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
             # Parents are made and the file replaced through descriptors opened without following symlinks.
             ctx.workspace.write_bytes(path, data)
         return MemoryWriteOutput(file=relative, mode=input.mode, bytes=len(data))
-
-    def subjects(self, input: MemoryWriteInput) -> list[str]:
-        return [input.file_path]
 
 
 TOOLS = [MemorySearch(), MemoryGet(), MemoryWrite()]

@@ -13,12 +13,12 @@ import re
 import time
 from collections import deque
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.http import check_request_url, whole_exchange
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
@@ -61,7 +61,9 @@ class SendEmailConfig(BaseModel):
 
 
 class SendEmailInput(ToolInput):
-    to: list[str] = Field(min_length=1, description="Recipient addresses, like 'alice@example.com'.")
+    to: Annotated[list[str], Subject("recipient")] = Field(
+        min_length=1, description="Recipient addresses, like 'alice@example.com'."
+    )
     subject: str = Field(max_length=300, description="One line.")
     body: str = Field(description="The message text (HTML when html is true).")
     html: bool = Field(default=False, description="Send body as HTML (a plain-text copy is added).")
@@ -164,11 +166,8 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
     def __init__(self) -> None:
         self._sent: dict[str, deque[float]] = {}  # per workspace: one window for everything sent from it
 
-    def subjects(self, input: SendEmailInput) -> list[str]:
-        return list(input.to)
-
     async def execute(self, input: SendEmailInput, ctx: ToolContext) -> SendEmailOutput:
-        config = ctx.config if isinstance(ctx.config, SendEmailConfig) else SendEmailConfig()
+        config = ctx.settings(SendEmailConfig)
         _header_safe("subject", input.subject)
         recipients = _check_recipients(input.to, config)
         if len(input.body) > config.max_body_chars:
@@ -256,7 +255,7 @@ class WebhookConfig(NetworkSettings):
 
 
 class WebhookInput(ToolInput):
-    url: str = Field(description="The webhook's http(s) URL.")
+    url: Annotated[str, Subject("url")] = Field(description="The webhook's http(s) URL.")
     payload: dict[str, Any] = Field(description="The JSON object to send.")
     method: Literal["POST", "PUT"] = "POST"
 
@@ -276,13 +275,10 @@ class Webhook(Tool[WebhookInput, WebhookOutput]):
         "public http(s) addresses (and the domains the configuration allows) can be reached."
     )
 
-    def subjects(self, input: WebhookInput) -> list[str]:
-        return [input.url]
-
     async def execute(self, input: WebhookInput, ctx: ToolContext) -> WebhookOutput:
         import httpx2
 
-        config = ctx.config if isinstance(ctx.config, WebhookConfig) else WebhookConfig()
+        config = ctx.settings(WebhookConfig)
         refusal = check_request_url(input.url, config.policy())
         if refusal is not None and not refusal.allowed:
             raise _webhook_denied(input.url, refusal.reason)

@@ -73,6 +73,8 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
         "Markdown code fence are optional; deleting a file that is already gone succeeds with a note."
     )
 
+    subject_kind = "path"  # computed from the patch text, destinations of moves included
+
     def subjects(self, input: ApplyPatchInput) -> list[str]:
         try:
             hunks = parse(input.patch)

@@ -12,12 +12,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.rgflags import parse_flags, rebase_glob
@@ -106,7 +106,9 @@ class CodeSearchInput(ToolInput):
         default_factory=list,
         description="ripgrep flags, e.g. ['-i'], ['-w'], ['-F'], ['--type', 'py'], ['-g', '!tests/**'].",
     )
-    cwd: str | None = Field(default=None, description="Directory (or file) to search; default the workspace root.")
+    cwd: Annotated[str | None, Subject("path", missing=".")] = Field(
+        default=None, description="Directory (or file) to search; default the workspace root."
+    )
     max_results_per_file: int = Field(default=15, ge=1, le=1000)
     global_max_results: int = Field(default=250, ge=1, le=5000)
     timeout_seconds: float = Field(default=10, gt=0, le=120)
@@ -135,9 +137,6 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         ".circleci/.husky/.agents. Stops at max_results_per_file per file and global_max_results in total "
         "(truncated=true then: narrow the pattern, cwd or glob). Programs and paths outside the workspace are refused."
     )
-
-    def subjects(self, input: CodeSearchInput) -> list[str]:
-        return [input.cwd or "."]
 
     def execute(self, input: CodeSearchInput, ctx: ToolContext) -> CodeSearchOutput:
         _check_arguments("pattern", [input.pattern])
@@ -310,7 +309,9 @@ class GlobInput(ToolInput):
             "removes matches (e.g. ['**/*.py', '!tests/**']). A glob without '/' matches at any depth."
         )
     )
-    cwd: str | None = Field(default=None, description="Directory the globs are relative to; default the root.")
+    cwd: Annotated[str | None, Subject("path", missing=".")] = Field(
+        default=None, description="Directory the globs are relative to; default the root."
+    )
 
 
 class GlobOutput(ToolOutput):
@@ -330,11 +331,8 @@ class Glob(Tool[GlobInput, GlobOutput]):
         "Use it to find files; use code_search to find text inside them."
     )
 
-    def subjects(self, input: GlobInput) -> list[str]:
-        return [input.cwd or "."]
-
     def execute(self, input: GlobInput, ctx: ToolContext) -> GlobOutput:
-        config = ctx.config if isinstance(ctx.config, GlobConfig) else GlobConfig()
+        config = ctx.settings(GlobConfig)
         patterns = [input.pattern] if isinstance(input.pattern, str) else list(input.pattern)
         _check_arguments("pattern", patterns)
         patterns = [p.strip() for p in patterns if p.strip()]

@@ -13,12 +13,12 @@ import shlex
 import threading
 import weakref
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
 
@@ -69,7 +69,9 @@ class RunCommandConfig(BaseModel):
 
 
 class RunCommandInput(ToolInput):
-    command: str = Field(description="The command line, e.g. 'pytest -q tests/test_x.py' or 'git status'.")
+    command: Annotated[str, Subject("command")] = Field(
+        description="The command line, e.g. 'pytest -q tests/test_x.py' or 'git status'."
+    )
     timeout_seconds: float = Field(
         default=30, description="Seconds before the command is stopped (SIGTERM, then SIGKILL); -1 for no limit."
     )
@@ -137,11 +139,20 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         "so interactive programs will not wait for input. Some commands may be refused by policy."
     )
 
-    def subjects(self, input: RunCommandInput) -> list[str]:
-        return [input.command]
+    def refusal(self, input: RunCommandInput, settings: Any) -> tuple[str, str] | None:
+        """The configured allow/deny lists, judged at the gate so explain and the audit name them."""
+        config = settings if isinstance(settings, RunCommandConfig) else None
+        if config is None or not (config.allow or config.deny):
+            return None
+        argv = _split(input.command) if config.mode == "argv" else None
+        why = judge(input.command, config, argv)
+        if why is None:
+            return None
+        setting = "deny" if "deny pattern" in why or not config.allow else "allow"
+        return f"tool_config.{self.name}.{setting}", f"the command is refused: {why}"
 
     async def execute(self, input: RunCommandInput, ctx: ToolContext) -> RunCommandOutput:
-        config = ctx.config if isinstance(ctx.config, RunCommandConfig) else RunCommandConfig()
+        config = ctx.settings(RunCommandConfig)
         argv = _split(input.command) if config.mode == "argv" else None
         refusal = judge(input.command, config, argv)
         if refusal is not None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import base64
 import codecs
 import os
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from toolrig.context import HttpAccess, ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.http import check_request_url, whole_exchange
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
@@ -40,7 +40,7 @@ class FetchUrlConfig(NetworkSettings):
 
 
 class FetchUrlInput(ToolInput):
-    url: str = Field(description="An http:// or https:// URL on the public internet.")
+    url: Annotated[str, Subject("url")] = Field(description="An http:// or https:// URL on the public internet.")
     method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] = "GET"
     headers: dict[str, str] | None = Field(default=None, description="Extra request headers.")
     body: str | None = Field(default=None, description="Request body (for POST, PUT, PATCH).")
@@ -126,11 +126,8 @@ class FetchUrl(Tool[FetchUrlInput, FetchUrlOutput]):
         "again, and large bodies are cut (truncated=true)."
     )
 
-    def subjects(self, input: FetchUrlInput) -> list[str]:
-        return [input.url]
-
     async def execute(self, input: FetchUrlInput, ctx: ToolContext) -> FetchUrlOutput:
-        config = ctx.config if isinstance(ctx.config, FetchUrlConfig) else FetchUrlConfig()
+        config = ctx.settings(FetchUrlConfig)
         early_check(input.url, config)
         headers = _request_headers(input.headers, config.user_agent)
         limit = min(input.max_bytes or config.max_bytes, config.max_bytes)
@@ -236,7 +233,9 @@ class WebSearchConfig(NetworkSettings):
 
 
 class WebSearchInput(ToolInput):
-    query: str = Field(min_length=1, max_length=400, description="What to search for, as you would type it.")
+    query: Annotated[str, Subject("text")] = Field(
+        min_length=1, max_length=400, description="What to search for, as you would type it."
+    )
     num_results: int = Field(default=5, ge=1, le=20, description="How many results to return (at most 20).")
 
 
@@ -261,13 +260,10 @@ class WebSearch(Tool[WebSearchInput, WebSearchOutput]):
         "read one. Returns at most num_results (default 5, max 20)."
     )
 
-    def subjects(self, input: WebSearchInput) -> list[str]:
-        return [input.query]
-
     async def execute(self, input: WebSearchInput, ctx: ToolContext) -> WebSearchOutput:
         from toolrig.websearch import make_provider
 
-        config = ctx.config if isinstance(ctx.config, WebSearchConfig) else WebSearchConfig()
+        config = ctx.settings(WebSearchConfig)
         if config.provider is None:
             raise ToolError(
                 ErrorType.UNAVAILABLE,

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolrig.adapters.mcp_trust import TrustStore, definition_fingerprint, launch_fingerprint
 from toolrig.config import McpServerConfig
 from toolrig.errors import ConfigError
+from toolrig.sources.mcp_trust import TrustStore, definition_fingerprint, launch_fingerprint
 
 CONFIG = McpServerConfig(command="node", args=["server.js"])
 

@@ -133,7 +133,8 @@ def test_allow_and_deny_name_server_tools_by_display_name_or_server_glob(
     assert set(present) <= shown and not set(absent) & shown
     for name in absent:
         refused = rig.call_sync(name, {})
-        assert refused.error_type == "unknown_tool"
+        # A tool the config hides is refused by policy (and audited as such), not "unknown" (issue 11, 5).
+        assert refused.error_type == "denied"
 
 
 async def test_a_call_times_out_by_the_server_setting_and_the_server_stays_usable(workspace: Path) -> None:
@@ -302,7 +303,7 @@ def test_a_rig_held_open_in_one_task_serves_calls_from_others_on_one_server(work
 
 
 def test_nested_task_group_errors_are_unwrapped_to_what_went_wrong() -> None:
-    from toolrig.adapters.mcp_transport import _cause
+    from toolrig.sources.mcp_transport import _cause
 
     nested = ExceptionGroup("outer", [ExceptionGroup("inner", [ConnectionRefusedError("connection refused")])])
     assert _cause(nested) == "connection refused"

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolrig.adapters.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
-from toolrig.adapters.mcp_transport import Connection, McpStartError, connect
-from toolrig.adapters.mcp_trust import TrustStore
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
+from toolrig.sources.mcp_transport import Connection, McpStartError, connect
+from toolrig.sources.mcp_trust import TrustStore
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
@@ -324,7 +324,7 @@ class McpServers:
 
     def register(self, registry: Registry) -> None:
         for name, server in self.servers.items():
-            registry.add_lazy_group(f"mcp:{name}", partial(_load, server))
+            registry.add_lazy_group(f"mcp:{name}", partial(_load, server), remote=True)
 
     async def open(self) -> None:
         """Keep servers running until ``close``; list (and trust on first use) the ones never seen before."""

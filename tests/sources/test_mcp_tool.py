@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from mcp.types import CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
 
-from toolrig.adapters.mcp_client import McpServer
-from toolrig.adapters.mcp_tool import McpArguments, tool_output
-from toolrig.adapters.mcp_trust import TrustStore
 from toolrig.config import McpServerConfig
 from toolrig.errors import ToolError
+from toolrig.sources.mcp_client import McpServer
+from toolrig.sources.mcp_tool import McpArguments, tool_output
+from toolrig.sources.mcp_trust import TrustStore
 
 
 def test_text_blocks_are_joined_and_binary_content_is_described_not_inlined() -> None:

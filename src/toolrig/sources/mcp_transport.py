@@ -128,7 +128,7 @@ async def _streams(
 
 
 async def _list_tools(client: Client) -> list[dict[str, Any]]:
-    from toolrig.adapters.mcp_tool import definition_of
+    from toolrig.sources.mcp_tool import definition_of
 
     definitions: list[dict[str, Any]] = []
     cursor: str | None = None

@@ -24,7 +24,7 @@ from toolrig.schema import budget_schema
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
-    from toolrig.adapters.mcp_client import McpServer
+    from toolrig.sources.mcp_client import McpServer
 
 log = logging.getLogger("toolrig.mcp")
 
