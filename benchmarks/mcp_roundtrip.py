@@ -101,7 +101,7 @@ def contenders(root: str, home: str) -> dict[str, tuple[StdioServerParameters, s
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     python = sys.executable
     add = {"a": 2, "b": 3}
-    # cwd: a server started as `python -c` puts its cwd first on sys.path, where benchmarks/glob.py would
+    # cwd: a server started as `python -c` puts its cwd first on sys.path, where a benchmark module could
     # shadow the standard library's glob.
     return {
         "toolrig mcp serve (calculate)": (

@@ -86,7 +86,7 @@ def spawn_to_tools_list(argv: list[str], env: dict[str, str]) -> tuple[float, in
         stdout=subprocess.PIPE,
         stderr=None if os.environ.get("BENCH_DEBUG") else subprocess.DEVNULL,
         env=env,
-        cwd=env["TOOLRIG_HOME"],  # not benchmarks/: its glob.py shadows the stdlib's
+        cwd=env["TOOLRIG_HOME"],  # not benchmarks/: a module there could shadow the stdlib's
     )
     try:
         _send(

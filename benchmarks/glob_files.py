@@ -5,7 +5,7 @@ packages with a ``.gitignore``, mtimes spread over a year), made on the spot in 
 ``--site-packages``, this interpreter's site-packages. Ours also orders every match newest first and returns
 the 1,000 newest; the peer only prints names. Target: median ratio <= 1.3.
 
-    python benchmarks/glob.py [--rounds N] [--files N] [--site-packages]
+    python benchmarks/glob_files.py [--rounds N] [--files N] [--site-packages]
 """
 
 from __future__ import annotations
