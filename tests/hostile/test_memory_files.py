@@ -74,3 +74,20 @@ def test_r08_memory_search_never_returns_deny_globbed_files_and_drops_them_from_
         assert not found.is_error, found
         assert "PINEAPPLE" not in json.dumps(found.model_dump(mode="json")), glob
         assert "open.md" in (found.output or {})["results"]
+
+
+def test_a_path_deny_rule_hides_memory_files_from_memory_search_too(workspace: Path) -> None:
+    # D9 for memory: a rule on path subjects keeps the file unread by the recursive search as well.
+    private = workspace / "memory" / "private"
+    private.mkdir(parents=True)
+    (private / "secret.md").write_text("# Note\nThe launch code is PINEAPPLE-42\n")
+    (workspace / "memory" / "open.md").write_text("# Launch\nThe launch is on Friday\n")
+    assert "PINEAPPLE" in json.dumps(
+        Rig(workspace, config={}).call_sync("memory_search", {"query": "launch code"}).model_dump(mode="json")
+    )
+    rule = {"tool": "*", "subject": "memory/private/**", "verdict": "deny"}
+    rig = Rig(workspace, config={"tools": {"rules": [rule]}})
+    assert rig.call_sync("memory_get", {"file_path": "memory/private/secret.md"}).error_type == "denied"
+    found = rig.call_sync("memory_search", {"query": "launch code PINEAPPLE"})
+    assert not found.is_error and "PINEAPPLE" not in json.dumps(found.model_dump(mode="json"))
+    assert "open.md" in (found.output or {})["results"]
