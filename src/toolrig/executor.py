@@ -460,4 +460,9 @@ def _raw_for_record(args: str | bytes | dict[str, Any] | None) -> dict[str, Any]
         return args
     if isinstance(args, bytes):
         args = args.decode("utf-8", "replace")
+    if not isinstance(args, str):  # a Python caller's list or number: kept as its bounded repr
+        try:
+            args = repr(args)
+        except ValueError:  # an integer past Python's 4,300-digit text limit
+            args = f"<{type(args).__name__} too large to show>"
     return {"_unparsed": args[:2_000]} if args else {}

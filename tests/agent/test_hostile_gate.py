@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 @pytest.mark.parametrize(
     ("name", "args", "error"),
     [
-        ("calculate", '{"expression": "2**99999"}', None),
+        ("calculate", '{"expression": "2**99999"}', "invalid_input"),  # refused before it runs (D5)
         ("read_files", '{"paths": ["plans.txt", "\\ud800"]}', "invalid_input"),
     ],
 )

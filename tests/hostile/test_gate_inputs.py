@@ -59,13 +59,20 @@ def test_arguments_nested_absurdly_deep_are_invalid_input_not_internal(depth: in
 
 
 def test_an_integer_past_4300_digits_serialises_through_python_and_the_cli(workspace: Path) -> None:
+    from toolrig import tool
     from toolrig.cli import app
 
-    result = Rig(workspace, config={}).call_sync("calculate", {"expression": "2**99999"})
+    @tool(group="bigint", read_only=True)
+    def huge() -> int:
+        """An integer past Python's 4,300-digit text limit (the calculator refuses to make one now)."""
+        return 2**99999
+
+    result = Rig(workspace, config={}, tools=[huge]).call_sync("huge", {})
     assert not result.is_error
     assert len(result.to_json()) > 30_000
+    # The calculator bounds its results (D5); its refusal is an answer that serialises too.
     out = CliRunner().invoke(
         app, ["call", "calculate", "--json", '{"expression": "2**99999"}', "--root", str(workspace)]
     )
-    assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)["is_error"] is False
+    assert out.exit_code == 1, out.output
+    assert json.loads(out.stdout)["error_type"] == "invalid_input"

@@ -98,7 +98,16 @@ def _json(value: Any) -> str:
     try:
         return to_json(value, fallback=str).decode()
     except (ValueError, TypeError, UnicodeError):
+        pass
+    try:
         return to_json(_scrub(value), fallback=repr).decode()
+    except (ValueError, TypeError, UnicodeError, RecursionError):
+        # Nested past what any serialiser walks: the row is still written, with a bounded account of it.
+        try:
+            shown = repr(value)[:2000]
+        except (ValueError, RecursionError):
+            shown = f"<{type(value).__name__} that cannot be shown>"
+        return to_json({"unserialisable": shown}).decode()
 
 
 def _scrub(value: Any) -> Any:
