@@ -409,6 +409,15 @@ class Executor:
                 await audit(call, result)
             except anyio.get_cancelled_exc_class():
                 raise
+            except ToolError as err:
+                # The audit log refused on purpose (a state dir a repository planted a symlink in): say why.
+                log.warning("audit sink refused call %s: %s", call.call_id, err.message)
+                result = ToolResult.error(
+                    err.error_type,
+                    f"The call could not be recorded in the audit log, so its result is withheld: {err.message}",
+                    err.next_action_hint,
+                )
+                result.meta.tool, result.meta.call_id = call.name, call.call_id
             except Exception:
                 # "Every call, allowed or not, is one row": a call whose row cannot be written does not
                 # hand its output on, so nothing it read leaves unrecorded.
