@@ -186,18 +186,7 @@ class Executor:
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
         any other tool is refused before its arguments are read, and still recorded.
         """
-        call = ToolCall(
-            name=name,
-            tool=None,
-            raw_args={},
-            call_id=call_id or new_call_id(),
-            origin=origin,
-            agent_id=agent_id,
-            parent_agent_id=parent_agent_id,
-            session_id=session_id,
-            started=time.perf_counter(),
-            events=events or self.events,
-        )
+        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
         token = CancelToken()
         try:
             result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)
