@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from toolrig.errors import ErrorType, ToolError
+
 ErrorKind = Literal["invalid", "not_found", "forbidden", "limit", "no_task", "unavailable"]
 
 
@@ -17,6 +19,20 @@ class DurableError(Exception):
         self.kind = kind
         self.message = message
         self.hint = hint
+
+    def tool_error(self) -> ToolError:
+        """The same refusal as a tool's error result (the cron and tasks tools raise it)."""
+        return ToolError(_TOOL_ERRORS[self.kind], self.message, next_action_hint=self.hint or None)
+
+
+_TOOL_ERRORS: dict[str, ErrorType] = {
+    "invalid": ErrorType.INVALID_INPUT,
+    "not_found": ErrorType.NOT_FOUND,
+    "forbidden": ErrorType.DENIED,
+    "limit": ErrorType.CONFLICT,
+    "no_task": ErrorType.INVALID_INPUT,
+    "unavailable": ErrorType.UNAVAILABLE,
+}
 
 
 class Schedules(Protocol):

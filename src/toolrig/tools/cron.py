@@ -15,19 +15,6 @@ from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.durable.api import Durable, DurableError
 from toolrig.errors import ErrorType, ToolError
 
-_ERRORS = {
-    "invalid": ErrorType.INVALID_INPUT,
-    "not_found": ErrorType.NOT_FOUND,
-    "forbidden": ErrorType.DENIED,
-    "limit": ErrorType.CONFLICT,
-    "no_task": ErrorType.INVALID_INPUT,
-    "unavailable": ErrorType.UNAVAILABLE,
-}
-
-
-def tool_error(exc: DurableError) -> ToolError:
-    return ToolError(_ERRORS[exc.kind], exc.message, next_action_hint=exc.hint or None)
-
 
 def durable_of(ctx: ToolContext) -> Durable:
     if ctx.durable is None:
@@ -120,7 +107,7 @@ class Cron(Tool[CronInput, CronOutput]):
                 note="The answer was cut at 500 characters." if ran["truncated"] else None,
             )
         except DurableError as exc:
-            raise tool_error(exc) from None
+            raise exc.tool_error() from None
 
     def subjects(self, input: CronInput) -> list[str]:
         return [f"{input.action}:{input.id or input.name or ''}"]

@@ -17,14 +17,6 @@ from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.durable.api import Durable, DurableError
 from toolrig.errors import ErrorType, ToolError
 
-_ERRORS = {
-    "invalid": ErrorType.INVALID_INPUT,
-    "not_found": ErrorType.NOT_FOUND,
-    "forbidden": ErrorType.DENIED,
-    "limit": ErrorType.CONFLICT,
-    "no_task": ErrorType.INVALID_INPUT,
-    "unavailable": ErrorType.UNAVAILABLE,
-}
 _RELATIVE = re.compile(r"^\+(\d{1,7})([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -87,7 +79,7 @@ class Tasks(Tool[TasksInput, TasksOutput]):
                 raise ToolError(ErrorType.INVALID_INPUT, "The 'show' action needs 'id'.")
             found = tasks.task(input.id)
         except DurableError as exc:
-            raise ToolError(_ERRORS[exc.kind], exc.message, next_action_hint=exc.hint or None) from None
+            raise exc.tool_error() from None
         if found is None:
             raise ToolError(ErrorType.NOT_FOUND, f"No task with id {input.id!r}.")
         keep = ("id", "status", "result", "created_at", "ended_at", "attempt")
