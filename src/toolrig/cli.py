@@ -8,6 +8,7 @@ Exit codes: 0 success, 1 a tool reported an error, 2 bad usage or bad config.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -174,8 +175,16 @@ class Root(click.Group):
 
 @click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="toolrig", prog_name="toolrig")
-def app() -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Config warnings (a tool name that matches no tool...) are errors (TOOLRIG_STRICT=1).",
+)
+def app(strict: bool) -> None:
     """Real, safe, fast tools for LLM agents: list them, call them, serve them."""
+    if strict:
+        # Every Rig this process builds reads it, the MCP server's and an agent run's included.
+        os.environ["TOOLRIG_STRICT"] = "1"
 
 
 @app.group()

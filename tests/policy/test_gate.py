@@ -194,6 +194,23 @@ def test_bash_in_tools_deny_suggests_run_command(workspace: Path, user_config: C
     assert "'Bash' matches no tool; did you mean run_command?" in str(Rig(workspace).warnings[0])
 
 
+def test_the_strict_flag_makes_a_name_that_matches_no_tool_exit_2(
+    workspace: Path, user_config: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    user_config("tools: {deny: [Bash]}\n")
+    monkeypatch.delenv("TOOLRIG_STRICT", raising=False)
+    toolrig = str(Path(sys.executable).parent / "toolrig")
+    lenient = subprocess.run([toolrig, "tools", "list", "--root", str(workspace)], capture_output=True, text=True)
+    assert lenient.returncode == 0 and "did you mean run_command?" in lenient.stderr
+    strict = subprocess.run(
+        [toolrig, "--strict", "tools", "list", "--root", str(workspace)], capture_output=True, text=True
+    )
+    assert strict.returncode == 2 and "'Bash' matches no tool" in strict.stderr, strict.stderr
+
+
 # ------------------------------------------------------------------------------ 7: untrusted workspaces narrow
 
 
