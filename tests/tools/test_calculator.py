@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -208,3 +209,14 @@ def test_the_largest_allowed_integer_serialises_through_the_executor(rig: Rig) -
     result = rig.call_sync("calculate", {"expression": "2 ** 12999"})
     assert not result.is_error, result
     assert json.loads(result.to_json())["output"]["result"] == 2**12999
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["0 @ 0", "1 is 1", "1 is not 2", "1 in 2", "1 not in 2", "not 0", "~5", "-0", "+1", "3 // 2", "6 ^ 3", "1 << 3"],
+)
+def test_every_python_operator_is_computed_or_refused_never_internal(expression: str, workspace: Path) -> None:
+    result = Rig(workspace, config={}).call_sync("calculate", {"expression": expression})
+    assert result.error_type in (None, "invalid_input"), result
+    if result.is_error:
+        assert "not supported" in (result.message or "") or "not allowed" in (result.message or "")

@@ -161,9 +161,9 @@ class _Evaluation:
                 )
             return NAMES[node.id]
         if isinstance(node, ast.BinOp):
-            return BINARY[type(node.op)](self.value(node.left), self.value(node.right))
+            return _operator(BINARY, node.op)(self.value(node.left), self.value(node.right))
         if isinstance(node, ast.UnaryOp):
-            return UNARY[type(node.op)](self.value(node.operand))
+            return _operator(UNARY, node.op)(self.value(node.operand))
         if isinstance(node, ast.BoolOp):
             result: Any = None
             for operand in node.values:
@@ -175,7 +175,7 @@ class _Evaluation:
             left = self.value(node.left)
             for op, comparator in zip(node.ops, node.comparators, strict=True):
                 right = self.value(comparator)
-                if not COMPARE[type(op)](left, right):
+                if not _operator(COMPARE, op)(left, right):
                     return False
                 left = right
             return True
@@ -197,6 +197,22 @@ class _Evaluation:
         if node.keywords:
             raise ToolError(ErrorType.INVALID_INPUT, "Functions take positional arguments only.")
         return FUNCTIONS[name](*(self.value(argument) for argument in node.args))
+
+
+_SYMBOLS = {"MatMult": "@", "FloorDiv": "//", "BitAnd": "&", "BitOr": "|", "BitXor": "^", "Invert": "~"}
+
+
+def _operator(table: dict[Any, Any], op: ast.AST) -> Any:
+    """The function for an operator the calculator supports; any other (``@``, ``is``, ``in``...) is refused."""
+    function = table.get(type(op))
+    if function is None:
+        name = type(op).__name__
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The operator {_SYMBOLS.get(name, name)!r} is not supported.",
+            "Use + - * / // % ** and comparisons.",
+        )
+    return function
 
 
 def evaluate(expression: str) -> float | int | bool:
