@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.session import ClientRequestContext
-from mcp.types import ElicitRequestParams, ElicitResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ElicitRequestParams, ElicitResult
 
 from tests.adapters.mcp_peers import fixture_params, serve_params, stdio_session
 
@@ -53,6 +54,10 @@ async def test_the_official_client_lists_and_calls_tools_over_stdio(
         unknown = await client.call_tool("no_such_tool", {})
         assert unknown.is_error is True
         assert text_of(unknown)["error_type"] == "unknown_tool"
+
+        with pytest.raises(MCPError) as bogus:  # no cursor was handed out, so any cursor is invalid params
+            await client.list_tools(cursor="bogus")
+        assert bogus.value.error.code == INVALID_PARAMS
 
 
 async def test_a_tool_denied_in_config_is_neither_listed_nor_callable(

@@ -189,6 +189,12 @@ class McpToolServer:
         return self._tools
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ListToolsResult:
+        if getattr(params, "cursor", None) is not None:
+            # Every tool comes in the first page, so no cursor was ever handed out: the spec says -32602.
+            from mcp.shared.exceptions import MCPError
+            from mcp.types import INVALID_PARAMS
+
+            raise MCPError(INVALID_PARAMS, "Unknown cursor: toolrig lists every tool in one page, with no cursor.")
         return self.listing()
 
     async def _call_tool(
