@@ -94,6 +94,8 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
         parsed = {}
     if not isinstance(parsed, dict):
         return Translated(face.tool, args, face)
+    # OpenAI strict mode sends every optional parameter, null when unused: null means "not given" here.
+    parsed = {key: value for key, value in parsed.items() if value is not None}
     notes: list[str] = []
     converted = face.args_in(dict(parsed), notes)
     if tool is not None:

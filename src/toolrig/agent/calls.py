@@ -16,6 +16,7 @@ from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.events import EventSink, ToolResultEvent
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -65,20 +66,39 @@ async def run_calls(
     events: EventSink,
     pause: PauseChannel | None = None,
     steps: Steps | None = None,
+    profile: Profile | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
     async def invoke(call: ToolCallBlock) -> ToolResult:
-        return await rig.executor.invoke(
-            call.name,
-            call.arguments,
+        face = profile.face(call.name) if profile is not None else None
+        if profile is None or face is None:
+            return await rig.executor.invoke(
+                call.name,
+                call.arguments,
+                call_id=call.id,
+                origin="agent",
+                agent_id=rig.agent,
+                session_id=session_id,
+                events=events,
+                offered=offered,
+            )
+        from toolrig.adapters.faces import shape_result, translate
+
+        # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
+        translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
+        result = await rig.executor.invoke(
+            translated.name,
+            translated.args,
             call_id=call.id,
             origin="agent",
             agent_id=rig.agent,
             session_id=session_id,
             events=events,
             offered=offered,
+            called_as=call.name,
         )
+        return shape_result(translated, result)
 
     async def one(index: int) -> None:
         call = calls[index]

@@ -30,6 +30,7 @@ from toolrig.approvals import ApprovalDecision, Verdict
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -97,6 +98,8 @@ class _Run:
         self.deferred = deferral(self.tools, rig.config.tools.deferred)
         if self.deferred is not None:
             self.tools = self.deferred.visible()
+        self.profile = run_profile(rig, options)
+        self.tools = self._faced(self.tools)
         warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
         if warning is not None:
             log.warning(warning)
@@ -112,6 +115,18 @@ class _Run:
         from toolrig.agent.capabilities import install_grouper
 
         install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
+
+    def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
+        """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
+        if self.profile.is_identity:
+            return tools
+        from toolrig.adapters.faces import faced
+
+        shown = faced(tools, self.profile)
+        for face in self.profile.faces:
+            if face.tool in self.offered:
+                self.offered.setdefault(face.name, self.offered[face.tool])
+        return shown
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm
@@ -356,6 +371,7 @@ class _Run:
             events=self.sink,
             pause=self.pause,
             steps=self.options.steps,
+            profile=self.profile,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
@@ -374,7 +390,7 @@ class _Run:
             blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
             records.append(_record_of(call, result, progress.session_turn - 1))
             if self.deferred is not None and self.deferred.reveal(call.name, result):
-                self.tools = self.deferred.visible()
+                self.tools = self._faced(self.deferred.visible())
             tool = self.offered.get(call.name)
             if terminal is None and tool is not None and tool.terminal and not result.is_error:
                 terminal = outcome
@@ -460,6 +476,18 @@ class _Run:
     async def _hook(self, event: HookEvent) -> None:
         await self.rig.hooks.run(event)
         await self.hooks.run(event)
+
+
+def run_profile(rig: Rig, options: RunOptions) -> Profile:
+    """The profile a run's model sees: the run's, the rig's, the agent's ``profile:``, then ``llm.tool_profile``."""
+    from toolrig.profiles import get_profile
+
+    if options.profile is not None:
+        return get_profile(options.profile)
+    if not rig.profile.is_identity:
+        return rig.profile
+    agent = rig.config.agents.get(rig.agent) if rig.agent else None
+    return get_profile(getattr(agent, "profile", None) or rig.config.llm.tool_profile)
 
 
 def _stop_of(complete: TurnComplete) -> StopReason:

@@ -68,6 +68,7 @@ class RunOptions:
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
     steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    profile: str | None = None  # the tool profile the model sees; default the agent's, then llm.tool_profile
 
 
 @dataclass
