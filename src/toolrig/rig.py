@@ -277,13 +277,15 @@ class Rig:
         face = chosen.face(name)
         if args is None and options:
             args, options = self._split_keywords(face.tool if face is not None else name, options)
-        if face is None:
+        if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
-        from toolrig.adapters.faces import shape_result, translate
+        from toolrig.adapters.faces import shape_result, speak, translate
 
+        if face is None:
+            return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
         translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
         result = await self.executor.invoke(translated.name, translated.args, events=events, called_as=name, **options)
-        return shape_result(translated, result)
+        return speak(chosen, shape_result(translated, result))
 
     def _split_keywords(self, name: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Keywords as (tool arguments, executor options): a field of the tool wins over an option's name."""

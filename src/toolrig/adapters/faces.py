@@ -8,6 +8,7 @@ refuses it (and the audit records it) under the tool's own name. Nothing here ru
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,6 +115,20 @@ def _fit(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
             if kinds and "array" not in kinds and "string" in kinds:
                 args[key] = shlex.join(value)
     return args
+
+
+def speak(profile: Profile, result: ToolResult) -> ToolResult:
+    """An error's hint in the profile's names: "call one of: read_files, run_command" names Read and Bash."""
+    hint = result.next_action_hint
+    if profile.is_identity or not result.is_error or not hint:
+        return result
+
+    def name(match: re.Match[str]) -> str:
+        faces = profile.faces_of(match.group(0))
+        return "/".join(face.name for face in faces) if faces else match.group(0)
+
+    spoken = re.sub(r"\b[a-z][a-z0-9_]*\b", name, hint)
+    return result if spoken == hint else result.model_copy(update={"next_action_hint": spoken})
 
 
 def shape_result(call: Translated, result: ToolResult) -> ToolResult:

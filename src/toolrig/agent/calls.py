@@ -73,7 +73,7 @@ async def run_calls(
     async def invoke(call: ToolCallBlock) -> ToolResult:
         face = profile.face(call.name) if profile is not None else None
         if profile is None or face is None:
-            return await rig.executor.invoke(
+            result = await rig.executor.invoke(
                 call.name,
                 call.arguments,
                 call_id=call.id,
@@ -83,7 +83,12 @@ async def run_calls(
                 events=events,
                 offered=offered,
             )
-        from toolrig.adapters.faces import shape_result, translate
+            if profile is None:
+                return result
+            from toolrig.adapters.faces import speak
+
+            return speak(profile, result)
+        from toolrig.adapters.faces import shape_result, speak, translate
 
         # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
         translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
@@ -98,7 +103,7 @@ async def run_calls(
             offered=offered,
             called_as=call.name,
         )
-        return shape_result(translated, result)
+        return speak(profile, shape_result(translated, result))
 
     async def one(index: int) -> None:
         call = calls[index]
