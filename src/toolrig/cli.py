@@ -270,19 +270,29 @@ def tools_schema(name: str, fmt: str, profile: str | None, rig_root: Path) -> No
 
 
 @tools.command("docs")
+@click.argument("out", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--check", "check", type=click.Path(dir_okay=False, path_type=Path), help="Fail if FILE differs.")
-def tools_docs(check: Path | None) -> None:
-    """Print the tool catalog as Markdown (docs/tools.md is this output)."""
+def tools_docs(out: Path | None, check: Path | None) -> None:
+    """Print the tool catalog as Markdown, every profile's names included (docs/tools.md is this output).
+
+    With OUT, write it there instead; with --check FILE, fail (exit 1) when FILE differs from it.
+    """
     from toolrig.adapters.markdown import catalog
     from toolrig.registry import Registry
 
     text = catalog(Registry.default(entry_points=False))
+    if out is not None:
+        from toolrig.sandbox.atomic import atomic_write_text
+
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}")
+        return
     if check is None:
         click.echo(text, nl=False)
         return
     current = check.read_text(encoding="utf-8") if check.exists() else ""
     if current != text:
-        click.echo(f"{check} is out of date: run `toolrig tools docs > {check}`", err=True)
+        click.echo(f"{check} is out of date: run `toolrig tools docs {check}`", err=True)
         sys.exit(EXIT_TOOL_ERROR)
     click.echo(f"{check} is up to date")
 

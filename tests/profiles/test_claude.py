@@ -102,3 +102,13 @@ def test_tools_lists_the_claude_names_and_keeps_tools_claude_lacks(claude: Rig) 
     )
     assert "run_command" not in names and "read_files" not in names
     assert "calculate" in names
+
+
+def test_a_documented_parameter_toolrig_lacks_is_a_note_and_a_misspelt_one_an_error(claude: Rig) -> None:
+    schema = claude.executor.registry.get("read_files").input_schema()
+    result = claude.call_sync("Read", {"file_path": "README.md", "pages": "1-2"})
+    assert not result.is_error
+    if "pages" not in schema["properties"]:
+        assert any("'pages'" in note for note in result.notes)
+    wrong = claude.call_sync("Read", {"file_path": "README.md", "page": "1"})
+    assert wrong.is_error and wrong.error_type == "invalid_input"

@@ -53,3 +53,10 @@ def test_key_value_faces_round_trip(native: Rig) -> None:
     data_of(native, "key_value_set", {"key": "k", "value": {"n": 1}})
     assert data_of(native, "key_value_get", {"key": "k"})["value"] == {"n": 1}
     assert data_of(native, "key_value_delete", {"key": "k"})["deleted"] is True
+
+
+def test_an_encoding_read_files_does_not_take_yet_is_dropped_with_a_note_and_reported_truthfully(native: Rig) -> None:
+    result = native.call_sync("read_file", {"path": "notes.txt", "encoding": "latin-1"})
+    assert result.output is not None and result.output["data"]["encoding"] in ("latin-1", "utf-8")
+    if result.output["data"]["encoding"] == "utf-8":
+        assert any("'encoding'" in note for note in result.notes)

@@ -100,8 +100,26 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
     notes: list[str] = []
     converted = face.args_in(dict(parsed), notes)
     if tool is not None:
-        converted = _fit(converted, tool.input_schema())
+        schema = tool.input_schema()
+        converted = _fit(converted, schema)
+        converted = _unsupported(converted, schema, face, notes)
     return Translated(face.tool, converted, face, dict(parsed), notes)
+
+
+def _unsupported(args: dict[str, Any], schema: dict[str, Any], face: Face, notes: list[str]) -> dict[str, Any]:
+    """Drop, with a note, the face's documented parameters the tool does not take (yet): Read's ``pages``.
+
+    Only the face's own parameters: anything else the model sent goes on and the executor refuses it, so a
+    misspelt argument is an error, never silently lost.
+    """
+    known = schema.get("properties", {})
+    documented = face.schema.get("properties", {})
+    if schema.get("additionalProperties", True) is not False:
+        return args
+    for key in [k for k in args if k not in known and k in documented]:
+        args.pop(key)
+        notes.append(f"'{key}' is not supported by toolrig's {face.tool} yet; it was not used")
+    return args
 
 
 def _fit(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -31,9 +31,11 @@ def read_in(args: Args, notes: list[str]) -> Args:
 def read_out(shaped: Shaped) -> dict[str, Any]:
     path = str(shaped.args.get("path", ""))
     _, text = single_file(shaped.output.get("files", {}), path)
-    binary = bool(shaped.args.get("binary"))
+    # What the tool was really asked (a parameter it does not take yet was dropped with a note).
+    binary = bool(shaped.canonical_args.get("binary"))
     content = text if binary else unnumbered(text)[0]
-    data = {"path": path, "content": content, "encoding": "base64" if binary else shaped.args.get("encoding", "utf-8")}
+    encoding = "base64" if binary else shaped.canonical_args.get("encoding") or "utf-8"
+    data = {"path": path, "content": content, "encoding": encoding}
     return success(data)
 
 
