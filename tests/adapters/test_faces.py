@@ -81,3 +81,63 @@ def test_flags_become_one_string_where_the_tool_takes_a_string(tmp_path: Path) -
     assert _fit({"flags": ["-i"]}, {"properties": {"flags": {"type": "array", "items": {"type": "string"}}}}) == {
         "flags": ["-i"]
     }
+
+
+_OUTPUTS: dict[str, dict[str, Any]] = {}
+
+
+def _real_output(tool: str, root: Path) -> dict[str, Any]:
+    """One real output of each tool a face maps, from a harmless call, to feed the result mappers."""
+    from toolrig.rig import Rig
+
+    if not _OUTPUTS:
+        (root / "a.txt").write_text("one\ntwo\n", encoding="utf-8")
+        rig = Rig(root, config={})
+        calls: dict[str, dict[str, Any]] = {
+            "read_files": {"paths": ["a.txt"]},
+            "write_file": {"path": "b.txt", "content": "x\n"},
+            "edit": {"file_path": "b.txt", "old_string": "x", "new_string": "y"},
+            "str_replace": {"path": "b.txt", "replacements": [{"old": "y", "new": "z"}]},
+            "run_command": {"command": "echo hi"},
+            "glob": {"pattern": "*.txt"},
+            "code_search": {"pattern": "one"},
+            "list_directory": {"directories": [{"path": "."}]},
+            "write_todos": {"todos": [{"task": "t"}]},
+            "suggest_followups": {"followups": ["a", "b"]},
+            "memory_search": {"query": "x"},
+            "apply_patch": {"patch": "*** Begin Patch\n*** Add File: c.txt\n+c\n*** End Patch\n"},
+            "cron": {"action": "list"},
+            "key_value_get": {"key": "k"},
+        }
+        for name, args in calls.items():
+            result = rig.call_sync(name, args)
+            assert not result.is_error, (name, result.to_json())
+            _OUTPUTS[name] = result.output or {}
+        _OUTPUTS["fetch_url"] = {"status_code": 200, "headers": {}, "body": "hi", "body_encoding": "text",
+                                 "final_url": "https://e.x/", "truncated": False}  # fmt: skip
+        _OUTPUTS["web_search"] = {"results": [{"title": "t", "url": "https://e.x/a", "snippet": "s"}]}
+        _OUTPUTS["read_docs"] = {"passages": [{"url": "u", "heading": "h", "text": "t"}], "sites": [], "refreshed": []}
+    return _OUTPUTS.get(tool, {})
+
+
+@pytest.mark.parametrize("name", NAMES[1:])
+@given(args=st.dictionaries(st.sampled_from(["file_path", "offset", "head_limit", "output_mode", "allowed_domains",
+    "blocked_domains", "maxOutputStringLength", "path", "edits", "todos", "binary", "encoding", "content", "query"]),
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.text(max_size=4), max_size=2)),
+    max_size=5))  # fmt: skip
+def test_result_mappers_answer_any_face_arguments_with_a_dict_or_a_tool_error(
+    name: str, args: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from toolrig.errors import ToolError
+    from toolrig.profiles import Shaped
+
+    root = tmp_path_factory.getbasetemp() / "mappers"
+    root.mkdir(exist_ok=True)
+    for face in get_profile(name).faces:
+        if face.result_out is None:
+            continue
+        try:
+            shaped = face.result_out(Shaped(_real_output(face.tool, root), args, args))
+        except ToolError:
+            continue
+        assert isinstance(shaped, dict)
