@@ -12,6 +12,15 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 MARKER = re.compile(r"^\[(FILE DOES NOT EXIST|FILE IGNORED|FILE TOO LARGE|OUTSIDE PROJECT|BINARY FILE|NOT A FILE)\]")
 
 
+# What a read_files marker means to a caller that asked for one file (ignored, outside: denied).
+_MARKER_ERRORS = {
+    "FILE DOES NOT EXIST": ErrorType.NOT_FOUND,
+    "FILE TOO LARGE": ErrorType.TOO_LARGE,
+    "BINARY FILE": ErrorType.INVALID_INPUT,
+    "NOT A FILE": ErrorType.INVALID_INPUT,
+}
+
+
 def lines_of(text: str) -> list[str]:
     """Split on newlines only (``str.splitlines`` also splits on U+2028 and friends inside a line)."""
     if not text:
@@ -41,10 +50,7 @@ def single_file(files: dict[str, str], path: str) -> tuple[str, str]:
     shown, text = next(iter(files.items()))
     marker = MARKER.match(text)
     if marker is not None:
-        kind = ErrorType.NOT_FOUND if marker.group(1) == "FILE DOES NOT EXIST" else ErrorType.DENIED
-        if marker.group(1) == "FILE TOO LARGE":
-            kind = ErrorType.TOO_LARGE
-        raise ToolError(kind, text)
+        raise ToolError(_MARKER_ERRORS.get(marker.group(1), ErrorType.DENIED), text)
     return shown, text
 
 
