@@ -79,3 +79,13 @@ def test_the_audit_records_the_tool_and_the_name_the_model_used(workspace: Path)
     rows = AuditLog(rig.workspace.state_dir).query()
     assert [(r.tool, r.called_as) for r in rows] == [("run_command", "Bash"), ("calculate", None)]
     assert [r.tool for r in AuditLog(rig.workspace.state_dir).query(tool="Bash")] == ["run_command"]
+
+
+def test_toolrig_audit_shows_the_name_the_model_used(workspace: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolrig.cli import app
+
+    rig_with(workspace, "claude").call_sync("Bash", {"command": "true"})
+    out = CliRunner().invoke(app, ["audit", "--tool", "Bash", "--root", str(workspace)], catch_exceptions=False)
+    assert "run_command (as Bash)" in out.stdout
