@@ -89,7 +89,7 @@ class Rig:
             known = ", ".join(sorted(self.config.agents)) or "none"
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
         self.agent = agent
-        own = self.config.agents[agent].profile if agent is not None else None
+        own = getattr(self.config.agents[agent], "profile", None) if agent is not None else None
         self.profile: Profile = get_profile(profile or own)
         self.events = EventBus()
         self.stores = Stores(self.workspace.state_dir, self.config.stores)
