@@ -141,3 +141,18 @@ def test_result_mappers_answer_any_face_arguments_with_a_dict_or_a_tool_error(
         except ToolError:
             continue
         assert isinstance(shaped, dict)
+
+
+def test_a_faces_tool_defaults_are_sent_only_where_the_tool_takes_them() -> None:
+    from toolrig.definition import tool
+
+    @tool(name="write_file")
+    def with_conflict(path: str, content: str, on_conflict: str = "error") -> dict[str, str]:
+        """A write_file that refuses to overwrite by default."""
+        return {}
+
+    claude = get_profile("claude")
+    sent = translate(claude, "Write", {"file_path": "a", "content": "b"}, with_conflict)
+    assert sent.args == {"path": "a", "content": "b", "on_conflict": "overwrite"}
+    chosen = translate(claude, "Write", {"file_path": "a", "content": "b"}, CATALOG.find("write_file"))
+    assert "on_conflict" not in chosen.args or "on_conflict" in CATALOG.get("write_file").input_schema()["properties"]

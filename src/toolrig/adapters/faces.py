@@ -103,6 +103,10 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
         schema = tool.input_schema()
         converted = _fit(converted, schema)
         converted = _unsupported(converted, schema, face, notes)
+        known = schema.get("properties", {})
+        for key, value in face.tool_defaults.items():
+            if key in known and key not in converted:
+                converted[key] = value
     return Translated(face.tool, converted, face, dict(parsed), notes)
 
 

@@ -27,6 +27,8 @@ from toolrig.profiles.profile import (
 from toolrig.profiles.shapes import hunks, lines_of, search_files, single_file, unnumbered
 
 BASH_MAX_MS = 600_000
+# Claude Code's Write replaces an existing file; toolrig's write_file may be told to refuse (on_conflict).
+OVERWRITE = {"on_conflict": "overwrite"}
 
 # ------------------------------------------------------------------------------------------ files
 
@@ -354,6 +356,7 @@ FACES = (
         write_out,
         subject="file_path",
         subject_style="path",
+        tool_defaults=OVERWRITE,
     ),
     Face(
         "Edit",

@@ -222,6 +222,7 @@ FACES = (
         update_out,
         subject="path",
         subject_style="path",
+        tool_defaults={"on_conflict": "overwrite"},
     ),
     Face(
         "str_replace",

@@ -120,6 +120,7 @@ FACES = (
         write_out,
         subject="path",
         subject_style="path",
+        tool_defaults={"on_conflict": "overwrite"},  # the design's write_file replaces (or appends)
     ),
     Face(
         "list_dir",

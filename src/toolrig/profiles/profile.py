@@ -48,7 +48,9 @@ class Face:
     ``args_in`` turns the face's arguments into the tool's (appending a note for what it had to drop);
     ``result_out`` turns the tool's output into the face's shape (None: unchanged). ``subject`` names the
     face parameter that the foreign system's allowlist patterns (``Bash:git *``, ``Edit:/src/*``) are
-    matched against, and ``subject_style`` how that system matched them.
+    matched against, and ``subject_style`` how that system matched them. ``tool_defaults`` are arguments
+    of the toolrig tool the face's system implies (Claude's Write overwrites: ``on_conflict: overwrite``),
+    sent only when the tool has that parameter and the call did not set it.
     """
 
     name: str
@@ -59,6 +61,7 @@ class Face:
     result_out: ResultOut | None = None
     subject: str | None = None
     subject_style: SubjectStyle | None = None
+    tool_defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def input_schema(self) -> JsonSchema:
         copied: JsonSchema = json.loads(json.dumps(self.schema))
