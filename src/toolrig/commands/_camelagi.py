@@ -118,8 +118,8 @@ def _approvals(approvals: dict[str, Any], out: Converted) -> None:
         converted["fallback"] = approvals["fallback"]
     if approvals.get("forwardTo") is not None:
         out.notes.append(
-            f"approvals.forwardTo ({approvals['forwardTo']}): forward approvals to that Telegram chat with "
-            "toolrig's remote approvals (approvals.forward), set by hand"
+            f"CamelAGI's forwardTo ({approvals['forwardTo']}) under approvals: forward approvals to that Telegram "
+            "chat with toolrig's remote approvals, set by hand (docs/policy.md)"
         )
     if converted:
         out.config["approvals"] = converted
