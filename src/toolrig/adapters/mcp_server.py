@@ -24,7 +24,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from toolrig.adapters.mcp_approvals import (
+from toolrig.approvals import fingerprint
+from toolrig.approvals.mcp import (
     Asker,
     ElicitingAsker,
     Fallback,
@@ -32,7 +33,6 @@ from toolrig.adapters.mcp_approvals import (
     ParkedCall,
     elicit_request,
 )
-from toolrig.approvals import fingerprint
 from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, ToolProgressEvent
 from toolrig.executor import new_call_id

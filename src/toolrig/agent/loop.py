@@ -16,7 +16,6 @@ from typing import Any
 
 import anyio
 
-from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral
@@ -27,6 +26,8 @@ from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
 from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
+from toolrig.approvals.paused import PauseChannel, ReplayChannel
+from toolrig.approvals.routing import install_router
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks

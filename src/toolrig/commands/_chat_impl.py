@@ -21,10 +21,10 @@ from toolrig.agent.providers import ProviderSettings, make_provider
 from toolrig.agent.session import SessionStore
 from toolrig.agent.state import RunOptions, RunResult
 from toolrig.agent.usage import Usage
+from toolrig.approvals.terminal import TerminalChannel
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
 from toolrig.commands._chat_ui import ChatScreen
-from toolrig.policy.prompt import TerminalChannel
 from toolrig.rig import Rig
 
 HELP = "/tools  /capabilities  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"

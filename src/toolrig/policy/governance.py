@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.approvals.broker import Answer, ApprovalBroker
+from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, fingerprint
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
-from toolrig.policy.approvals import Answer, ApprovalBroker
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -192,7 +193,7 @@ class Governance:
         if self.allowlist_file is None:
             return
         keys = ("agents", agent, "approvals", "allow") if agent else ("approvals", "allow")
-        from toolrig.policy.allowlist import add_patterns
+        from toolrig.approvals.allowlist import add_patterns
 
         try:
             await anyio.to_thread.run_sync(add_patterns, self.allowlist_file, keys, patterns)

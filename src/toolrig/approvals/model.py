@@ -1,17 +1,16 @@
-"""Approvals: the vocabulary shared by the policy that asks and the front ends that answer.
+"""What is asked and what was answered: requests, decisions and the fingerprint that binds them.
 
-The policy (``policy/approvals.py``) decides *whether* a call needs a person; a channel decides *what the
-person said*: a terminal prompt, an MCP elicitation, a program's callback. Parallel calls that ask at once
-arrive as one batch, and every request is bound to a fingerprint of the exact tool and arguments.
+Policy decides *whether* a call needs a person; a channel (``channel.py``) finds out *what the person
+said*. Every request carries a fingerprint of the exact tool and arguments, and an answer given with a
+fingerprint holds only for the request that has it, so no answer can approve a different call.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Verdict = Literal["allow_once", "allow_always", "deny"]
 
@@ -41,19 +40,3 @@ class ApprovalDecision:
     reason: str = ""
     patterns: tuple[str, ...] = field(default=())  # for allow_always: what to add to the allowlist
     fingerprint: str = ""  # when set, the answer holds only for the request with this fingerprint
-
-
-class ApprovalChannel(Protocol):
-    """Answers a batch of requests, one decision per request, in order."""
-
-    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]: ...
-
-
-class CallbackChannel:
-    """A program's own answer: wraps ``async def callback(request) -> ApprovalDecision``."""
-
-    def __init__(self, callback: Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]) -> None:
-        self._callback = callback
-
-    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        return [await self._callback(request) for request in requests]

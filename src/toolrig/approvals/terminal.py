@@ -18,7 +18,7 @@ from typing import TextIO
 
 import anyio
 
-from toolrig.approvals import ApprovalDecision, ApprovalRequest
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 
 _SHOWN_ARGS = 600
 

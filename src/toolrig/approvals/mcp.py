@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
-from toolrig.approvals import ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Verdict
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
-from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest
+from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent, EventSink
 
-log = logging.getLogger("toolrig.policy.approvals")
+log = logging.getLogger("toolrig.approvals.broker")
 
 
 @dataclass(frozen=True, slots=True)
