@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
-from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.channel import ApprovalChannel, NobodyHere
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent, EventSink
 
@@ -154,6 +154,8 @@ class ApprovalBroker:
         try:
             with anyio.move_on_after(self.timeout):
                 decisions = list(await channel.decide(requests))
+        except NobodyHere:
+            return [self._fallback("nobody can be asked here (no approval channel)", "no_channel")] * len(requests)
         except Exception:
             log.exception("the approval channel failed; using the fallback")
             return [self._fallback("the approval channel failed", "channel_error")] * len(requests)

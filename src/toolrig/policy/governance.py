@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import anyio
 from toolrig.approvals.broker import Answer, ApprovalBroker
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
 from toolrig.policy.ratelimit import RateLimiter, over_limit
@@ -216,6 +218,35 @@ class Governance:
         answer = await self.broker.decide(request, self.events)
         return answer.decision.verdict != "deny"
 
+    async def ask_user(
+        self, questions: Sequence[Mapping[str, Any]], *, call_id: str, session_id: str | None, agent_id: str | None
+    ) -> list[dict[str, Any]] | None:
+        """``ask_user``: a question request through the same broker and channels as approvals.
+
+        Its id is the asking call's id (a paused run finds it again by that), and it is asked whatever the
+        approval mode: ``approvals.mode: off`` means nothing needs approval, not that nobody may be asked.
+        No channel, no answer within the timeout, a failing channel or an empty answer: ``None`` (skipped),
+        never the approval fallback (``allow`` cannot invent an answer).
+        """
+        parsed = tuple(question_from(q) for q in questions)
+        args = {"questions": [question_json(q) for q in parsed]}
+        request = ApprovalRequest(
+            id=call_id or f"ask_{secrets.token_hex(6)}",
+            tool="ask_user",
+            args=args,
+            reason="the agent asks you",
+            agent_id=agent_id,
+            session_id=session_id,
+            fingerprint=fingerprint("ask_user", args),
+            questions=parsed,
+        )
+        answer = await self.broker.decide(request, self.events)
+        replies = answer.decision.answers
+        if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
+            return None
+        checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
+        return [reply_json(r) for r in checked] if answered(checked) else None
+
     def close(self) -> None:
         if self._audit is not None:
             self._audit.close()
@@ -231,6 +262,16 @@ class ToolApprovals:
 
     async def ask(self, tool: str, subject: str, reason: str) -> bool:
         return await self.governance.ask_in_call(tool, subject, reason)
+
+    async def ask_user(
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str = "",
+        session_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[dict[str, Any]] | None:
+        return await self.governance.ask_user(questions, call_id=call_id, session_id=session_id, agent_id=agent_id)
 
 
 def _refused(answer: Answer) -> ToolError:
