@@ -75,13 +75,23 @@ class Chat:
                         if not self.command(line):
                             break
                         continue
-                    self.turn(portal, line)
+                    self.turn(portal, self.followup(line))
             finally:
                 portal.call(self._close)
                 portal.call(stop.set)
                 held.result()
 
+    def followup(self, line: str) -> str:
+        """A bare number picks the last answer's suggested follow-up with that number; anything else is sent as is."""
+        suggested = self.screen.followups
+        if line.isdigit() and 1 <= int(line) <= len(suggested):
+            picked = suggested[int(line) - 1]
+            self.console.print(Text.assemble(("› ", "dim"), (picked, "dim")))
+            return picked
+        return line
+
     def turn(self, portal: anyio.from_thread.BlockingPortal, line: str) -> None:
+        self.screen.followups = []
         abort = portal.call(anyio.Event)
         options = RunOptions(
             model=self.options.get("model"),
@@ -110,6 +120,7 @@ class Chat:
                 self.console.print(Text(f"internal error: {type(exc).__name__}: {exc}", "bold red"))
                 return
         self.screen.finish_turn()
+        self.screen.show_followups()
         self.session_id = result.session_id
         self.usage.add(result.usage)
 
