@@ -117,6 +117,32 @@ class ToolsConfig(Section):
     )
 
 
+class TelegramForwardConfig(Section):
+    chat_id: int = Field(description="The chat (a user's or a group's id) that gets the requests.")
+    bot_token_env: str = Field(description="The environment variable holding the bot's token (never the token).")
+    base_url: str | None = Field(default=None, description="The Bot API's base URL (default api.telegram.org).")
+    allowed_users: list[int] = Field(
+        default_factory=list, description="In a group: only these users' presses count; empty: anyone in the chat."
+    )
+    poll_seconds: int = Field(default=25, ge=1, le=50, description="getUpdates long-poll length.")
+
+
+class WebhookForwardConfig(Section):
+    url: str = Field(description="Where each request is POSTed, signed with HMAC-SHA256 (X-Toolrig-Signature).")
+    secret_env: str = Field(description="The environment variable holding the shared signing secret.")
+    poll_url: str | None = Field(
+        default=None, description="Where toolrig polls for the signed answer (GET ?id=...); else it must be POSTed."
+    )
+    poll_interval_seconds: float = Field(default=2.0, gt=0, le=300, description="How often to poll.")
+
+
+class ForwardConfig(Section):
+    """Where approvals and ask_user's questions also go, for a person who is not at the terminal."""
+
+    telegram: TelegramForwardConfig | None = None
+    webhook: WebhookForwardConfig | None = None
+
+
 class ApprovalsConfig(Section):
     mode: Annotated[ApprovalMode, Narrow.STRICTER] = Field(
         default="off", description="off: nothing asks; smart: read-only tools run, the rest ask; always: all ask."
@@ -130,6 +156,11 @@ class ApprovalsConfig(Section):
     )
     batch_window_seconds: float = Field(
         default=0.5, ge=0, description="Longest wait to gather parallel calls that ask at once into one prompt."
+    )
+    # Trusted-only (no Narrow rule): a workspace must not send requests (and their arguments) anywhere.
+    forward: ForwardConfig = Field(
+        default_factory=ForwardConfig,
+        description="Also send each approval request and ask_user question to Telegram or a webhook.",
     )
 
 

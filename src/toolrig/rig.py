@@ -102,6 +102,7 @@ class Rig:
             channel=approval_channel,
             allowlist_file=self._allowlist_file(config),
         )
+        self._forward_approvals()
         self.hooks = HookChain()
         self.hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
@@ -288,6 +289,17 @@ class Rig:
         scripts = ScriptHooks.discover(directories, cwd=self.workspace.root, timeout=self.config.hooks.timeout_seconds)
         if len(scripts):
             self.hooks.add(scripts)
+
+    # ------------------------------------------------------------------------------ approvals.forward
+
+    def _forward_approvals(self) -> None:
+        """Race the configured remote channels (Telegram, webhook) against the Rig's own; refusals are audited."""
+        settings = self.config.approvals.forward
+        if settings.telegram is None and settings.webhook is None:
+            return
+        from toolrig.remote import remote_channels
+
+        self.governance.broker.forward = remote_channels(settings, self.governance.refused_answer)
 
     # ------------------------------------------------------------------------------ per-tool config
 

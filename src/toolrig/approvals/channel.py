@@ -53,7 +53,8 @@ class QuestionsApart:
         answers: dict[int, ApprovalDecision] = {}
         if asked:
             if self.questions is None:
-                decided = [ApprovalDecision("deny", "nobody is there to answer questions in this run")] * len(asked)
+                skipped = ApprovalDecision("deny", "nobody is there to answer questions in this run", by_default=True)
+                decided = [skipped] * len(asked)
             else:
                 decided = await self.questions.decide(asked)
             answers.update({id(r): d for r, d in zip(asked, decided, strict=True)})

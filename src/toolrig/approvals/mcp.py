@@ -102,8 +102,12 @@ class McpApprovalChannel:
 
     def _fallback(self) -> ApprovalDecision:
         if self.fallback == "deny":
-            return ApprovalDecision("deny", "the MCP client cannot ask its user (no elicitation support)")
-        return ApprovalDecision("allow_once", "allowed without asking: the MCP client cannot ask its user")
+            return ApprovalDecision(
+                "deny", "the MCP client cannot ask its user (no elicitation support)", by_default=True
+            )
+        return ApprovalDecision(
+            "allow_once", "allowed without asking: the MCP client cannot ask its user", by_default=True
+        )
 
 
 def question(request: ApprovalRequest) -> str:

@@ -78,3 +78,14 @@ class ApprovalDecision:
     patterns: tuple[str, ...] = field(default=())  # for allow_always: what to add to the allowlist
     fingerprint: str = ""  # when set, the answer holds only for the request with this fingerprint
     answers: tuple[Reply, ...] | None = None  # a question's answers; None: skipped (or an approval)
+    by_default: bool = False  # nobody answered: a channel's stand-in (its fallback), which a person's answer beats
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedAnswer:
+    """An answer a remote channel refused (forged, replayed, late, badly signed...), for the audit log."""
+
+    channel: str  # telegram | webhook
+    why: str
+    request: ApprovalRequest | None  # the request it claimed to answer, when known
+    sender: str = ""

@@ -32,12 +32,12 @@ class RunRouter:
         answers: list[ApprovalDecision | None] = [None] * len(requests)
         for channel, indexes in groups.values():
             if channel is None:
-                decided = [ApprovalDecision("deny", NO_ONE) for _ in indexes]
+                decided = [ApprovalDecision("deny", NO_ONE, by_default=True) for _ in indexes]
             else:
                 decided = await channel.decide([requests[i] for i in indexes])
             for index, decision in zip(indexes, decided, strict=True):
                 answers[index] = decision
-        return [a or ApprovalDecision("deny", NO_ONE) for a in answers]
+        return [a or ApprovalDecision("deny", NO_ONE, by_default=True) for a in answers]
 
 
 def install_router(rig: Any) -> RunRouter:

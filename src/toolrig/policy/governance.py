@@ -16,7 +16,7 @@ import anyio
 
 from toolrig.approvals.broker import Answer, ApprovalBroker
 from toolrig.approvals.channel import ApprovalChannel
-from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
 from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
@@ -43,6 +43,7 @@ class Governance:
         events: EventSink,
         channel: ApprovalChannel | None = None,
         allowlist_file: Path | None = None,
+        forward: Sequence[ApprovalChannel] = (),
     ) -> None:
         config = loaded.config
         self.config = config
@@ -56,6 +57,7 @@ class Governance:
             timeout=approvals.timeout_seconds,
             fallback=approvals.fallback,
             batch_window=approvals.batch_window_seconds,
+            forward=forward,
         )
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self.limiter = RateLimiter(config, workspace.state_dir) if limited else None
@@ -113,7 +115,7 @@ class Governance:
             own = tool.refusal(call.input, call.settings)
             if own is not None:
                 self._refuse(call, *own)
-        if self.broker.channel is not None and not call.dry_run:
+        if (self.broker.channel is not None or self.broker.forward) and not call.dry_run:
             self.broker.arrive(call.call_id)
 
     def _refuse(self, call: ToolCall, rule: str, reason: str) -> None:
@@ -246,6 +248,26 @@ class Governance:
             return None
         checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
         return [reply_json(r) for r in checked] if answered(checked) else None
+
+    def refused_answer(self, refused: RefusedAnswer) -> None:
+        """A remote channel refused an answer (forged, replayed, late...): one audit row says so."""
+        audit = self.audit
+        if audit is None:
+            return
+        request = refused.request
+        try:
+            audit.record_refusal(
+                tool=request.tool if request is not None else "(unknown request)",
+                call_id=request.id if request is not None else "",
+                session=request.session_id if request is not None else None,
+                agent=request.agent_id if request is not None else None,
+                origin=refused.channel,
+                rule=f"approvals.forward.{refused.channel}",
+                approval=f"refused:{refused.why}",
+                args={"sender": refused.sender, "fingerprint": request.fingerprint if request is not None else ""},
+            )
+        except Exception:  # the refusal itself stands; a full disk must not let the forged answer through
+            log.exception("could not record a refused %s answer", refused.channel)
 
     def close(self) -> None:
         if self._audit is not None:
