@@ -15,7 +15,7 @@ from tests.agent import sample_tools
 from tests.agent.conftest import agent_config
 from tests.agent.fake_llm import Call, FakeLLM, Text, reply
 from tests.agent.test_loop import tool_results
-from toolrig.agent import RunOptions, RunState, resume_run, run_agent
+from toolrig.agent import RunOptions, resume_run, run_agent
 from toolrig.approvals.channel import QuestionsApart
 from toolrig.approvals.paused import PauseChannel
 from toolrig.registry import Registry
