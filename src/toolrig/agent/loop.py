@@ -169,6 +169,9 @@ class _Run:
         first = Message.user(prompt)
         if closing is not None:
             first = Message("user", [*closing.content, *first.content])
+        reminder = self._todo_reminder(history)
+        if reminder is not None:
+            first = Message("user", [reminder, *first.content])
         progress.messages.append(first)
         progress.unsaved.append(first)
         return await self._guarded(progress, None, self._channel())
@@ -207,6 +210,22 @@ class _Run:
         if approvals == "pause":
             return self._question_channel(self.pause)
         return self._question_channel(approvals)
+
+    # ------------------------------------------------------------------------------ people in the loop (approvals)
+
+    def _todo_reminder(self, history: list[Message]) -> TextBlock | None:
+        """A continued session starts with the model's own todo list, so it is never lost with old turns."""
+        if not history:
+            return None
+        try:
+            todos = self.rig.stores.notes.get(self.session_id, "todos")
+        except Exception:  # a reminder is a courtesy: an unreadable notes file must not stop the run
+            log.warning("could not read the todo list of session %s", self.session_id, exc_info=True)
+            return None
+        if not todos:
+            return None
+        lines = [f"- [{t.get('status', 'pending')}] {t.get('task', '')}" for t in todos if isinstance(t, dict)]
+        return TextBlock("Your todo list so far (update it with write_todos):\n" + "\n".join(lines))
 
     # ------------------------------------------------------------------------------ ask_user's questions (approvals)
 
