@@ -53,6 +53,7 @@ class Approvals(Protocol):
         call_id: str = "",
         session_id: str | None = None,
         agent_id: str | None = None,
+        events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
         """Put questions to the person; their answers, one per question, or None when nobody answered."""
         ...
@@ -91,6 +92,7 @@ class AllowAll:
         call_id: str = "",
         session_id: str | None = None,
         agent_id: str | None = None,
+        events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
         return None  # nobody to ask: the question is skipped
 

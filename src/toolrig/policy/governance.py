@@ -221,7 +221,13 @@ class Governance:
         return answer.decision.verdict != "deny"
 
     async def ask_user(
-        self, questions: Sequence[Mapping[str, Any]], *, call_id: str, session_id: str | None, agent_id: str | None
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str,
+        session_id: str | None,
+        agent_id: str | None,
+        events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
         """``ask_user``: a question request through the same broker and channels as approvals.
 
@@ -242,7 +248,8 @@ class Governance:
             fingerprint=fingerprint("ask_user", args),
             questions=parsed,
         )
-        answer = await self.broker.decide(request, self.events)
+        # The asking call's own sink: its front end hears the question (a chat stops its spinners first).
+        answer = await self.broker.decide(request, events or self.events)
         replies = answer.decision.answers
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
@@ -292,8 +299,11 @@ class ToolApprovals:
         call_id: str = "",
         session_id: str | None = None,
         agent_id: str | None = None,
+        events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
-        return await self.governance.ask_user(questions, call_id=call_id, session_id=session_id, agent_id=agent_id)
+        return await self.governance.ask_user(
+            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events
+        )
 
 
 def _refused(answer: Answer) -> ToolError:

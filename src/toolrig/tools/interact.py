@@ -164,7 +164,7 @@ class AskUser(Tool[AskUserInput, AskUserOutput]):
     async def execute(self, input: AskUserInput, ctx: ToolContext) -> AskUserOutput:
         questions = [q.model_dump(exclude_none=True) for q in input.questions]
         replies = await ctx.approvals.ask_user(
-            questions, call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id
+            questions, call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events
         )
         if replies is None:
             return AskUserOutput(answers=[Answer() for _ in input.questions], skipped=True)
