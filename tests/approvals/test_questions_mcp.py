@@ -1,4 +1,4 @@
-"""ask_user over MCP with the official client: an elicitation form built from the options, or skipped."""
+"""People in the loop over MCP with the official client: ask_user as an elicitation form (or skipped), todos."""
 
 from __future__ import annotations
 
@@ -83,3 +83,14 @@ async def test_a_client_without_elicitation_gets_skipped_never_a_wait(
     async with stdio_session(serve(workspace, toolrig_home), tmp_path / "log") as c:
         result = await c.call_tool("ask_user", QUESTIONS)
     assert body(result)["skipped"] is True
+
+
+async def test_todos_and_followups_are_kept_with_the_mcp_session(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    todos = {"todos": [{"task": "Read", "completed": True}, {"task": "Fix", "status": "in_progress"}]}
+    async with stdio_session(serve(workspace, toolrig_home), tmp_path / "log") as c:
+        written = await c.call_tool("write_todos", todos)
+        suggested = await c.call_tool("suggest_followups", {"followups": ["Run the tests", "Open a PR"]})
+    assert body(written)["summary"] == "1 of 2 completed; in progress: Fix"
+    assert body(suggested) == {"recorded": 2}
