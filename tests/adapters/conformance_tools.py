@@ -1,0 +1,129 @@
+"""The MCP conformance suite's fixture tools, as an ordinary toolrig tool plugin.
+
+The suite (``@modelcontextprotocol/conformance``) calls tools by fixed names and checks what comes back.
+These are plain toolrig tools: the test installs them the way a user installs a plugin (an entry point
+in the ``toolrig.tools`` group), and they reach the client only through their ToolContext (progress,
+log lines), so what the suite checks is toolrig's own path from a tool to an MCP client.
+
+Left out: the image, audio and embedded-resource fixtures (they need the rich content model of results),
+and the elicitation and sampling ones (a tool has no way to put a form or a sampling request to the user
+through its ToolContext yet).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from toolrig import Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from toolrig.errors import ErrorType
+
+SIMPLE_TEXT = "This is a simple text response for testing."
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class Text(ToolOutput):
+    text: str
+
+
+class SimpleText(Tool[NoInput, Text]):
+    name = "test_simple_text"
+    group = "conformance"
+    description = "Returns a simple text response (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text=SIMPLE_TEXT)
+
+
+class ErrorHandling(Tool[NoInput, Text]):
+    name = "test_error_handling"
+    group = "conformance"
+    description = "Always fails (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        raise ToolError(ErrorType.INVALID_INPUT, "This tool intentionally returns an error for testing")
+
+
+class WithProgress(Tool[NoInput, Text]):
+    name = "test_tool_with_progress"
+    group = "conformance"
+    description = "Reports progress 0, 50 and 100 of 100 (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        for step in (0, 50, 100):
+            ctx.progress(step, 100)
+            await anyio.sleep(0.05)
+        return Text(text="Progress reported.")
+
+
+class WithLogging(Tool[NoInput, Text]):
+    name = "test_tool_with_logging"
+    group = "conformance"
+    description = "Logs three lines at info level while it runs (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        ctx.log("info", "Tool execution started")
+        await anyio.sleep(0.05)
+        ctx.log("info", "Tool processing data")
+        await anyio.sleep(0.05)
+        ctx.log("info", "Tool execution completed")
+        return Text(text="Logged three lines.")
+
+
+class Reconnection(Tool[NoInput, Text]):
+    """A call long enough for the server to close its SSE stream (``--sse-poll-after 0``) and be resumed."""
+
+    name = "test_reconnection"
+    group = "conformance"
+    description = "Takes a moment, so the client has to resume the stream for the result (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        await anyio.sleep(0.1)
+        return Text(text="Reconnection test completed.")
+
+
+class Address(BaseModel):
+    street: str | None = None
+    city: str | None = None
+
+
+class Person(ToolInput):
+    name: str | None = None
+    address: Address | None = None
+
+
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+
+
+class JsonSchema202012(Tool[Person, Text]):
+    """A tool whose published schema uses 2020-12 keywords ($schema, $defs, $ref) that must reach the client."""
+
+    name = "json_schema_2020_12_tool"
+    group = "conformance"
+    description = "Tool with JSON Schema 2020-12 features (MCP conformance fixture)."
+    read_only = True
+
+    def input_schema(self) -> dict[str, Any]:
+        return SCHEMA_2020_12
+
+    async def execute(self, input: Person, ctx: ToolContext) -> Text:
+        return Text(text=f"Hello {input.name or 'nobody'}.")
+
+
+TOOLS = [SimpleText, ErrorHandling, WithProgress, WithLogging, Reconnection, JsonSchema202012]
