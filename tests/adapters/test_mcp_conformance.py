@@ -35,6 +35,8 @@ EXPECTED_PASS = {
     "server-sse-polling",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "resources-list",
+    "prompts-list",
 }
 
 # Scenarios left out, each with what it needs. A left-out scenario that starts passing fails the test,
@@ -49,13 +51,11 @@ LEFT_OUT = {
     "elicitation-sep1034-defaults": "a ToolContext question with a form schema (defaults), as elicitation",
     "elicitation-sep1330-enums": "a ToolContext question with a form schema (enums), as elicitation",
     "completion-complete": "prompts and completion/complete",
-    "resources-list": "resources",
     "resources-read-text": "resources (test://static-text)",
     "resources-read-binary": "resources (test://static-binary)",
     "resources-templates-read": "resource templates (test://template/{id}/data)",
     "resources-subscribe": "resources/subscribe",
     "resources-unsubscribe": "resources/unsubscribe",
-    "prompts-list": "prompts",
     "prompts-get-simple": "prompts (test_simple_prompt)",
     "prompts-get-with-args": "prompts with arguments (test_prompt_with_arguments)",
     "prompts-get-embedded-resource": "prompts with an embedded resource",

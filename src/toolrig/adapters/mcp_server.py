@@ -35,6 +35,7 @@ from toolrig.adapters.mcp_approvals import (
     elicit_request,
 )
 from toolrig.adapters.mcp_logging import LogLevels
+from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.approvals import fingerprint
 from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
@@ -197,6 +198,7 @@ class McpToolServer:
         self._parked: dict[str, ParkedCall] = {}
         self._group: TaskGroup | None = None
         self.log_levels = LogLevels()
+        self.resources = ServedResources(rig, self._read_call)
         # Seconds a call's SSE stream stays open before the client is told to poll (reconnect with
         # Last-Event-ID); None keeps it open. Only streamable HTTP with an event store can do this.
         self.sse_poll_after: float | None = None
@@ -212,6 +214,14 @@ class McpToolServer:
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,
                 on_set_logging_level=self._set_logging_level,
+                on_list_resources=self.resources.list_resources,
+                on_list_resource_templates=self.resources.list_templates,
+                on_read_resource=self.resources.read,
+                on_subscribe_resource=self.resources.subscribe,
+                on_unsubscribe_resource=self.resources.unsubscribe,
+                on_list_prompts=self.resources.list_prompts,
+                on_get_prompt=self.resources.get_prompt,
+                on_completion=self.resources.complete,
             )
 
     @asynccontextmanager
@@ -245,6 +255,12 @@ class McpToolServer:
             raise MCPError(INVALID_PARAMS, "Unknown cursor: toolrig lists every tool in one page, with no cursor.")
         return self.listing()
 
+    async def _read_call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
+        call_id = new_call_id()
+        with self._asking(call_id, None):
+            return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
     ) -> EmptyResult:
@@ -257,16 +273,21 @@ class McpToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         close, after = ctx.close_sse_stream, self.sse_poll_after
-        if close is None or after is None:
-            return await self._call_tool_now(ctx, params)
-        if after <= 0:
-            await close()
-            return await self._call_tool_now(ctx, params)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_close_stream_after, after, close)
-            result = await self._call_tool_now(ctx, params)
-            group.cancel_scope.cancel()
-        return result
+        try:
+            if close is None or after is None:
+                return await self._call_tool_now(ctx, params)
+            if after <= 0:
+                await close()
+                return await self._call_tool_now(ctx, params)
+            async with anyio.create_task_group() as group:
+                group.start_soon(_close_stream_after, after, close)
+                result = await self._call_tool_now(ctx, params)
+                group.cancel_scope.cancel()
+            return result
+        finally:
+            if self.resources.subscriptions.by_uri:
+                with anyio.CancelScope(shield=True):
+                    await self.resources.notify_changes()
 
     async def _call_tool_now(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
@@ -366,8 +387,13 @@ class McpToolServer:
         """A call with no progress token from a client that cannot elicit: ``_call_tool`` minus the SDK."""
         self.listing()
         call_id = new_call_id()
-        with self._asking(call_id, None):
-            return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        try:
+            with self._asking(call_id, None):
+                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        finally:
+            if self.resources.subscriptions.by_uri:
+                with anyio.CancelScope(shield=True):
+                    await self.resources.notify_changes()
 
 
 class FastToolCalls:
@@ -426,6 +452,7 @@ class FastToolCalls:
             and isinstance(capabilities, dict)
             and "elicitation" not in capabilities
             and "progressToken" not in meta
+            and _LOG_LEVEL_KEY not in meta  # a client that wants this call's log lines
         ):
             return None
         name, args = params["name"], params.get("arguments") or {}
@@ -453,6 +480,7 @@ _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CLIENT_KEY = "io.modelcontextprotocol/clientInfo"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+_LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 
 
 async def _close_stream_after(seconds: float, close: CloseSSEStreamCallback) -> None:
