@@ -27,9 +27,20 @@ def plugin_path(site: Path) -> str:
     return os.pathsep.join([str(site), str(ROOT)])
 
 
+def install_skills(home: Path) -> None:
+    """The suite's prompts, as skills in the user's skill folder (no workspace trust needed)."""
+    from tests.adapters.conformance_tools import SKILLS
+
+    for name, text in SKILLS.items():
+        folder = home / "skills" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(text)
+
+
 @contextmanager
 def fixture_server(workspace: Path, home: Path, site: Path, *extra: str) -> Iterator[str]:
     """The server's URL, for as long as the block runs."""
+    install_skills(home)
     env = {**os.environ, "TOOLRIG_HOME": str(home), "PYTHONPATH": plugin_path(site)}
     env.pop("TOOLRIG_MCP_TOKEN", None)
     args = [toolrig_command(), "mcp", "serve", "--transport", "http", "--port", "0", "--root", str(workspace)]

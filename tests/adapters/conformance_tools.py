@@ -5,9 +5,12 @@ These are plain toolrig tools: the test installs them the way a user installs a 
 in the ``toolrig.tools`` group), and they reach the client only through their ToolContext (progress,
 log lines), so what the suite checks is toolrig's own path from a tool to an MCP client.
 
+The suite's resources are served by read-only tools that declare a ``resource_uri``, and its prompts
+are Agent Skills (``SKILLS``), so they too are what a user would write.
+
 Left out: the image, audio and embedded-resource fixtures (they need the rich content model of results),
-and the elicitation and sampling ones (a tool has no way to put a form or a sampling request to the user
-through its ToolContext yet).
+the binary resource (the same), and the elicitation and sampling ones (a tool has no way to put a form
+or a sampling request to the user through its ToolContext yet).
 """
 
 from __future__ import annotations
@@ -126,4 +129,78 @@ class JsonSchema202012(Tool[Person, Text]):
         return Text(text=f"Hello {input.name or 'nobody'}.")
 
 
-TOOLS = [SimpleText, ErrorHandling, WithProgress, WithLogging, Reconnection, JsonSchema202012]
+class StaticText(Tool[NoInput, Text]):
+    """A resource the plugin serves: ``resource_uri`` makes the MCP server read it by calling the tool."""
+
+    name = "test_static_text"
+    group = "conformance"
+    description = "The static text resource (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://static-text"
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="This is the content of the static text resource.")
+
+
+class Watched(Tool[NoInput, Text]):
+    name = "test_watched_resource"
+    group = "conformance"
+    description = "A resource clients subscribe to (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://watched-resource"
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Watched resource content.")
+
+
+class TemplateIn(ToolInput):
+    id: str
+
+
+class TemplateData(ToolOutput):
+    id: str
+    templateTest: bool  # the suite's field name
+    data: str
+
+
+class Template(Tool[TemplateIn, TemplateData]):
+    name = "test_template_data"
+    group = "conformance"
+    description = "Data for an id, as the resource template test://template/{id}/data (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://template/{id}/data"
+
+    async def execute(self, input: TemplateIn, ctx: ToolContext) -> TemplateData:
+        return TemplateData(id=input.id, templateTest=True, data=f"Data for ID: {input.id}")
+
+
+TOOLS = [
+    SimpleText,
+    ErrorHandling,
+    WithProgress,
+    WithLogging,
+    Reconnection,
+    JsonSchema202012,
+    StaticText,
+    Watched,
+    Template,
+]
+
+# The suite's prompts are skills in the user's skill folder (see conformance_peers.install_skills).
+SKILLS = {
+    "test_simple_prompt": """---
+name: test_simple_prompt
+description: A simple prompt without arguments (MCP conformance fixture).
+---
+This is a simple prompt for testing.
+""",
+    "test_prompt_with_arguments": """---
+name: test_prompt_with_arguments
+description: A prompt with two arguments (MCP conformance fixture).
+arguments:
+  - {name: arg1, description: First test argument, required: true, values: [paris, park, party]}
+  - {name: arg2, description: Second test argument, required: true}
+---
+Prompt with arguments: arg1='${arg1}', arg2='${arg2}'
+""",
+}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import pytest
@@ -19,9 +19,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.skills.helpers import isolate_home
-from toolrig.adapters.mcp_resources import fill, prompt_arguments, route
+from toolrig import Tool, ToolContext, ToolInput, ToolOutput
+from toolrig.adapters.mcp_resources import fill, prompt_arguments, route, tool_resource
 from toolrig.adapters.mcp_server import McpToolServer
 from toolrig.config import set_trust
+from toolrig.definition import Subject
 from toolrig.rig import Rig
 
 pytestmark = pytest.mark.anyio
@@ -204,3 +206,63 @@ def test_prompt_arguments_ignore_malformed_declarations() -> None:
     assert [a.name for a in prompt_arguments(extra, "")] == ["ok", "x"]
     assert [a.name for a in prompt_arguments({}, "do $ARGUMENTS")] == ["arguments"]
     assert fill("$ARGUMENTS", prompt_arguments({}, "$ARGUMENTS"), {"arguments": "$ARGUMENTS"}) == "$ARGUMENTS"
+
+
+# ------------------------------------------------------------------------------ a tool's own resource
+
+
+class NoteIn(ToolInput):
+    topic: Annotated[str, Subject("text")]
+
+
+class NoteOut(ToolOutput):
+    text: str
+
+
+class Note(Tool[NoteIn, NoteOut]):
+    name = "note_of"
+    group = "sample"
+    description = "A note on a topic."
+    read_only = True
+    resource_uri = "notes://{topic}/latest"
+
+    async def execute(self, input: NoteIn, ctx: ToolContext) -> NoteOut:
+        return NoteOut(text=f"about {input.topic}")
+
+
+class WritingNote(Note):
+    name = "write_note"
+    read_only = False
+    resource_uri = "notes://written"
+
+
+async def test_a_read_only_tool_serves_the_resource_it_declares_through_the_gate(served: Path) -> None:
+    tools = [Note(), WritingNote()]
+    deny = {"tools": {"rules": [{"tool": "note_of", "subject": "secret*", "verdict": "deny"}]}}
+    with Rig(served, tools=tools) as rig:
+        server = McpToolServer(rig)
+        async with server.running(), Client(server.server) as client:
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            text = (await client.read_resource("notes://parsing/latest")).contents[0]
+            for bad in ("notes://a/b/latest", "notes:///latest", "notes://written"):
+                with pytest.raises(MCPError):
+                    await client.read_resource(bad)
+    assert "notes://{topic}/latest" in templates and "notes://written" not in templates
+    assert getattr(text, "text", "") == "about parsing"
+    with Rig(served, deny, tools=tools) as rig:
+        server = McpToolServer(rig)
+        async with server.running(), Client(server.server) as client:
+            assert (await client.read_resource("notes://parsing/latest")).contents
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("notes://secret-plans/latest")
+    assert isinstance(refused.value.error.data, dict) and refused.value.error.data["error_type"] == "denied"
+
+
+def test_a_declared_uri_is_matched_whole_and_its_variables_never_span_a_slash() -> None:
+    declared = tool_resource(Note())
+    assert declared is not None and declared.is_template
+    assert declared.read("notes://x/latest") is not None
+    assert declared.read("notes://x/latest/more") is None
+    assert declared.read("notes://x/y/latest") is None
+    assert declared.read("xnotes://x/latest") is None
+    assert tool_resource(WritingNote()) is None

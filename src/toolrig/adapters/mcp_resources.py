@@ -6,6 +6,10 @@ tool that already reads that thing (``load_skill``, ``memory_get``, ``capabiliti
 narrowing, approvals, rate limits, hooks and audit apply exactly as to a ``tools/call``, and a resource
 whose tool is not offered is not listed. A URI is parsed strictly; anything else is "not found".
 
+A tool can serve a resource of its own: a read-only tool that sets ``resource_uri`` (a URI, or a
+template such as ``notes://{topic}`` whose variables are its arguments) is read by calling it; its
+output's one text field, or else its output as JSON, is the resource's text.
+
 URIs: ``skill://NAME``, ``memory://PATH`` (MEMORY.md, memory.md, memory/...), ``toolrig://capabilities``
 and ``toolrig://outputs/HANDLE``. A skill is also a prompt: its front matter may declare ``arguments``
 (names, or ``{name, description, required, values}``); ``$ARGUMENTS`` and ``${name}`` in its body are
@@ -28,7 +32,7 @@ MEMORY_SCHEME = "memory://"
 CAPABILITIES_URI = "toolrig://capabilities"
 OUTPUTS_PREFIX = "toolrig://outputs/"
 MAX_LISTED_MEMORY_FILES = 500
-_SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # what skill discovery accepts
 _MEMORY_PATH = re.compile(r"^(MEMORY\.md|memory\.md|memory/[^\x00]+)$")
 _HANDLE = re.compile(r"^out_[0-9a-f]{16}$")
 _NUMBERED = re.compile(r"^\d+: ", re.MULTILINE)
@@ -123,6 +127,54 @@ def signature(root: Path, uri: str, capabilities: Path) -> tuple[int, int] | Non
     return (stat.st_mtime_ns, stat.st_size)
 
 
+_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResource:
+    """A resource a read-only tool declares (``resource_uri``): reading it calls the tool."""
+
+    uri: str
+    tool: str
+    description: str
+    pattern: re.Pattern[str]
+
+    @property
+    def is_template(self) -> bool:
+        return bool(_VARIABLE.search(self.uri))
+
+    def read(self, uri: str) -> Read | None:
+        match = self.pattern.fullmatch(uri)
+        return Read(self.tool, dict(match.groupdict()), _tool_text, "text/plain") if match else None
+
+
+def tool_resource(tool: Any) -> ToolResource | None:
+    """The resource a tool declares, if it is read-only and declares one (anything else is ignored)."""
+    uri = getattr(tool, "resource_uri", None)
+    if not isinstance(uri, str) or not uri or not tool.read_only or len(uri) > 500:
+        return None
+    parts, last = [], 0
+    for match in _VARIABLE.finditer(uri):
+        parts += [re.escape(uri[last : match.start()]), f"(?P<{match.group(1)}>[^/?#]+)"]
+        last = match.end()
+    parts.append(re.escape(uri[last:]))
+    try:
+        pattern = re.compile("".join(parts))
+    except re.error:  # a variable named twice
+        return None
+    return ToolResource(uri, tool.name, tool.description, pattern)
+
+
+def _tool_text(output: Any) -> str:
+    import json
+
+    if isinstance(output, dict):
+        texts = [value for value in output.values() if isinstance(value, str)]
+        if len(output) == 1 and texts:
+            return texts[0]
+    return json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+
+
 # ------------------------------------------------------------------------------------------ prompts
 
 
@@ -213,6 +265,19 @@ class ServedResources:
     def _offered(self) -> set[str]:
         return {tool.name for tool in self.rig.tools()}
 
+    def _tool_resources(self) -> list[ToolResource]:
+        return [found for tool in self.rig.tools() if (found := tool_resource(tool)) is not None]
+
+    def route(self, uri: str) -> Read | None:
+        """Ours first (a tool cannot take over ``skill://``), then the tools' own."""
+        read = route(uri)
+        if read is not None or len(uri) > 2000:
+            return read
+        for resource in self._tool_resources():
+            if (read := resource.read(uri)) is not None:
+                return read
+        return None
+
     def _skills(self) -> list[Any]:
         from toolrig.skills.binding import skills_of
 
@@ -246,6 +311,11 @@ class ServedResources:
             resources.append(
                 Resource(uri=CAPABILITIES_URI, name="capabilities", description=description, mime_type="text/markdown")
             )
+        resources += [
+            Resource(uri=r.uri, name=r.tool, description=r.description, mime_type="text/plain")
+            for r in self._tool_resources()
+            if not r.is_template
+        ]
         return ListResourcesResult(resources=resources)
 
     async def list_templates(self, ctx: Any, params: Any) -> Any:
@@ -257,6 +327,7 @@ class ServedResources:
             ("read_output", f"{OUTPUTS_PREFIX}{{handle}}", "output", "A tool output too large to show whole."),
         ]
         offered = self._offered()
+        templates += [(r.tool, r.uri, r.tool, r.description) for r in self._tool_resources() if r.is_template]
         return ListResourceTemplatesResult(
             resource_templates=[
                 ResourceTemplate(uri_template=uri, name=name, description=text)
@@ -269,7 +340,7 @@ class ServedResources:
         from mcp.types import ReadResourceResult, TextResourceContents
 
         uri = str(params.uri)
-        read = route(uri)
+        read = self.route(uri)
         if read is None:
             raise _not_found(uri)
         result = await self.call(read.tool, read.args)
@@ -285,7 +356,7 @@ class ServedResources:
         from toolrig.adapters.mcp_logging import connection_key
 
         uri = str(params.uri)
-        if route(uri) is None:
+        if self.route(uri) is None:
             raise _not_found(uri)
         try:
             self.subscriptions.add(uri, connection_key(ctx), ctx.session, self._signature(uri))
