@@ -9,8 +9,9 @@ The suite's resources are served by read-only tools that declare a ``resource_ur
 are Agent Skills (``SKILLS``), so they too are what a user would write.
 
 Left out: the image, audio and embedded-resource fixtures (they need the rich content model of results),
-the binary resource (the same), and the elicitation and sampling ones (a tool has no way to put a form
-or a sampling request to the user through its ToolContext yet).
+the binary resource (the same), sampling (a tool has no way to ask the client's model through its
+ToolContext), and the two elicitation-schema ones (``ask_user`` builds its own form from its options; a
+tool cannot send a JSON Schema with defaults or the five enum shapes).
 """
 
 from __future__ import annotations
@@ -93,6 +94,26 @@ class Reconnection(Tool[NoInput, Text]):
     async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
         await anyio.sleep(0.1)
         return Text(text="Reconnection test completed.")
+
+
+class MessageIn(ToolInput):
+    message: str
+
+
+class Elicitation(Tool[MessageIn, Text]):
+    """Asks its user through ``ctx.approvals.ask_user``; over MCP that is an ``elicitation/create`` form."""
+
+    name = "test_elicitation"
+    group = "conformance"
+    description = "Asks the user a question and returns the answer (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: MessageIn, ctx: ToolContext) -> Text:
+        question = {"question": input.message, "header": "Your details", "allow_other_text": True}
+        answers = await ctx.approvals.ask_user(
+            [question], call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id
+        )
+        return Text(text=f"User response: {answers!r}")
 
 
 class Address(BaseModel):
@@ -181,6 +202,7 @@ TOOLS = [
     WithLogging,
     Reconnection,
     JsonSchema202012,
+    Elicitation,
     StaticText,
     Watched,
     Template,

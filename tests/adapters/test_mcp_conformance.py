@@ -44,6 +44,7 @@ EXPECTED_PASS = {
     "resources-unsubscribe",
     "prompts-get-simple",
     "prompts-get-with-args",
+    "tools-call-elicitation",
 }
 
 # Scenarios left out, each with what it needs. A left-out scenario that starts passing fails the test,
@@ -55,9 +56,8 @@ LEFT_OUT = {
     "tools-call-mixed-content": "text, image and resource parts in one result (the content model of results)",
     "resources-read-binary": "binary resource contents (test://static-binary: bytes in a result, the content model)",
     "tools-call-sampling": "a ToolContext capability to ask the client's model (sampling/createMessage)",
-    "tools-call-elicitation": "a ToolContext question with a form schema, put to the client as elicitation",
-    "elicitation-sep1034-defaults": "a ToolContext question with a form schema (defaults), as elicitation",
-    "elicitation-sep1330-enums": "a ToolContext question with a form schema (enums), as elicitation",
+    "elicitation-sep1034-defaults": "ask_user with a tool's own form schema (defaults of each primitive type)",
+    "elicitation-sep1330-enums": "ask_user with a tool's own form schema (the five enum shapes of SEP-1330)",
     "prompts-get-embedded-resource": "an embedded resource in a prompt message (the content model)",
     "prompts-get-with-image": "an image in a prompt message (the content model)",
 }
