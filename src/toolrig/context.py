@@ -66,6 +66,34 @@ class SkillAccess(Protocol):
         ...
 
 
+class SubagentAccess(Protocol):
+    """The agent runtime's delegation, for the agent tools (spawn_agents, wait_task, set_output ...).
+
+    Every method takes the calling run's ``session_id``: the runtime finds the run (and so its depth, its
+    permissions and its children) from it. Refusals are raised as ``ToolError``.
+    """
+
+    def agent_types(self) -> list[dict[str, Any]]: ...
+
+    async def spawn(
+        self, session_id: str | None, requests: list[dict[str, Any]], *, background: bool
+    ) -> list[dict[str, Any]]: ...
+
+    def children(self, session_id: str | None, status: str | None = None) -> list[dict[str, Any]]: ...
+
+    def owns(self, session_id: str | None, task_id: str) -> bool: ...
+
+    async def wait(
+        self, session_id: str | None, task_ids: list[str], *, within: float, mode: str
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Wait for children: (result records of those ended, ids still running)."""
+        ...
+
+    def cancel(self, session_id: str | None, task_id: str) -> dict[str, Any]: ...
+
+    def set_output(self, session_id: str | None, value: Any) -> None: ...
+
+
 class AllowAll:
     """Approvals switched off: every question is answered yes."""
 
@@ -92,6 +120,7 @@ class ToolContext:
     durable: Durable | None = None  # schedules and tasks (cron, tasks, complete/fail/wait_task)
     catalog: ToolCatalog | None = None
     skills: SkillAccess | None = None
+    subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -68,6 +68,9 @@ class RunOptions:
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
     steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    # The run's agent id (default: the Rig's agent): the key of its memory (agents/<id>/) and kv namespace,
+    # and the agent its audit rows and hooks name. A configured profile of that name also applies.
+    agent_id: str | None = None
 
 
 @dataclass
@@ -143,7 +146,11 @@ class RunState:
 
 @dataclass
 class RunResult:
-    """The outcome of a run. ``output`` is a terminal tool's output; ``state`` is set when the run paused."""
+    """The outcome of a run; ``state`` is set when the run paused.
+
+    ``output`` is the last valid ``set_output`` value (any JSON), else a terminal tool's output, else None.
+    ``usage`` includes what the run's subagents spent.
+    """
 
     response: str
     new_messages: list[Message]
@@ -151,5 +158,5 @@ class RunResult:
     session_id: str
     stop_reason: StopReason = "completed"
     turns: int = 0
-    output: dict[str, Any] | None = None
+    output: Any = None
     state: RunState | None = None
