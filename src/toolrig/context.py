@@ -93,6 +93,10 @@ class SubagentAccess(Protocol):
 
     def set_output(self, session_id: str | None, value: Any) -> None: ...
 
+    def memory_owner(self, agent_id: str | None) -> str | None:
+        """Whose memory and kv namespace ``agent_id`` uses: its own, or its parent's (``shared_memory: true``)."""
+        ...
+
 
 class AllowAll:
     """Approvals switched off: every question is answered yes."""
@@ -128,6 +132,12 @@ class ToolContext:
         workspace = Workspace(root)
         overrides.setdefault("stores", Stores(workspace.state_dir))
         return cls(workspace=workspace, **overrides)
+
+    def memory_owner(self) -> str | None:
+        """The agent whose memory (``agents/<id>/``) and kv namespace this call uses; None: the workspace's."""
+        if self.subagents is None:
+            return self.agent_id
+        return self.subagents.memory_owner(self.agent_id)
 
     def settings(self, model: type[SettingsT]) -> SettingsT:
         """This tool's settings (``tool_config.NAME``, resolved and validated once by the config layer).

@@ -127,6 +127,7 @@ class DoneEvent:
     response: str
     stop_reason: Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
     type: Literal["done"] = "done"
+    output: Any = None  # RunResult.output: the last valid set_output value, or a terminal tool's output
 
 
 @dataclass(frozen=True, slots=True)

@@ -289,7 +289,7 @@ class _Run:
             log.exception("could not record the interrupted turn of session %s", self.session_id)
 
     def _finish(self, result: RunResult) -> RunResult:
-        self.sink.emit(DoneEvent(result.session_id, result.response, result.stop_reason))
+        self.sink.emit(DoneEvent(result.session_id, result.response, result.stop_reason, output=result.output))
         return result
 
     # ------------------------------------------------------------------------------ the loop

@@ -62,6 +62,7 @@ def run_once(
     thinking: Any,
     effort: Any,
     agent: str | None,
+    agent_id: str | None = None,
 ) -> None:
     from toolrig.agent.loop import run_agent
 
@@ -78,6 +79,7 @@ def run_once(
         thinking=thinking,
         effort=effort,
         max_budget_usd=max_budget,
+        agent_id=agent_id,
     )
     printer = json_printer if as_json else PlainPrinter()
 

@@ -128,6 +128,7 @@ class SubagentHub:
         self.nodes: dict[str, RunNode] = {}
         self._types: AgentTypes | None = None
         self.children_started: dict[str, int] = {}  # per root task id
+        self.shared_memory: dict[str, str | None] = {}  # a child's agent id -> whose memory it uses
 
     # ------------------------------------------------------------------ types
 
@@ -175,6 +176,11 @@ class SubagentHub:
                 next_action_hint="Do the work yourself with your other tools.",
             )
         return found
+
+    def memory_owner(self, agent_id: str | None) -> str | None:
+        if agent_id is None or not self.shared_memory:
+            return agent_id
+        return self.shared_memory.get(agent_id, agent_id)
 
     # ------------------------------------------------------------------ set_output
 
@@ -311,6 +317,7 @@ class SubagentHub:
         finally:
             if profile_set:
                 self.rig.set_agent_profile(child.agent_id, None)
+                self.shared_memory.pop(child.agent_id, None)
             if result is None and child.status not in ENDED:
                 child.status = "failed"
             record = self._record(parent, child, kind, result, usage, error)
@@ -347,6 +354,8 @@ class SubagentHub:
         )
         # Registered before the run is built: the run's offered tools are read from its profile.
         self.rig.set_agent_profile(child.agent_id, profile)
+        if own.shared_memory:
+            self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
         return _Run(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind))
 
     def _forwarder(self, parent: RunNode, child: Child) -> Any:
