@@ -96,7 +96,9 @@ class _Run:
             log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
         system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
         self.system = system.replace("{root}", str(rig.workspace.root))
-        if not options.system_prompt:  # a program's own prompt stays as given; ours gets skills and capabilities
+        # A program's own prompt stays as given; ours gets skills and capabilities. A subagent's does not: the
+        # summary describes the Rig's agent, not the child's narrowed permissions (and costs ms per child).
+        if not options.system_prompt and lineage is None:
             from toolrig.agent.capabilities import prompt_sections
 
             self.system += prompt_sections(rig)
