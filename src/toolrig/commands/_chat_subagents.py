@@ -46,7 +46,7 @@ class SubagentLines:
     def renderables(self) -> list[Text]:
         return [line.text() for line in self.lines.values() if line.status == "running"]
 
-    def handle(self, event: Event) -> Text | None | bool:
+    def handle(self, event: Event) -> Text | bool:
         """True when the event was a subagent's (the screen redraws); a Text to print for good when one ends."""
         task_id = getattr(event, "task_id", None)
         if event.type == "subagent_start":
