@@ -80,6 +80,8 @@ class _Run:
     ) -> None:
         self.lineage = lineage
         self.node: RunNode | None = None  # this run in the hub of runs, while it runs
+        self.resumed_children: dict[str, Any] = {}  # RunState.children of a resumed run
+        self.resume_decisions: Mapping[str, ApprovalDecision | Verdict] = {}
         self.rig = rig
         self.options = options
         self.sink = _Sink(on_event)
@@ -210,7 +212,7 @@ class _Run:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
                 done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
-        channel = ReplayChannel(decisions)
+        channel = ReplayChannel(self._resume_children(state, decisions))
         return await self._guarded(progress, done, channel)
 
     def _channel(self) -> Any:
@@ -455,6 +457,7 @@ class _Run:
             else:
                 results[call.id] = {"content": outcome.result.to_json(), "is_error": outcome.result.is_error}
         paused.pending.clear()
+        pending, children = self._children_paused(pending)
         s = self.provider.settings
         state = RunState(
             session_id=self.session_id,
@@ -468,6 +471,7 @@ class _Run:
             pending=pending,
             results=results,
             usage=progress.usage,
+            children=children,
         )
         progress.open_turn = False  # the calls stay open on purpose: the resumed run answers them
         self._record(progress, [], status="paused")
@@ -510,6 +514,40 @@ class _Run:
         if not any(name in self.offered for name in ("spawn_agents", "Agent", "Task")):
             return ""
         return agent_types_section(self.hub, self.lineage.kind if self.lineage is not None else None)
+
+    def _children_paused(self, pending: list[PendingCall]) -> tuple[list[PendingCall], dict[str, Any]]:
+        """A pause that subagents share: their waiting calls join the run's pending list, their states its own."""
+        node = self.node
+        if node is None or not node.paused_spawns:
+            return pending, {}
+        spawns = dict(node.paused_spawns)
+        node.paused_spawns.clear()
+        out: list[PendingCall] = []
+        for call in pending:
+            saved = spawns.get(call.call_id)
+            if saved is None:
+                out.append(call)
+                continue
+            call.needs_approval, call.reason = False, "waits for its subagents' calls to be decided"
+            out.append(call)
+            for child in saved["children"]:
+                state = child.get("state")
+                for item in (state or {}).get("pending", []):
+                    out.append(PendingCall(**{**item, "task_id": item.get("task_id") or child["task_id"]}))
+        return out, {"counter": node.counter, "spawns": spawns}
+
+    def _resume_children(
+        self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]
+    ) -> Mapping[str, ApprovalDecision | Verdict]:
+        """Resuming: the paused spawns continue their children with the same decisions.
+
+        A spawning call passed the gate before it paused, so its replay is allowed; its children's calls are
+        decided by the person's decisions like the run's own.
+        """
+        self.resumed_children = state.children
+        self.resume_decisions = decisions
+        spawns = state.children.get("spawns", {}) if state.children else {}
+        return {**decisions, **dict.fromkeys(spawns, "allow_once")} if spawns else decisions
 
     def spent(self) -> Usage:
         """What the run has spent so far (a child cut short still reports its usage)."""

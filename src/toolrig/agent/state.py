@@ -83,6 +83,7 @@ class PendingCall:
     reason: str = ""
     subjects: list[str] = field(default_factory=list)
     needs_approval: bool = True
+    task_id: str | None = None  # set when the call is a subagent's (its task id); decide it like any other
 
 
 @dataclass
@@ -101,6 +102,9 @@ class RunState:
     results: dict[str, dict[str, Any]]  # call id -> {"content": ..., "is_error": ...}
     usage: Usage = field(default_factory=Usage)
     version: int = STATE_VERSION
+    # Subagents paused with the run: {"counter": N, "spawns": {spawn call id: {"children": [...]}}}, each child
+    # either its finished result record or its own paused RunState (as JSON data), resumed with the run.
+    children: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = {
@@ -116,6 +120,7 @@ class RunState:
             "pending": [vars(p) for p in self.pending],
             "results": self.results,
             "usage": self.usage.to_json(),
+            "children": self.children,
         }
         return json.dumps(data, ensure_ascii=False)
 
@@ -137,6 +142,7 @@ class RunState:
                 pending=[PendingCall(**p) for p in data["pending"]],
                 results={str(k): dict(v) for k, v in data["results"].items()},
                 usage=Usage.from_json(data.get("usage", {})),
+                children=dict(data.get("children") or {}),
             )
         except RunError:
             raise

@@ -71,7 +71,7 @@ class SpawnAgents(Tool[SpawnAgentsInput, SpawnAgentsOutput]):
 
     async def execute(self, input: SpawnAgentsInput, ctx: ToolContext) -> SpawnAgentsOutput:
         requests = [r.model_dump(exclude_none=True) for r in input.agents]
-        found = await access(ctx).spawn(ctx.session_id, requests, background=input.background)
+        found = await access(ctx).spawn(ctx.session_id, requests, background=input.background, call_id=ctx.call_id)
         if input.background:
             return SpawnAgentsOutput(tasks=found)
         return SpawnAgentsOutput(results=found)
@@ -100,7 +100,7 @@ class _ClaudeStyle(Tool[ClaudeTaskInput, ClaudeTaskOutput]):
 
     async def execute(self, input: ClaudeTaskInput, ctx: ToolContext) -> ClaudeTaskOutput:
         request = {"agent_type": input.subagent_type or "general", "prompt": input.prompt}
-        [record] = await access(ctx).spawn(ctx.session_id, [request], background=False)
+        [record] = await access(ctx).spawn(ctx.session_id, [request], background=False, call_id=ctx.call_id)
         return ClaudeTaskOutput(result=record)
 
 

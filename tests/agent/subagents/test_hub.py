@@ -262,7 +262,7 @@ async def test_child_approval_requests_reach_the_root_runs_channel(agent_tools_r
 
     async def answer(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
-        return ApprovalDecision("allow")
+        return ApprovalDecision("allow_once")
 
     converse(
         {
@@ -327,3 +327,87 @@ async def test_cancelling_the_parent_mid_child_leaves_no_process_behind(
     assert outcome[0].stop_reason == "aborted"
     assert sleepers() == []
     rig.close()
+
+
+RESUME_SCRIPT = """
+import json, anyio
+from tests.agent import sample_tools
+from toolrig.agent import RunState, resume_run
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+from toolrig.tools.agents import TOOLS
+
+async def main():
+    tools = [*sample_tools.agent_tools(), *TOOLS]
+    rig = Rig({root!r}, config=json.loads({config!r}), registry=Registry(tools))
+    state = RunState.from_json(open({state!r}).read())
+    result = await resume_run(state, {{"a1": "allow_once"}}, rig=rig)
+    print(json.dumps({{"response": result.response, "stop_reason": result.stop_reason,
+                      "session_id": result.session_id, "log": sample_tools.PROBE.log}}))
+
+anyio.run(main)
+"""
+
+
+async def test_a_childs_approval_pauses_the_root_and_resumes_in_another_process(
+    agent_tools_rig: Any, converse: Any, llm: Any, provider: str, workspace: Any
+) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.agent.conftest import agent_config
+    from tests.agent.subagents.conversations import tool_results
+    from toolrig.agent import RunState
+
+    probe = sample_tools.reset_probe()
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "be QUICK"), ("general", "ask ASKER"))), reply(Text("all done"))],
+            "QUICK": [reply(Text("quick"))],
+            "ASKER": [reply(Call("a1", "note", '{"name": "asked"}')), reply(Text("noted"))],
+        }
+    )
+    extra = {"tools": {"rules": [{"tool": "note", "verdict": "ask", "reason": "notes need a yes"}]}}
+    rig = agent_tools_rig(config=extra)
+    result = await run_agent("PARENT", RunOptions(approvals="pause"), rig=rig)
+    assert result.stop_reason == "paused" and result.state is not None
+    state = result.state
+    root = result.session_id
+    assert [(p.call_id, p.tool, p.needs_approval, p.task_id) for p in state.pending] == [
+        ("p1", "spawn_agents", False, None),
+        ("a1", "note", True, f"{root}.2"),
+    ]
+    assert state.pending[1].reason == "notes need a yes"
+    assert probe.log == []
+    text = state.to_json()
+    assert RunState.from_json(text).to_json() == text
+    rig.close()
+
+    state_file = workspace / "state.json"
+    state_file.write_text(text)
+    config = {**agent_config(llm, provider), **extra}
+    script = RESUME_SCRIPT.format(root=str(workspace), state=str(state_file), config=json.dumps(config))
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60, cwd=repo
+        )
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {
+        "response": "all done",
+        "stop_reason": "completed",
+        "session_id": root,
+        "log": ["note:start:asked", "note:end:asked"],
+    }
+    last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
+    [spawned] = [json.loads(t) for t in tool_results(last) if "results" in t]
+    records = spawned["output"]["results"]
+    assert [(r["task_id"], r["status"], r["output"]) for r in records] == [
+        (f"{root}.1", "done", "quick"),
+        (f"{root}.2", "done", "noted"),
+    ]

@@ -16,6 +16,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ from toolrig.events import (
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from toolrig.agent.state import RunResult
+    from toolrig.agent.state import RunResult, RunState
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.agent")
@@ -70,6 +71,9 @@ class RunNode:
     background: TaskGroup | None = None  # the run's own task group: background children end with the run
     usage: Usage | None = None  # the run's running total (children's spend is added to it)
     counter: int = 0
+    paused_spawns: dict[str, dict[str, Any]] = field(default_factory=dict)  # spawn call id -> saved children
+    resuming: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, read back from a RunState
+    decisions: Mapping[str, Any] = field(default_factory=dict)  # a person's decisions, for resumed children
     limit: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))  # set on entering
 
     @property
@@ -92,9 +96,11 @@ class Child:
     tool_calls: int = 0
     last_tool: str | None = None
     record: dict[str, Any] | None = None
+    paused: RunState | None = None  # the child stopped for approvals (a root run that pauses)
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope | None = None
     cancel_requested: bool = False
+    background: bool = False
 
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000
@@ -161,6 +167,11 @@ class SubagentHub:
                 background=background,
             )
         node.limit = anyio.Semaphore(self.rig.config.subagents.max_parallel)
+        resumed = getattr(run, "resumed_children", None)
+        if resumed:
+            node.counter = int(resumed.get("counter", 0))
+            node.resuming = dict(resumed.get("spawns", {}))
+            node.decisions = getattr(run, "resume_decisions", {})
         self.nodes[node.task_id] = node
         return node
 
@@ -200,9 +211,11 @@ class SubagentHub:
     # ------------------------------------------------------------------ spawning
 
     async def spawn(
-        self, session_id: str | None, requests: list[dict[str, Any]], *, background: bool
+        self, session_id: str | None, requests: list[dict[str, Any]], *, background: bool, call_id: str = ""
     ) -> list[dict[str, Any]]:
         node = self.node(session_id)
+        if call_id and call_id in node.resuming:
+            return await self._resume_spawn(node, call_id, node.resuming.pop(call_id))
         settings = self.rig.config.subagents
         if node.depth >= settings.max_depth:
             raise ToolError(
@@ -226,6 +239,7 @@ class SubagentHub:
             if node.background is None:  # pragma: no cover - every run enters with its task group
                 raise ToolError(ErrorType.UNAVAILABLE, "Background subagents are not available in this run.")
             for child, kind in zip(children, kinds, strict=True):
+                child.background = True
                 node.background.start_soon(self._run_child, node, child, kind)
             return [
                 {"task_id": c.task_id, "agent_id": c.agent_id, "agent_type": c.agent_type, "status": c.status}
@@ -234,7 +248,42 @@ class SubagentHub:
         async with anyio.create_task_group() as group:
             for child, kind in zip(children, kinds, strict=True):
                 group.start_soon(self._run_child, node, child, kind)
-        return [dict(c.record or {}) for c in children]
+        return self._collected(node, call_id, children)
+
+    def _collected(self, node: RunNode, call_id: str, children: list[Child]) -> list[dict[str, Any]]:
+        """The records in order; if a child paused for approvals, the parent's call pauses with it."""
+        if not any(c.paused is not None for c in children):
+            return [dict(c.record or {}) for c in children]
+        node.paused_spawns[call_id] = {
+            "children": [
+                {"task_id": c.task_id, "agent_id": c.agent_id, "agent_type": c.agent_type}
+                | ({"state": json.loads(c.paused.to_json())} if c.paused is not None else {"record": c.record})
+                for c in children
+            ]
+        }
+        pause_for_children(node.run, call_id)
+        raise ToolError(ErrorType.DENIED, "Paused: a subagent waits for a person's decision.")
+
+    async def _resume_spawn(self, node: RunNode, call_id: str, saved: dict[str, Any]) -> list[dict[str, Any]]:
+        """Finish a spawn that paused: finished children keep their records, paused ones resume."""
+        from toolrig.agent.state import RunState
+
+        children: list[Child] = []
+        async with anyio.create_task_group() as group:
+            for item in saved.get("children", []):
+                child = Child(str(item["task_id"]), str(item["agent_id"]), str(item["agent_type"]), node.task_id, "")
+                node.children[child.task_id] = child
+                children.append(child)
+                if "state" not in item:
+                    child.record, child.status = item.get("record") or {}, "done"
+                    child.done.set()
+                    continue
+                kind = self.types.get(child.agent_type)
+                if kind is None:
+                    raise ToolError(ErrorType.NOT_FOUND, f"The agent type {child.agent_type!r} is gone.")
+                state = RunState.from_json(json.dumps(item["state"]))
+                group.start_soon(self._run_child, node, child, kind, state)
+        return self._collected(node, call_id, children)
 
     def _kind_for(self, node: RunNode, request: dict[str, Any]) -> AgentType:
         name = str(request.get("agent_type") or "")
@@ -269,7 +318,7 @@ class SubagentHub:
         node.children[task_id] = child
         return child
 
-    async def _run_child(self, parent: RunNode, child: Child, kind: AgentType) -> None:
+    async def _run_child(self, parent: RunNode, child: Child, kind: AgentType, resume: RunState | None = None) -> None:
         root_emit = parent.run.sink.emit
         result: RunResult | None = None
         error: str | None = None
@@ -296,7 +345,10 @@ class SubagentHub:
                     async with anyio.create_task_group() as ticker:
                         ticker.start_soon(self._tick, child, root_emit)
                         try:
-                            result = await run.start(child.prompt)
+                            if resume is None:
+                                result = await run.start(child.prompt)
+                            else:
+                                result = await run.resume(resume, parent.decisions)
                         except RunError as exc:
                             usage = run.spent()
                             child.status = "timed_out" if exc.kind == "timeout" else "failed"
@@ -304,6 +356,8 @@ class SubagentHub:
                         else:
                             usage = result.usage
                             child.status = "done"
+                            if result.stop_reason == "paused" and result.state is not None:
+                                child.status, child.paused = "paused", result.state
                         finally:
                             ticker.cancel_scope.cancel()
                 if scope.cancelled_caught:
@@ -347,7 +401,7 @@ class SubagentHub:
             max_turns=min(own.max_turns or settings.max_turns, settings.max_turns),
             timeout=min_or_none(own.timeout_seconds, settings.timeout_seconds),
             max_budget_usd=min_or_none(own.max_budget_usd, remaining),
-            approvals=root_channel(parent),
+            approvals=root_channel(parent, child),
             persist=prun.options.persist,
             hooks=prun.options.hooks,
             agent_id=child.agent_id,
@@ -481,22 +535,36 @@ async def _first_of(event: anyio.Event, group: TaskGroup) -> None:
     group.cancel_scope.cancel()
 
 
-def root_channel(parent: RunNode) -> Any:
+def root_channel(parent: RunNode, child: Child) -> Any:
     """Where a child's approval requests go: the ROOT run's channel (terminal, MCP elicitation, callback).
 
-    The one place the child -> root routing lives. A root run that pauses for approvals (``approvals="pause"``)
-    cannot yet carry a child's waiting call in its RunState: the child's call is refused with that reason.
+    The one place the child -> root routing lives. Under a root run that pauses for approvals
+    (``approvals="pause"``) a foreground child pauses too: its waiting calls travel in the root's RunState
+    and resume with it (``pause_for_children``). A background child cannot pause with the run (nobody waits
+    on it): its call is refused with that reason.
     """
     root = parent.root.run
     channel = root._channel()
     if channel is None:
         return None  # the Rig's own channel (the router's fallback), as for the root
     if root.pause is not None and channel is root.pause:
-        return _RefuseChannel(
-            "a subagent's call needs approval, and this run pauses for approvals: resuming a child's "
-            "paused call is not supported yet"
-        )
+        if child.background:
+            return _RefuseChannel(
+                "a background subagent's call needs approval, and this run pauses for approvals: "
+                "run the subagent in the foreground to have its call decided"
+            )
+        return "pause"
     return channel
+
+
+def pause_for_children(run: Any, call_id: str) -> None:
+    """Mark the parent's spawning call as waiting, so the parent pauses at the end of its turn too."""
+    from toolrig.approvals import ApprovalRequest
+
+    if run.pause is None:  # pragma: no cover - a child pauses only under a run that pauses
+        return
+    reason = "waits for its subagents' calls to be decided"
+    run.pause.pending[call_id] = ApprovalRequest(call_id, "spawn_agents", {}, reason=reason)
 
 
 class _RefuseChannel:
