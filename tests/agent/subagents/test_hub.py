@@ -411,3 +411,61 @@ async def test_a_childs_approval_pauses_the_root_and_resumes_in_another_process(
         (f"{root}.1", "done", "quick"),
         (f"{root}.2", "done", "noted"),
     ]
+
+
+async def test_hook_calls_of_a_child_carry_its_agent_id_and_task_id(agent_tools_rig: Any, converse: Any) -> None:
+    from toolrig.hooks import HookEvent, Hooks
+
+    seen: list[HookEvent] = []
+
+    class Recorder(Hooks):
+        async def before_tool(self, event: HookEvent) -> None:
+            seen.append(event)
+
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "add ADDER"))), reply(Text("done"))],
+            "ADDER": [reply(Call("a1", "add", '{"a": 1, "b": 2}')), reply(Text("3"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    result = await run_agent("PARENT", RunOptions(hooks=[Recorder()]), rig=rig, on_event=events.append)
+    [start] = [e for e in events if isinstance(e, SubagentStartEvent)]
+    by_tool = {e.tool: e for e in seen}
+    assert (by_tool["spawn_agents"].session_id, by_tool["spawn_agents"].agent_id) == (result.session_id, None)
+    assert (by_tool["add"].session_id, by_tool["add"].agent_id) == (start.task_id, start.agent_id)
+    assert start.parent_task_id == result.session_id
+    rig.close()
+
+
+async def test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on(agent_tools_rig: Any, converse: Any) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("slow", "wait HANGER"))), reply(Text("went on"))],
+            "HANGER": [reply(Call("h1", "hang", "{}")), reply(Text("never"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig(config={"agents": {"slow": {"description": "hangs", "timeout_seconds": 0.5}}})
+    result = await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    [done] = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert done.status == "timed_out" and result.response == "went on"
+    rig.close()
+
+
+async def test_a_childs_turn_budget_comes_from_its_type(agent_tools_rig: Any, converse: Any, llm: Any) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("brief", "loop LOOPER"))), reply(Text("done"))],
+            "LOOPER": [reply(Call("l1", "add", '{"a": 1, "b": 1}')), reply(Text("summary after one turn"))],
+        }
+    )
+    rig = agent_tools_rig(config={"agents": {"brief": {"description": "one turn", "max_turns": 1}}})
+    await run_agent("PARENT", RunOptions(), rig=rig)
+    from tests.agent.subagents.conversations import first_user_text
+
+    child = [b for b in llm.bodies() if "LOOPER" in first_user_text(b)]
+    assert len(child) == 2  # one turn with tools, then the summary request (no more tools)
+    assert "You have used all 1 turns" in json.dumps(child[-1]["messages"][-1])
+    rig.close()
