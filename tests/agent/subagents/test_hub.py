@@ -439,7 +439,9 @@ async def test_hook_calls_of_a_child_carry_its_agent_id_and_task_id(agent_tools_
     rig.close()
 
 
-async def test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on(agent_tools_rig: Any, converse: Any) -> None:
+async def test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on(
+    agent_tools_rig: Any, converse: Any
+) -> None:
     converse(
         {
             "PARENT": [reply(spawn("p1", ("slow", "wait HANGER"))), reply(Text("went on"))],
