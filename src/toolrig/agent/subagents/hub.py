@@ -177,6 +177,8 @@ class SubagentHub:
 
     def leave(self, node: RunNode) -> None:
         self.nodes.pop(node.task_id, None)
+        if node.parent is None:
+            self.children_started.pop(node.task_id, None)
 
     def node(self, session_id: str | None) -> RunNode:
         found = self.nodes.get(session_id or "")
