@@ -282,6 +282,7 @@ async def test_child_approval_requests_reach_the_root_runs_channel(agent_tools_r
     rig.close()
 
 
+@pytest.mark.slow  # starts processes by design
 async def test_cancelling_the_parent_mid_child_leaves_no_process_behind(
     agent_tools_rig: Any, converse: Any, workspace: Any
 ) -> None:
@@ -349,6 +350,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.slow  # starts processes by design
 async def test_a_childs_approval_pauses_the_root_and_resumes_in_another_process(
     agent_tools_rig: Any, converse: Any, llm: Any, provider: str, workspace: Any
 ) -> None:
