@@ -71,6 +71,9 @@ class RunOptions:
     # The run's agent id (default: the Rig's agent): the key of its memory (agents/<id>/) and kv namespace,
     # and the agent its audit rows and hooks name. A configured profile of that name also applies.
     agent_id: str | None = None
+    # ask_user's questions (approvals owns this field): "ask" them wherever approvals go; "pause" the run
+    # with them in its RunState (`toolrig run` without a terminal); "skip" them (a scheduled task).
+    questions: Literal["ask", "pause", "skip"] = "ask"
 
 
 @dataclass
@@ -84,6 +87,8 @@ class PendingCall:
     subjects: list[str] = field(default_factory=list)
     needs_approval: bool = True
     task_id: str | None = None  # set when the call is a subagent's (its task id); decide it like any other
+    # ask_user: the questions this call waits to have answered (resume with `answers={call_id: [...]}`)
+    questions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
