@@ -24,9 +24,10 @@ SAMPLES: list[Event] = [
     events.ApprovalResolvedEvent("r1", "wipe", "deny", "no"),
     DoneEvent("s1", "answer", "completed"),
     ErrorEvent("timeout", "took too long"),
-    events.SubagentStartEvent("a1", "helper", "do it"),
-    events.SubagentProgressEvent("a1", "helper", "working"),
-    events.SubagentDoneEvent("a1", "helper", "done"),
+    events.SubagentStartEvent("helper-1a2b3c", "s1.1", "helper", "s1", "do it"),
+    events.SubagentProgressEvent("s1.1", 3, 2100.0, "read_files"),
+    events.SubagentDoneEvent("s1.1", "done", {"input": 10, "output": 5, "cost_usd": 0.0, "tool_calls": 3}),
+    events.ToolResultEvent("c1", "add", "2", False, task_id="s1.1"),
     events.TodosEvent("s1", [{"task": "a", "status": "pending"}]),
     events.FollowupsEvent(None, ["Run the tests", "Open a PR"]),
 ]
