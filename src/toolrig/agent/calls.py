@@ -66,6 +66,8 @@ async def run_calls(
     events: EventSink,
     pause: PauseChannel | None = None,
     steps: Steps | None = None,
+    agent_id: str | None = None,
+    parent_agent_id: str | None = None,
     profile: Profile | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
@@ -78,7 +80,8 @@ async def run_calls(
                 call.arguments,
                 call_id=call.id,
                 origin="agent",
-                agent_id=rig.agent,
+                agent_id=agent_id,
+                parent_agent_id=parent_agent_id,
                 session_id=session_id,
                 events=events,
                 offered=offered,
@@ -97,7 +100,8 @@ async def run_calls(
             translated.args,
             call_id=call.id,
             origin="agent",
-            agent_id=rig.agent,
+            agent_id=agent_id,
+            parent_agent_id=parent_agent_id,
             session_id=session_id,
             events=events,
             offered=offered,
