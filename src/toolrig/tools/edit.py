@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.text import TextFile, decode, divergence, hash_matches, new_file, sha256, unified_diff
 
 HASH_FIELD = Field(
@@ -146,6 +147,12 @@ def _match_lines(text: str, needle: str) -> list[int]:
 # ------------------------------------------------------------------------------------------ tools
 
 
+class WriteFileConfig(AllowedPathsSettings):
+    """Settings under ``tool_config.write_file`` (the dry run, propose_write_file, checks the same ones)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class WriteFileInput(ToolInput):
     path: Annotated[str, Subject("path")] = Field(
         description="File to write, relative to the workspace; missing parent directories are made."
@@ -160,6 +167,7 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
     group = "edit"
     destructive = True
     sequential = True  # two edits of one file side by side would lose one of them
+    config_model = WriteFileConfig
     description = (
         "Create a file or replace its whole content (mode 'append' adds to its end). Prefer str_replace for "
         "changing part of an existing file. Keeps the file's line endings (CRLF stays CRLF), encoding and mode; "
@@ -171,7 +179,10 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
 
 
 def write_file(ctx: ToolContext, input: WriteFileInput, *, write: bool) -> EditOutput:
+    config = ctx.settings(WriteFileConfig)
     current = load(ctx, input.path, input.expected_hash, must_exist=False)
+    if (allowed := config.allowed()) is not None:
+        allowed.check(ctx.workspace, input.path, current.path, "write_file")
     if current.data is None:
         return commit(ctx, current, input.content, write=write, created=True)
     if current.text is None:
@@ -185,6 +196,7 @@ class ProposeWriteFile(Tool[WriteFileInput, EditOutput]):
     name = "propose_write_file"
     group = "edit"
     read_only = True
+    config_model = WriteFileConfig
     description = (
         "Dry run of write_file: checks the same things and returns the unified diff it would make, "
         "writing nothing. Use it to show a change for review before making it."

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.gitignore import IgnoreRules
 from toolrig.sandbox.listing import Entry, visible_names, walk
 from toolrig.sandbox.patterns import PatternSet
@@ -35,7 +36,7 @@ MAX_TREE_ENTRIES = 2000
 MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, within the default output cap
 
 
-class FilesConfig(BaseModel):
+class FilesConfig(AllowedPathsSettings):
     model_config = ConfigDict(extra="forbid")
     max_file_bytes: int = Field(default=1_000_000, ge=1, description="Larger files are reported as too large.")
 
@@ -102,6 +103,7 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
 
     def execute(self, input: ReadFilesInput, ctx: ToolContext) -> ReadFilesOutput:
         config = ctx.settings(FilesConfig)
+        allowed = config.allowed()
         rules = ctx.workspace.ignore_rules()
         files: dict[str, str] = {}
         hashes: dict[str, str] = {}
@@ -111,6 +113,8 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
                 continue
             try:
                 path = ctx.workspace.resolve(spelled)
+                if allowed is not None:
+                    allowed.check(ctx.workspace, spelled, path, self.name)
             except ToolError as err:
                 files[spelled] = f"{OUTSIDE} {err.message}"
                 denied.append(err.message)
