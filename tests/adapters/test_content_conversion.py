@@ -93,3 +93,34 @@ async def test_the_official_mcp_client_receives_the_parts(workspace: Path) -> No
     assert isinstance(image, ImageContent) and base64.b64decode(image.data) == tiny_png()
     assert isinstance(audio, AudioContent) and audio.mime_type == "audio/wav"
     assert isinstance(resource, EmbeddedResource) and str(resource.resource.uri) == "file:///notes.txt"
+
+
+@pytest.mark.anyio
+async def test_toolrig_mcp_serve_sends_an_image_read_from_disk_as_image_content(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    from mcp.types import ImageContent
+
+    from tests.adapters.mcp_peers import serve_params, stdio_session
+
+    (workspace / "shot.png").write_bytes(tiny_png(3, 3))
+    for mode in ("auto", "legacy"):  # the 2026 fast path writes responses itself; the 2025 path goes the SDK's way
+        async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log", mode=mode) as client:
+            result = await client.call_tool("read_files", {"paths": ["shot.png"]})
+        assert result.is_error is False
+        assert json.loads(result.content[0].text)["output"]["files"]["shot.png"].startswith("[IMAGE]")  # type: ignore[union-attr]
+        [image] = result.content[1:]
+        assert isinstance(image, ImageContent) and base64.b64decode(image.data) == tiny_png(3, 3)
+
+
+def test_the_cli_prints_the_contract_json_and_names_attached_parts_on_stderr(workspace: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolrig.cli import app
+
+    (workspace / "shot.png").write_bytes(tiny_png())
+    runner = CliRunner()
+    result = runner.invoke(app, ["call", "read_files", "--json", '{"paths": ["shot.png"]}', "--root", str(workspace)])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["output"]["files"]["shot.png"].startswith("[IMAGE]")
+    assert "[attached image (image/png, " in result.stderr

@@ -135,3 +135,16 @@ def test_subjects_name_the_paths_for_approval_patterns(call: Caller) -> None:
         "*** Begin Patch\n*** Update File: a.py\n*** Move to: b/c.py\n@@\n-x\n+y\n*** Delete File: d.py\n*** End Patch"
     )
     assert patch.subjects(patch.input_model(patch=text)) == ["a.py", "b/c.py", "d.py"]
+
+
+def test_write_file_writes_in_the_encoding_asked_for(call: Caller, workspace: Path) -> None:
+    call.ok("write_file", path="legacy.txt", content="café\n", encoding="latin-1")
+    assert (workspace / "legacy.txt").read_bytes() == "café\n".encode("latin-1")
+    call.ok("write_file", path="legacy.txt", content="naïve\n")  # the file's own encoding is kept
+    assert (workspace / "legacy.txt").read_bytes() == "naïve\n".encode("latin-1")
+    call.ok("write_file", path="legacy.txt", content="naïve\n", encoding="utf-8")
+    assert (workspace / "legacy.txt").read_bytes() == "naïve\n".encode()
+    assert "cannot be written as" in call.error(
+        "write_file", "invalid_input", path="l.txt", content="€", encoding="latin-1"
+    )
+    call.error("write_file", "invalid_input", path="l.txt", content="x", encoding="rot13")

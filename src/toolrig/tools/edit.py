@@ -7,17 +7,27 @@ the file's encoding, line endings and mode; ``expected_hash`` refuses to overwri
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.allowed import AllowedPathsSettings
-from toolrig.sandbox.text import TextFile, decode, divergence, hash_matches, new_file, sha256, unified_diff
+from toolrig.sandbox.text import (
+    TextFile,
+    decode,
+    divergence,
+    hash_matches,
+    new_file,
+    sha256,
+    text_encoding,
+    unified_diff,
+)
 
 HASH_FIELD = Field(
     default=None, description="sha256 of the file as you last read it (from read_files); refused if it changed since."
@@ -68,8 +78,12 @@ def load(ctx: ToolContext, spelled: str, expected_hash: str | None, *, must_exis
     return Current(path, shown, data, text)
 
 
-def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, created: bool) -> EditOutput:
+def commit(
+    ctx: ToolContext, current: Current, new_text: str, *, write: bool, created: bool, encoding: str | None = None
+) -> EditOutput:
     encoder = current.text or new_file(new_text)
+    if encoding is not None:
+        encoder = dataclasses.replace(encoder, encoding=encoding)
     try:
         data = encoder.encode(new_text)
     except UnicodeEncodeError as exc:  # a lone surrogate (valid JSON, not text), or a char the encoding lacks
@@ -78,6 +92,11 @@ def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, cr
             ErrorType.INVALID_INPUT,
             f"The new text of '{current.shown}' cannot be written as {encoder.encoding}: {exc.reason} ({bad!r}).",
             "Send well-formed text the file's encoding can hold.",
+        ) from None
+    except UnicodeError as exc:  # a codec's own complaint
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The new text of '{current.shown}' cannot be written as {encoder.encoding}: {str(exc)[:200]}.",
         ) from None
     old_text = current.text.text if current.text is not None else ""
     diff = unified_diff(old_text, encoder.text if created else new_text, current.shown)
@@ -160,6 +179,16 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content (or the text to append).")
     mode: Literal["overwrite", "append"] = "overwrite"
     expected_hash: str | None = HASH_FIELD
+    encoding: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Write in this encoding ('latin-1', 'utf-16', ...); default: the file's own, UTF-8 for a new file.",
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _text_encoding(cls, value: str | None) -> str | None:
+        return None if value is None else text_encoding(value)
 
 
 class WriteFile(Tool[WriteFileInput, EditOutput]):
@@ -184,12 +213,12 @@ def write_file(ctx: ToolContext, input: WriteFileInput, *, write: bool) -> EditO
     if (allowed := config.allowed()) is not None:
         allowed.check(ctx.workspace, input.path, current.path, "write_file")
     if current.data is None:
-        return commit(ctx, current, input.content, write=write, created=True)
+        return commit(ctx, current, input.content, write=write, created=True, encoding=input.encoding)
     if current.text is None:
         current.text = new_file("")  # overwriting a binary file with text: write the text as given
     content = _plain(input.content, current.text)
     new_text = current.text.text + content if input.mode == "append" else content
-    return commit(ctx, current, new_text, write=write, created=False)
+    return commit(ctx, current, new_text, write=write, created=False, encoding=input.encoding)
 
 
 class ProposeWriteFile(Tool[WriteFileInput, EditOutput]):
