@@ -39,6 +39,7 @@ class EditOutput(ToolOutput):
     message: str
     unified_diff: str
     hash: str = Field(description="sha256 of the file's new content, for a following edit's expected_hash.")
+    bytes_written: int = Field(description="Bytes written to the file (its whole new size); 0 for a dry run.")
 
 
 @dataclass
@@ -79,7 +80,14 @@ def load(ctx: ToolContext, spelled: str, expected_hash: str | None, *, must_exis
 
 
 def commit(
-    ctx: ToolContext, current: Current, new_text: str, *, write: bool, created: bool, encoding: str | None = None
+    ctx: ToolContext,
+    current: Current,
+    new_text: str,
+    *,
+    write: bool,
+    created: bool,
+    encoding: str | None = None,
+    max_bytes: int | None = None,
 ) -> EditOutput:
     encoder = current.text or new_file(new_text)
     if encoding is not None:
@@ -100,6 +108,14 @@ def commit(
         ) from None
     old_text = current.text.text if current.text is not None else ""
     diff = unified_diff(old_text, encoder.text if created else new_text, current.shown)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ToolError(
+            ErrorType.TOO_LARGE,
+            f"The new content of '{current.shown}' is {len(data):,} bytes, over the {max_bytes:,}-byte limit for "
+            "a write (tool_config.write_file.max_bytes).",
+            "Write a smaller file, or split the content across several files.",
+            retryable=False,
+        )
     if write:
         ctx.workspace.write_bytes(current.path, data)
     if created:
@@ -108,7 +124,13 @@ def commit(
         message = "No change: the content is identical" if write else "Would not change the file"
     else:
         message = "Updated file" if write else "Would update file"
-    return EditOutput(file=current.shown, message=message, unified_diff=diff, hash=sha256(data))
+    return EditOutput(
+        file=current.shown,
+        message=message,
+        unified_diff=diff,
+        hash=sha256(data),
+        bytes_written=len(data) if write else 0,
+    )
 
 
 def _plain(text: str, file: TextFile) -> str:
@@ -170,6 +192,9 @@ class WriteFileConfig(AllowedPathsSettings):
     """Settings under ``tool_config.write_file`` (the dry run, propose_write_file, checks the same ones)."""
 
     model_config = ConfigDict(extra="forbid")
+    max_bytes: int = Field(
+        default=10_000_000, ge=1, description="Largest file write_file may leave (the whole file after an append)."
+    )
 
 
 class WriteFileInput(ToolInput):
@@ -179,6 +204,13 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content (or the text to append).")
     mode: Literal["overwrite", "append"] = "overwrite"
     expected_hash: str | None = HASH_FIELD
+    on_conflict: Literal["error", "overwrite"] = Field(
+        default="overwrite",
+        description=(
+            "What to do when the file already exists (mode 'overwrite'): 'overwrite' replaces it (the default); "
+            "'error' refuses with error_type 'path_conflict' and writes nothing."
+        ),
+    )
     encoding: str | None = Field(
         default=None,
         max_length=40,
@@ -213,12 +245,24 @@ def write_file(ctx: ToolContext, input: WriteFileInput, *, write: bool) -> EditO
     if (allowed := config.allowed()) is not None:
         allowed.check(ctx.workspace, input.path, current.path, "write_file")
     if current.data is None:
-        return commit(ctx, current, input.content, write=write, created=True, encoding=input.encoding)
+        return commit(
+            ctx, current, input.content, write=write, created=True, encoding=input.encoding, max_bytes=config.max_bytes
+        )
+    if input.on_conflict == "error" and input.mode == "overwrite":
+        raise ToolError(
+            ErrorType.PATH_CONFLICT,
+            f"'{current.shown}' already exists ({len(current.data):,} bytes, sha256 {sha256(current.data)[:16]}…); "
+            "on_conflict='error' keeps it.",
+            f"Read it with read_files(paths=['{current.shown}']) and change it with str_replace, or write again "
+            "with on_conflict='overwrite' to replace it.",
+        )
     if current.text is None:
         current.text = new_file("")  # overwriting a binary file with text: write the text as given
     content = _plain(input.content, current.text)
     new_text = current.text.text + content if input.mode == "append" else content
-    return commit(ctx, current, new_text, write=write, created=False, encoding=input.encoding)
+    return commit(
+        ctx, current, new_text, write=write, created=False, encoding=input.encoding, max_bytes=config.max_bytes
+    )
 
 
 class ProposeWriteFile(Tool[WriteFileInput, EditOutput]):
