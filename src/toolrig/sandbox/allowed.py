@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.paths import Workspace
 from toolrig.sandbox.patterns import PatternSet
 
@@ -23,7 +25,8 @@ class AllowedPathsSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_paths: list[str] = Field(
+    # An untrusted workspace may only keep entries of the list (never add one), like allowed_domains.
+    allowed_paths: Annotated[list[str], Narrow.INTERSECT] = Field(
         default_factory=list,
         description=(
             "Gitignore-style globs relative to the workspace root ('data/**', 'output/') the tool may use; "

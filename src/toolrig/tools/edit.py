@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.text import (
     TextFile,
@@ -192,7 +193,7 @@ class WriteFileConfig(AllowedPathsSettings):
     """Settings under ``tool_config.write_file`` (the dry run, propose_write_file, checks the same ones)."""
 
     model_config = ConfigDict(extra="forbid")
-    max_bytes: int = Field(
+    max_bytes: Annotated[int, Narrow.MIN] = Field(
         default=10_000_000, ge=1, description="Largest file write_file may leave (the whole file after an append)."
     )
 

@@ -21,6 +21,7 @@ from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.documents import MAX_IMAGE_SIDE, image_size, image_type, is_pdf, notebook, pdf_text, render_pdf
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.gitignore import IgnoreRules
 from toolrig.sandbox.listing import Entry, visible_names, walk
@@ -44,13 +45,21 @@ MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, 
 
 class FilesConfig(AllowedPathsSettings):
     model_config = ConfigDict(extra="forbid")
-    max_file_bytes: int = Field(default=1_000_000, ge=1, description="Larger files are reported as too large.")
-    max_image_bytes: int = Field(
+    max_file_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=1_000_000, ge=1, description="Larger files are reported as too large."
+    )
+    max_image_bytes: Annotated[int, Narrow.MIN] = Field(
         default=DEFAULT_MAX_IMAGE_BYTES, ge=1, description="Larger images are refused (providers cap them too)."
     )
-    max_images: int = Field(default=20, ge=0, le=100, description="Images attached per call, at most.")
-    max_document_bytes: int = Field(default=20_000_000, ge=1, description="Larger PDFs are reported as too large.")
-    max_pdf_pages: int = Field(default=20, ge=1, le=500, description="PDF pages read per call, at most.")
+    max_images: Annotated[int, Narrow.MIN] = Field(
+        default=20, ge=0, le=100, description="Images attached per call, at most."
+    )
+    max_document_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=20_000_000, ge=1, description="Larger PDFs are reported as too large."
+    )
+    max_pdf_pages: Annotated[int, Narrow.MIN] = Field(
+        default=20, ge=1, le=500, description="PDF pages read per call, at most."
+    )
 
 
 def _attach_image(data: bytes, media_type: str, shown: str, config: FilesConfig, images: list[ImagePart]) -> str:
