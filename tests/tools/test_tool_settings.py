@@ -79,3 +79,19 @@ def test_an_allowed_path_that_climbs_out_is_a_config_error_naming_the_key(
     user_config("tool_config:\n  write_file: {allowed_paths: ['../elsewhere/**']}\n")
     with pytest.raises(ConfigError, match=r"tool_config\.write_file\.allowed_paths"):
         Rig(workspace).tools()
+
+
+def test_an_untrusted_workspace_may_narrow_allowed_paths_but_never_widen_them(
+    organism: Path, user_config: Callable[[str], Path]
+) -> None:
+    user_config('tool_config:\n  read_files: {allowed_paths: ["docs/**", "data/**"]}\n')
+    (organism / ".toolrig").mkdir(exist_ok=True)
+    config = organism / ".toolrig" / "config.yaml"
+    config.write_text('tool_config:\n  read_files: {allowed_paths: ["docs/**", "src/**"]}\n')
+    rig = Rig(organism)
+    assert not rig.call_sync("read_files", {"paths": ["docs/a.md"]}).is_error
+    for path in ("src/app.py", "data/research/r.txt"):  # src/ was never allowed; data/ the workspace dropped
+        assert rig.call_sync("read_files", {"paths": [path]}).error_type == "denied", path
+    config.write_text('tool_config:\n  read_files: {allowed_paths: ["src/**"]}\n')
+    assert Rig(organism).call_sync("read_files", {"paths": ["src/app.py"]}).error_type == "denied"
+    assert Rig(organism).call_sync("read_files", {"paths": ["docs/a.md"]}).error_type == "denied"
