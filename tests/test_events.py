@@ -14,6 +14,7 @@ SAMPLES: list[Event] = [
     events.ToolCallDeltaEvent("c1", "add", '{"a"'),
     events.ToolResultEvent("c1", "add", '{"result":2}', False),
     events.ToolProgressEvent("c1", "add", 0.5, 1.0, "half"),
+    events.ToolLogEvent("c1", "add", "warning", "rounded"),
     events.StreamTextEvent("hi"),
     events.ChunkEvent("hi there"),
     events.ThinkingEvent("start"),

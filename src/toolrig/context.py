@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from toolrig.cancel import CancelToken
-from toolrig.events import EventSink, NullSink, ToolProgressEvent
+from toolrig.events import EventSink, LogLevel, NullSink, ToolLogEvent, ToolProgressEvent
 from toolrig.sandbox.paths import Workspace
 from toolrig.stores import Stores
 
@@ -135,3 +135,7 @@ class ToolContext:
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far a long call got; safe from a worker thread."""
         self.events.emit(ToolProgressEvent(self.call_id, self.tool_name, progress, total, message))
+
+    def log(self, level: LogLevel, message: str) -> None:
+        """A log line or warning for whoever watches this call (an MCP client at that level); thread-safe."""
+        self.events.emit(ToolLogEvent(self.call_id, self.tool_name, level, message))

@@ -61,6 +61,21 @@ class ToolProgressEvent:
     type: Literal["tool_progress"] = "tool_progress"
 
 
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""Syslog's levels, as MCP's ``notifications/message`` carries them (lowest first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLogEvent:
+    """A tool's log line or warning; an MCP client that set a level at or below it gets it as a message."""
+
+    id: str
+    name: str
+    level: LogLevel
+    message: str
+    type: Literal["tool_log"] = "tool_log"
+
+
 @dataclass(frozen=True, slots=True)
 class StreamTextEvent:
     text: str
@@ -184,6 +199,7 @@ Event: TypeAlias = Annotated[
     | ToolCallDeltaEvent
     | ToolResultEvent
     | ToolProgressEvent
+    | ToolLogEvent
     | StreamTextEvent
     | ChunkEvent
     | ThinkingEvent
