@@ -33,6 +33,7 @@ from pydantic_core import to_json
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, SubagentAccess, ToolCatalog, ToolContext
+from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
@@ -373,7 +374,9 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        return ToolResult.ok(data, notes=notes, meta=ResultMeta(output_bytes=len(raw), full_output_handle=handle))
+        content = output.attached_content() if isinstance(output, ToolOutput) else None
+        meta = ResultMeta(output_bytes=len(raw), full_output_handle=handle)
+        return ToolResult.ok(data, notes=notes, meta=meta, content=content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""

@@ -37,6 +37,7 @@ from toolrig.approvals.mcp import (
     ParkedCall,
     elicit_request,
 )
+from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
 from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from mcp.types import (
         CallToolRequestParams,
         CallToolResult,
+        ContentBlock,
         EmptyResult,
         InputRequiredResult,
         ListToolsResult,
@@ -91,13 +93,48 @@ def mcp_tool(tool: AnyTool) -> Tool:
 
 
 def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
-    """The contract JSON as text, the output as structured content, and ``isError`` for any failure."""
-    from mcp.types import CallToolResult, ContentBlock, TextContent
+    """The contract JSON as text, then the result's parts; structured content; ``isError`` for any failure."""
+    from mcp.types import CallToolResult, TextContent
 
-    text: list[ContentBlock] = [TextContent(text=result.to_json())]
+    text: list[ContentBlock] = [TextContent(text=result.to_json()), *mcp_content(result.content)]
     if result.is_error:
         return CallToolResult(content=text, is_error=True)
     return CallToolResult(content=text, structured_content=result.output if structured else None)
+
+
+def mcp_content(parts: list[ContentPart]) -> list[ContentBlock]:
+    """Content parts as MCP blocks: ``ImageContent``, ``AudioContent``, ``EmbeddedResource``, ``TextContent``."""
+    if not parts:
+        return []
+    from mcp.types import (
+        AudioContent,
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        TextContent,
+        TextResourceContents,
+    )
+
+    blocks: list[ContentBlock] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            blocks.append(TextContent(text=part.text))
+        elif isinstance(part, ImagePart):
+            blocks.append(ImageContent(data=part.data, mime_type=part.media_type))
+        elif isinstance(part, AudioPart):
+            blocks.append(AudioContent(data=part.data, mime_type=part.media_type))
+        elif part.text is not None:
+            resource = TextResourceContents(uri=part.uri, mime_type=part.media_type, text=part.text)
+            blocks.append(EmbeddedResource(resource=resource))
+        else:
+            blob = BlobResourceContents(uri=part.uri, mime_type=part.media_type, blob=part.blob or "")
+            blocks.append(EmbeddedResource(resource=blob))
+    return blocks
+
+
+def content_json(parts: list[ContentPart]) -> list[dict[str, Any]]:
+    """``mcp_content`` as wire JSON, for the fast path that writes responses itself."""
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in mcp_content(parts)]
 
 
 class CallRelay:
@@ -470,7 +507,8 @@ class FastToolCalls:
             log.exception("tools/call %s failed outside the executor", name)
             error = {"code": -32603, "message": "Internal error"}
             return to_json({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
-        body: dict[str, Any] = {"content": [{"type": "text", "text": result.to_json()}], "isError": result.is_error}
+        content = [{"type": "text", "text": result.to_json()}, *content_json(result.content)]
+        body: dict[str, Any] = {"content": content, "isError": result.is_error}
         if not result.is_error and server._structured.get(name, False):
             body["structuredContent"] = result.output
         body["resultType"] = "complete"

@@ -32,6 +32,7 @@ from toolrig.approvals.channel import QuestionsApart
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
 from toolrig.approvals.questions import question_json
 from toolrig.approvals.routing import install_router
+from toolrig.content import parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
@@ -453,7 +454,11 @@ class _Run:
             result = outcome.result
             if result is None:  # pragma: no cover - only a paused turn leaves calls unrun, handled above
                 raise RunError("state", f"tool call {call.id} did not run")
-            blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
+            blocks.append(
+                ToolResultBlock(
+                    call.id, call.name, result.to_json(), result.is_error, media=parts_to_json(result.content)
+                )
+            )
             records.append(_record_of(call, result, progress.session_turn - 1))
             if self.deferred is not None and self.deferred.reveal(call.name, result):
                 self.tools = self._faced(self.deferred.visible())
