@@ -65,6 +65,17 @@ def _check_rate(text: str) -> str:
 
 
 RateText = Annotated[str, AfterValidator(_check_rate)]
+
+
+def _check_profile(name: str) -> str:
+    from toolrig.profiles import NAMES
+
+    if name not in NAMES:
+        raise ValueError(f"{name!r} is not a tool profile: use one of {', '.join(NAMES)}")
+    return name
+
+
+ProfileName = Annotated[str, AfterValidator(_check_profile)]
 Verdict = Literal["allow", "ask", "deny"]
 ApprovalMode = Literal["off", "smart", "always"]
 _OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})
@@ -191,6 +202,9 @@ class AgentConfig(Section):
     rate_limits: Annotated[dict[str, RateText], Narrow.RATES] = Field(
         default_factory=dict, description="Per tool (name glob) for this agent only, like {fetch_url: 10/minute}."
     )
+    profile: ProfileName | None = Field(
+        default=None, description="The tool profile this agent's model sees (claude, codebuff, native, camelagi)."
+    )
     # ---- subagents (issue 14): what makes a profile an agent TYPE a parent can spawn. Every field below
     # narrows a child further than its parent; none of them can widen it (toolrig.agent.subagents.narrowing).
     description: str = Field(default="", description="When to use this agent type (shown to the parent model).")
@@ -310,6 +324,10 @@ class LlmConfig(Section):
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
+    tool_profile: ProfileName | None = Field(
+        default=None,
+        description="The names and shapes the model is offered: toolrig (default), claude, codebuff, native, camelagi.",
+    )
 
 
 class KeyValueStoreConfig(Section):

@@ -75,6 +75,7 @@ class ToolCall:
     settings: BaseModel | None = None  # the tool's own settings (tool_config), resolved for this agent
     dry_run: bool = False  # decided for `policy explain`: gates judge, but spend, ask and run nothing
     ran: bool = False  # the tool itself was started (after_tool hooks see only these calls)
+    called_as: str | None = None  # the name the model used, when a profile's name stood for the tool (Bash)
 
 
 class Gate(Protocol):
@@ -182,13 +183,16 @@ class Executor:
         timeout_seconds: float | None = None,
         events: EventSink | None = None,
         offered: Collection[str] | None = None,
+        called_as: str | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
 
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
-        any other tool is refused before its arguments are read, and still recorded.
+        any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
+        name the model used when a profile translated the call (the audit keeps both).
         """
         call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call.called_as = called_as
         token = CancelToken()
         try:
             result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)

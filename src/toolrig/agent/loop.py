@@ -36,6 +36,7 @@ from toolrig.content import parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -117,6 +118,8 @@ class _Run:
         self.deferred = deferral(self.tools, rig.config.tools.deferred)
         if self.deferred is not None:
             self.tools = self.deferred.visible()
+        self.profile = run_profile(rig, options, lineage)
+        self.tools = self._faced(self.tools)
         warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
         if warning is not None:
             log.warning(warning)
@@ -133,6 +136,18 @@ class _Run:
         from toolrig.agent.capabilities import install_grouper
 
         install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
+
+    def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
+        """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
+        if self.profile.is_identity:
+            return tools
+        from toolrig.adapters.faces import faced
+
+        shown = faced(tools, self.profile)
+        for face in self.profile.faces:
+            if face.tool in self.offered:
+                self.offered.setdefault(face.name, self.offered[face.tool])
+        return shown
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm
@@ -423,6 +438,7 @@ class _Run:
             events=self.sink,
             pause=self.pause,
             steps=self.options.steps,
+            profile=self.profile,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
@@ -445,7 +461,7 @@ class _Run:
             )
             records.append(_record_of(call, result, progress.session_turn - 1))
             if self.deferred is not None and self.deferred.reveal(call.name, result):
-                self.tools = self.deferred.visible()
+                self.tools = self._faced(self.deferred.visible())
             tool = self.offered.get(call.name)
             if terminal is None and tool is not None and _ends_run(tool, result):
                 terminal = outcome
@@ -603,6 +619,25 @@ def _ends_run(tool: AnyTool, result: ToolResult) -> bool:
         return False
     ends = getattr(tool, "ends_run", None)
     return bool(ends(result.output)) if callable(ends) else True
+
+
+def run_profile(rig: Rig, options: RunOptions, lineage: Lineage | None = None) -> Profile:
+    """The profile a run's model sees.
+
+    In order: the run's own, a subagent's type's ``profile:``, the rig's, the agent's ``profile:``, then
+    ``llm.tool_profile``.
+    """
+    from toolrig.profiles import get_profile
+
+    if options.profile is not None:
+        return get_profile(options.profile)
+    kind = getattr(getattr(lineage, "kind", None), "profile", None)  # the spawned agent type's settings
+    if getattr(kind, "profile", None):
+        return get_profile(kind.profile)  # type: ignore[union-attr]
+    if not rig.profile.is_identity:
+        return rig.profile
+    agent = rig.config.agents.get(rig.agent) if rig.agent else None
+    return get_profile(getattr(agent, "profile", None) or rig.config.llm.tool_profile)
 
 
 def _stop_of(complete: TurnComplete) -> StopReason:

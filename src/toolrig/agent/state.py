@@ -74,6 +74,7 @@ class RunOptions:
     # ask_user's questions (approvals owns this field): "ask" them wherever approvals go; "pause" the run
     # with them in its RunState (`toolrig run` without a terminal); "skip" them (a scheduled task).
     questions: Literal["ask", "pause", "skip"] = "ask"
+    profile: str | None = None  # the tool profile the model sees; default the agent's, then llm.tool_profile
 
 
 @dataclass

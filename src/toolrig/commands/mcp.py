@@ -52,6 +52,11 @@ def approval_line(mode: str, fallback: str) -> str:
 @click.option("--port", type=int, default=8765, show_default=True, help="HTTP: port (0 picks a free one).")
 @click.option("--agent", default=None, help="Serve the tools this agent may use, as this agent.")
 @click.option(
+    "--profile",
+    default=None,
+    help="Serve the tools under a profile's names and shapes: toolrig, claude, codebuff, native, camelagi.",
+)
+@click.option(
     "--approval-fallback",
     type=click.Choice(["deny", "allow"]),
     default="deny",
@@ -79,6 +84,7 @@ def serve(
     host: str,
     port: int,
     agent: str | None,
+    profile: str | None,
     approval_fallback: str | None,
     approval_timeout: float | None,
     token_env: str,
@@ -94,7 +100,7 @@ def serve(
     from toolrig.cli import make_rig
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="toolrig: %(levelname)s: %(message)s")
-    rig = make_rig(rig_root, agent=agent)
+    rig = make_rig(rig_root, agent=agent, profile=profile)
     fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
     server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
     approvals = approval_line(rig.governance.policy.mode(agent), fallback or "deny")
