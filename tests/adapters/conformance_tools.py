@@ -8,10 +8,12 @@ log lines), so what the suite checks is toolrig's own path from a tool to an MCP
 The suite's resources are served by read-only tools that declare a ``resource_uri``, and its prompts
 are Agent Skills (``SKILLS``), so they too are what a user would write.
 
-Left out: the image, audio and embedded-resource fixtures (they need the rich content model of results),
-the binary resource (the same), sampling (a tool has no way to ask the client's model through its
-ToolContext), and the two elicitation-schema ones (``ask_user`` builds its own form from its options; a
-tool cannot send a JSON Schema with defaults or the five enum shapes).
+Results beyond text (image, audio, an embedded resource, all three mixed) attach content parts to an
+ordinary output, as a tool reading an image file does.
+
+Left out: the binary resource (a resource read carries text only), sampling (a tool has no way to ask
+the client's model through its ToolContext), and the two elicitation-schema ones (``ask_user`` builds
+its own form from its options; a tool cannot send a JSON Schema with defaults or the five enum shapes).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from tests.media_tools import WAV, tiny_png
 from toolrig import Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from toolrig.content import AudioPart, ImagePart, ResourcePart
 from toolrig.errors import ErrorType
 
 SIMPLE_TEXT = "This is a simple text response for testing."
@@ -195,7 +199,56 @@ class Template(Tool[TemplateIn, TemplateData]):
         return TemplateData(id=input.id, templateTest=True, data=f"Data for ID: {input.id}")
 
 
+class ImageContent(Tool[NoInput, Text]):
+    name = "test_image_content"
+    group = "conformance"
+    description = "Returns a small PNG as image content (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="A red square.").attach_content(ImagePart.of(tiny_png(), "image/png"))
+
+
+class AudioContent(Tool[NoInput, Text]):
+    name = "test_audio_content"
+    group = "conformance"
+    description = "Returns a silent WAV as audio content (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Silence.").attach_content(AudioPart.of(WAV, "audio/wav"))
+
+
+EMBEDDED = ResourcePart(
+    uri="test://embedded-resource", media_type="text/plain", text="This is an embedded resource content."
+)
+
+
+class EmbeddedResource(Tool[NoInput, Text]):
+    name = "test_embedded_resource"
+    group = "conformance"
+    description = "Returns an embedded text resource (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="An embedded resource.").attach_content(EMBEDDED)
+
+
+class MixedContent(Tool[NoInput, Text]):
+    name = "test_multiple_content_types"
+    group = "conformance"
+    description = "Returns text, an image and a resource in one result (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Multiple content types test.").attach_content(ImagePart.of(tiny_png(), "image/png"), EMBEDDED)
+
+
 TOOLS = [
+    ImageContent,
+    AudioContent,
+    EmbeddedResource,
+    MixedContent,
     SimpleText,
     ErrorHandling,
     WithProgress,
