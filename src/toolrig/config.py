@@ -302,7 +302,7 @@ class McpAuthConfig(Section):
         "exchanged for the server's token (SEP-990).",
     )
     scope: str | None = Field(
-        default=None, description="Scopes to ask for (space-separated); default: what the server says it needs."
+        default=None, description="Scopes to ask for on top of what the server asks for (space-separated)."
     )
     client_id: str | None = Field(
         default=None,
@@ -358,6 +358,13 @@ class McpAuthConfig(Section):
         return self
 
 
+class McpSamplingConfig(Section):
+    """Lets a server ask the run's model to write something (MCP sampling): capped, and approved per request."""
+
+    max_requests: int = Field(default=5, ge=1, le=1000, description="Sampling requests this server may make per run.")
+    max_tokens: int = Field(default=1000, ge=1, le=100_000, description="Cap on each answer's length.")
+
+
 class McpServerConfig(Section):
     """One MCP server whose tools join the catalog: a command to start (stdio) or a URL (streamable HTTP)."""
 
@@ -373,6 +380,13 @@ class McpServerConfig(Section):
         default=False, description="Believe the server's readOnly/destructive hints (they steer approvals)."
     )
     auth: McpAuthConfig | None = Field(default=None, description="OAuth 2.1 for a remote server (url only).")
+    roots: list[str] | None = Field(
+        default=None,
+        description="Directories the server is told it may work in (MCP roots); default: the workspace root.",
+    )
+    sampling: McpSamplingConfig | None = Field(
+        default=None, description="Let the server use the run's model (off when absent); each request asks the user."
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

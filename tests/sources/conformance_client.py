@@ -22,8 +22,11 @@ from typing import Any
 import anyio
 
 from toolrig.config import McpServerConfig
+from toolrig.context import ToolContext
+from toolrig.errors import ErrorType, ToolError
 from toolrig.sources.mcp_auth import LoginRequired, login
-from toolrig.sources.mcp_transport import McpStartError, connect
+from toolrig.sources.mcp_client import McpServer
+from toolrig.sources.mcp_transport import McpStartError
 
 NAME = "conformance"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the suite's auth servers accept this one
@@ -84,14 +87,28 @@ def server_config(url: str, scenario: str, context: dict[str, Any], scratch: Pat
     return McpServerConfig.model_validate(config)
 
 
+class User:
+    """The person at the run's approval channel: answers the server's questions with yes (the form's defaults)."""
+
+    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+        print(f"asked ({tool}): {subject} [{reason}] -> yes")
+        return True
+
+
 async def run(config: McpServerConfig, log_dir: Path) -> None:
     """What a `toolrig run` does with the server: connect with the stored tokens, list, call a tool."""
-    async with connect(NAME, config, log_dir / f"mcp-{NAME}.log") as conn:
-        names = [d["name"] for d in conn.definitions]
-        print("tools:", ", ".join(names))
-        if names:
-            result = await conn.client.call_tool(names[0], {})
-            print("called", names[0], "error" if result.is_error else "ok")
+    server = McpServer(NAME, config, log_dir=log_dir, root=log_dir)
+    names = [d["name"] for d in await server.list_once()]
+    print("tools:", ", ".join(names))
+    if names:
+        ctx = ToolContext.for_tests(str(log_dir), approvals=User(), tool_name=names[0])
+        try:
+            output = await server.call(names[0], {}, ctx)
+            print("called", names[0], "->", output.text[:200])
+        except ToolError as err:
+            if err.error_type != ErrorType.INVALID_INPUT:  # the server's own isError answer is an answer
+                raise
+            print("called", names[0], "-> the server reported an error:", err.message[:200])
 
 
 def _needs_login(error: BaseException) -> bool:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The 2025-03-26 back-compat mock serves authorization server metadata at the MCP server's origin whose
 # `issuer` is `<origin>/oauth`: RFC 8414 §3.3 (and SEP-2468) say a client MUST NOT use such metadata, and
 # the SDK refuses it. The suite fixed its mock after 0.1.16 (modelcontextprotocol/conformance#359).
-EXPECTED_FAILURES = {"auth/2025-03-26-oauth-metadata-backcompat", "elicitation-sep1034-client-defaults"}
+EXPECTED_FAILURES = {"auth/2025-03-26-oauth-metadata-backcompat"}
 # Wall-clock checks: on a loaded machine they say how busy it is, not whether the client is right.
 TIMING_CHECKS = {"client-sse-retry-timing"}
 PARALLEL = 3

@@ -112,6 +112,9 @@ class _Run:
         from toolrig.agent.capabilities import install_grouper
 
         install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
+        from toolrig.agent.mcp_sampling import install_sampler
+
+        install_sampler(rig, self.provider)  # MCP servers with `sampling:` may ask this model (capped, approved)
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm

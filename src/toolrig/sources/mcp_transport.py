@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
     from toolrig.sources.mcp_auth import Interactive
+    from toolrig.sources.mcp_relay import Relay
     from toolrig.sources.mcp_tokens import McpTokenStore
 
 log = logging.getLogger("toolrig.mcp")
@@ -140,7 +141,7 @@ async def _streams(
             yield _EofWatch(read, closed), write
 
 
-async def _list_tools(client: Client) -> list[dict[str, Any]]:
+async def list_tools(client: Client) -> list[dict[str, Any]]:
     from toolrig.sources.mcp_tool import definition_of
 
     definitions: list[dict[str, Any]] = []
@@ -162,6 +163,7 @@ async def connect(
     *,
     interactive: Interactive | None = None,
     store: McpTokenStore | None = None,
+    relay: Relay | None = None,
 ) -> AsyncIterator[Connection]:
     """Start (or reach) the server, list its tools, and keep the connection for the body of the block.
 
@@ -185,8 +187,17 @@ async def connect(
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             client_info = Implementation(name="toolrig", version=__version__)
             streams = _streams(name, config, log_path, closed, refusal, interactive=interactive, store=store)
-            async with Client(streams, cache=None, client_info=client_info) as client:
-                definitions = await _list_tools(client)
+            callbacks: dict[str, Any] = {}
+            if relay is not None:  # the server's own requests: questions, the model, roots, list changes
+                callbacks = {
+                    "elicitation_callback": relay.elicit,
+                    "list_roots_callback": relay.roots,
+                    "message_handler": relay.on_message,
+                }
+                if config.sampling is not None:
+                    callbacks["sampling_callback"] = relay.sample
+            async with Client(streams, cache=None, client_info=client_info, **callbacks) as client:
+                definitions = await list_tools(client)
                 scope.deadline = math.inf
                 started = True
                 yield Connection(client, definitions, closed)
