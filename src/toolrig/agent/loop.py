@@ -92,6 +92,17 @@ class _Run:
             self.system += prompt_sections(rig)
         registry = rig.registry.select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
+        if not options.tools_allow:  # llm.tools: a compact core set for small models (a caller's own list wins)
+            from toolrig.agent.toolset import shown_tools
+
+            profile = rig.config.agents.get(rig.agent) if rig.agent else None
+            self.tools = shown_tools(
+                self.tools,
+                agent.tools,
+                model=self.provider.settings.model,
+                configured_window=agent.context_window,
+                agent_lists_tools=profile is not None and profile.tools is not None,
+            )
         self.offered = {t.name: t for t in self.tools}
         # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
         self.deferred = deferral(self.tools, rig.config.tools.deferred)
