@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from toolrig.config import McpServerConfig
@@ -40,6 +43,25 @@ def test_the_loopback_callback_takes_only_the_redirect_carrying_the_state_it_sen
             assert (result.code, result.state, result.iss) == ("the-code", "s3cret", "https://as")
             late = await _get(f"{callback.redirect_uri}?code=again&state=s3cret")
             assert late.status_code == 409
+
+    anyio.run(main)
+
+
+@settings(max_examples=40)
+@given(request=st.binary(max_size=600))
+def test_whatever_reaches_the_callback_port_never_ends_the_sign_in_without_its_state(request: bytes) -> None:
+    async def main() -> None:
+        async with loopback_callback() as callback:
+            callback.expect("https://as/authorize?state=the-state")
+            port = int(callback.redirect_uri.split(":")[2].split("/")[0])
+            async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                await stream.send(request + b"\r\n\r\n")
+                answer = b""
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                    while True:
+                        answer += await stream.receive()
+            assert answer.startswith(b"HTTP/1.1 ")
+            assert not callback.done.is_set() or b"state=the-state" in request
 
     anyio.run(main)
 

@@ -87,13 +87,12 @@ def test_every_client_scenario_of_the_conformance_suite_passes(tmp_path: Path) -
     assert set(failing) == EXPECTED_FAILURES, json.dumps(failing, indent=1)
 
 
-def test_a_run_never_signs_in_it_names_the_login_command_and_registers_nothing(tmp_path: Path) -> None:
+def test_a_run_never_signs_in_it_names_the_login_command_and_registers_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home" / ".toolrig"
-    os.environ["CONFORMANCE_TOOLRIG_HOME"] = str(home)
-    try:
-        run_scenario("auth/metadata-default", tmp_path / "out", "--run-only")
-    finally:
-        del os.environ["CONFORMANCE_TOOLRIG_HOME"]
+    monkeypatch.setenv("CONFORMANCE_TOOLRIG_HOME", str(home))
+    run_scenario("auth/metadata-default", tmp_path / "out", "--run-only")
     stderr = next((tmp_path / "out").rglob("stderr.txt")).read_text()
     assert "needs you to sign in: run `toolrig mcp login conformance`" in stderr
     assert "Traceback" not in stderr
