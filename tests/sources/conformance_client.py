@@ -94,6 +94,10 @@ class User:
         print(f"asked ({tool}): {subject} [{reason}] -> yes")
         return True
 
+    async def ask_user(self, questions: Any, **_: Any) -> list[dict[str, Any]]:
+        print(f"form ({len(questions)} fields) -> left empty: the defaults")
+        return [{} for _ in questions]
+
 
 async def run(config: McpServerConfig, log_dir: Path) -> None:
     """What a `toolrig run` does with the server: connect with the stored tokens, list, call a tool."""

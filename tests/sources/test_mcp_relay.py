@@ -14,27 +14,42 @@ import pytest
 
 from tests.adapters.mcp_peers import ROOT
 from toolrig.approvals import ApprovalDecision, ApprovalRequest
+from toolrig.approvals.model import Reply
 from toolrig.rig import Rig
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
 
 
 class Person:
-    """The user at the run's approval channel: answers every request by a rule, remembering each."""
+    """The user at the run's approval and question channel: answers by a rule, remembering each request.
 
-    def __init__(self, elicitation: bool = True) -> None:
+    ``replies`` fills forms (one reply per field); without them the question channel is left unanswered,
+    as by a person who only approves, and the yes/no approval decides.
+    """
+
+    def __init__(self, elicitation: bool = True, replies: list[Reply] | None = None) -> None:
         self.elicitation = elicitation
+        self.replies = replies
         self.asked: list[ApprovalRequest] = []
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
         self.asked.extend(requests)
-        return [
-            ApprovalDecision("allow_once" if self.elicitation or not r.tool.endswith("/elicitation") else "deny")
-            for r in requests
-        ]
+        decisions = []
+        for r in requests:
+            if r.kind == "question":
+                answers = tuple(self.replies) if self.replies is not None else None
+                decisions.append(ApprovalDecision("allow_once", answers=answers))
+            elif r.tool.endswith("/elicitation") and not self.elicitation:
+                decisions.append(ApprovalDecision("deny"))
+            else:
+                decisions.append(ApprovalDecision("allow_once"))
+        return decisions
 
     def questions(self) -> list[ApprovalRequest]:
         return [r for r in self.asked if r.tool == "relay/elicitation"]
+
+    def forms(self) -> list[ApprovalRequest]:
+        return [r for r in self.asked if r.kind == "question"]
 
 
 def relay_config(mode: str = "always", **settings: Any) -> dict[str, Any]:
@@ -56,6 +71,31 @@ async def test_a_servers_question_reaches_the_user_and_yes_sends_the_forms_defau
     assert answer == {"action": "accept", "data": {"proceed": True, "label": "tidy"}}
     [question] = person.questions()
     assert "Delete the build directory?" in " ".join(question.subjects)
+
+
+async def test_a_person_at_the_question_channel_fills_the_form_with_typed_values(workspace: Path) -> None:
+    person = Person(replies=[Reply(selected=("no",)), Reply(other_text="neat")])
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "confirm")
+    assert answer == {"action": "accept", "data": {"proceed": False, "label": "neat"}}
+    [form] = person.forms()
+    assert "Delete the build directory?" in form.questions[0].question
+    assert [c.label for c in form.questions[0].options] == ["yes", "no"]
+    assert person.questions() == []  # answered in the form: no yes/no approval on top
+
+
+async def test_a_field_only_a_person_could_fill_is_asked_and_sent(workspace: Path) -> None:
+    person = Person(replies=[Reply(other_text="Ada")])
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "ask_name")
+    assert answer["action"] == "accept"
+
+
+async def test_a_required_field_left_empty_declines(workspace: Path) -> None:
+    person = Person(replies=[Reply(selected=("nothing",))])  # not an answer the question allows: dropped
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "ask_name")
+    assert answer["action"] == "decline"
 
 
 async def test_no_from_the_user_declines_the_question(workspace: Path) -> None:

@@ -1,8 +1,8 @@
 """What a connected MCP server may ask of toolrig: questions (elicitation), the model (sampling), roots.
 
-Trust model: the server is untrusted. A question reaches the user only through the run's approval
-channel (never answered by the model; a form with blanks only a person could fill is declined, since
-that channel answers yes or no, and yes sends the form's defaults); sampling is off unless the
+Trust model: the server is untrusted. A question reaches the user only through the run's question
+channel (``ask_user``'s: one question per form field, typed answers), or, when nobody is there, as a
+yes/no approval that accepts the form's own defaults; never answered by the model; sampling is off unless the
 server's config turns it on, then capped per run and approved per request; roots are the workspace
 root (or the config's ``roots:``) and nothing else. A ``tools/list_changed`` notice marks the listing
 stale: it is re-read and re-checked against the trusted fingerprints before the next call.
@@ -39,10 +39,11 @@ log = logging.getLogger("toolrig.mcp")
 # A model call made for a server: (system prompt, [(role, text)], max tokens) -> (text, model name).
 Sampler = Callable[[str | None, list[tuple[str, str]], int], Awaitable[tuple[str, str]]]
 MAX_QUESTION = 1000
+MAX_FIELDS = 20
 
 
 async def ask_the_user(ctx: ToolContext | None, server: str, question: str, detail: str) -> bool:
-    """The one door from a remote server to the run's approval/question channel.
+    """The door from a remote server to the run's approval channel: a yes or a no.
 
     It answers as every approval does: ``approvals.mode: off`` says yes without asking. With no call in
     flight there is no run to ask on behalf of, so the answer is no.
@@ -52,16 +53,83 @@ async def ask_the_user(ctx: ToolContext | None, server: str, question: str, deta
     return await ctx.approvals.ask(f"{server}/elicitation", question, detail)
 
 
+async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The door to the run's question channel (``ask_user``'s): typed answers, or None when nobody answered."""
+    if ctx is None or not questions:
+        return None
+    return await ctx.approvals.ask_user(questions, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events)
+
+
 def _defaults(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The form's default answers (SEP-1034), and the required fields that have none."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     answers = {
         key: spec["default"]
-        for key, spec in (properties or {}).items()
-        if isinstance(spec, dict) and "default" in spec and not isinstance(spec["default"], dict | list)
+        for key, spec in _fields(schema).items()
+        if "default" in spec and not isinstance(spec["default"], dict | list)
     }
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     return answers, [str(key) for key in (required or []) if key not in answers]
+
+
+def _fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    return {str(k): v for k, v in list(properties.items())[:MAX_FIELDS] if isinstance(v, dict)}
+
+
+def _choices(spec: dict[str, Any]) -> list[str]:
+    if spec.get("type") == "boolean":
+        return ["yes", "no"]
+    values = spec.get("enum")
+    if isinstance(values, list):
+        return [str(v)[:100] for v in values[:50]]
+    options = spec.get("oneOf")
+    if isinstance(options, list):
+        return [str(o.get("const"))[:100] for o in options[:50] if isinstance(o, dict) and "const" in o]
+    return []
+
+
+def form_questions(message: str, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """One question per field of the server's form, in the question channel's shape (``ask_user``)."""
+    questions = []
+    for index, (key, spec) in enumerate(_fields(schema).items()):
+        label = str(spec.get("title") or key)[:80]
+        text = f"{label}: {str(spec.get('description') or '')[:300]}".rstrip(": ")
+        if "default" in spec:
+            text += f" (empty: {str(spec['default'])[:100]})"
+        if index == 0:
+            text = f"{message}\n\n{text}"
+        questions.append({"question": text, "header": key[:30], "options": _choices(spec)})
+    return questions
+
+
+def form_answers(schema: dict[str, Any], replies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The person's replies as the form's typed values; None when a required field is left empty or wrong."""
+    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    content: dict[str, Any] = {}
+    for (key, spec), reply in zip(_fields(schema).items(), replies, strict=False):
+        picked = reply.get("selected") or []
+        raw = str(picked[0]) if picked else str(reply.get("other_text") or "").strip()
+        if not raw:
+            if "default" in spec:
+                content[key] = spec["default"]
+            elif key in required:
+                return None
+            continue
+        kind = spec.get("type")
+        try:
+            if kind == "boolean":
+                content[key] = raw.lower() in ("yes", "true", "y", "1")
+            elif kind == "integer":
+                content[key] = int(raw)
+            elif kind == "number":
+                content[key] = float(raw)
+            else:
+                content[key] = raw
+        except ValueError:
+            return None
+    return content
 
 
 @dataclass
@@ -96,6 +164,16 @@ class Relay:
             return ElicitResult(action="decline")
         raw: Any = params.requested_schema
         schema = raw if isinstance(raw, dict) else raw.model_dump(mode="json", by_alias=True, exclude_none=True)
+        question = f"The MCP server '{self.server}' asks: {message}"
+        replies = await ask_the_form(self.current(), form_questions(question, schema))
+        if replies is not None:  # the person filled the form in the question channel
+            content = form_answers(schema, replies)
+            return (
+                ElicitResult(action="accept", content=content)
+                if content is not None
+                else ElicitResult(action="decline")
+            )
+        # Nobody at the question channel: a yes/no approval can still accept the form's own defaults.
         answers, missing = _defaults(schema)
         if missing:
             # The question channel answers yes or no; a form with blanks to fill cannot be answered honestly.
@@ -104,7 +182,6 @@ class Relay:
             )
             return ElicitResult(action="decline")
         detail = "Yes accepts" + (f" with: {json.dumps(answers, ensure_ascii=False)[:500]}" if answers else "")
-        question = f"The MCP server '{self.server}' asks: {message}"
         if await ask_the_user(self.current(), self.server, question, detail):
             return ElicitResult(action="accept", content=answers)
         return ElicitResult(action="decline")
