@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolrig.sources.mcp_relay import form_answers, form_questions
@@ -30,6 +30,7 @@ reply = st.fixed_dictionaries(
 replies = st.lists(reply, max_size=25)
 
 
+@settings(max_examples=300)
 @given(schema=schemas, answers=replies, message=st.text(max_size=50))
 def test_any_form_and_any_replies_give_questions_and_values_of_the_forms_own_fields(
     schema: dict[str, Any], answers: list[dict[str, Any]], message: str
@@ -55,3 +56,4 @@ def test_typed_values_come_back_typed_and_a_bad_number_declines() -> None:
     assert form_answers(schema, good) == {"n": 3, "x": 2.5, "ok": False, "kind": "b"}
     assert form_answers(schema, [{"other_text": "three"}]) is None
     assert form_answers(schema, [{}]) is None  # required, no default
+    assert form_answers(schema, [{"other_text": "1"}, {"other_text": "nan"}]) is None  # JSON has no NaN

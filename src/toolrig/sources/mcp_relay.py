@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -67,8 +68,12 @@ def _defaults(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         for key, spec in _fields(schema).items()
         if "default" in spec and not isinstance(spec["default"], dict | list)
     }
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    return answers, [str(key) for key in (required or []) if key not in answers]
+    return answers, [key for key in _required(schema) if key not in answers]
+
+
+def _required(schema: dict[str, Any]) -> list[str]:
+    listed = schema.get("required")
+    return [key for key in listed if isinstance(key, str)] if isinstance(listed, list) else []
 
 
 def _fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -106,7 +111,7 @@ def form_questions(message: str, schema: dict[str, Any]) -> list[dict[str, Any]]
 
 def form_answers(schema: dict[str, Any], replies: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The person's replies as the form's typed values; None when a required field is left empty or wrong."""
-    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    required = set(_required(schema))
     content: dict[str, Any] = {}
     for (key, spec), reply in zip(_fields(schema).items(), replies, strict=False):
         picked = reply.get("selected") or []
@@ -125,6 +130,8 @@ def form_answers(schema: dict[str, Any], replies: list[dict[str, Any]]) -> dict[
                 content[key] = int(raw)
             elif kind == "number":
                 content[key] = float(raw)
+                if not math.isfinite(content[key]):
+                    return None  # JSON has no NaN or infinity
             else:
                 content[key] = raw
         except ValueError:
