@@ -85,6 +85,11 @@ def make_rig(root: Path, *, agent: str | None = None, approval_channel: Approval
 
 def emit_result(result: ToolResult) -> NoReturn:
     click.echo(result.to_json(indent=2))
+    if result.content:
+        from toolrig.adapters.cli import content_summary
+
+        for line in content_summary(result):
+            click.echo(line, err=True)
     sys.exit(EXIT_TOOL_ERROR if result.is_error else 0)
 
 

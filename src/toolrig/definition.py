@@ -22,11 +22,12 @@ import types
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin, get_type_hints, overload
+from typing import Annotated, Any, Generic, Self, TypeVar, get_args, get_origin, get_type_hints, overload
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 from pydantic.fields import FieldInfo
 
+from toolrig.content import ContentPart
 from toolrig.context import ToolContext
 from toolrig.errors import DefinitionError
 from toolrig.schema import model_schema, output_schema
@@ -76,7 +77,20 @@ class ToolInput(BaseModel):
 
 
 class ToolOutput(BaseModel):
-    """Base for output models."""
+    """Base for output models.
+
+    ``attach_content`` adds parts a JSON output cannot carry well (an image read from disk); the executor
+    moves them onto the ToolResult and each adapter converts them for its consumer.
+    """
+
+    _content: list[ContentPart] = PrivateAttr(default_factory=list)
+
+    def attach_content(self, *parts: ContentPart) -> Self:
+        self._content.extend(parts)
+        return self
+
+    def attached_content(self) -> list[ContentPart]:
+        return list(self._content)
 
 
 class Tool(Generic[InT, OutT]):

@@ -17,7 +17,16 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
-from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config, narrow_settings
+from toolrig.config import (
+    CONFIG_FILE,
+    AgentConfig,
+    Config,
+    LoadedConfig,
+    config_from,
+    is_trusted,
+    load_config,
+    narrow_settings,
+)
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
@@ -277,6 +286,17 @@ class Rig:
 
             return json_tools(tools)
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
+
+    def set_agent_profile(self, name: str, profile: AgentConfig | None) -> None:
+        """Add (or with None drop) an agent profile after start-up: how a subagent's narrowed permissions apply.
+
+        The profile goes through the same per-agent machinery as a configured one (offered tools, rules,
+        approvals mode, tool_config); ``toolrig.agent.subagents`` builds it as the intersection with the parent.
+        """
+        self.governance.policy.set_profile(name, profile)
+        self._views.pop(name, None)
+        for key in [k for k in self._tool_configs if k[1] == name]:
+            del self._tool_configs[key]
 
     # ------------------------------------------------------------------------------ hooks
 

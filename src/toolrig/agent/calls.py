@@ -65,6 +65,8 @@ async def run_calls(
     events: EventSink,
     pause: PauseChannel | None = None,
     steps: Steps | None = None,
+    agent_id: str | None = None,
+    parent_agent_id: str | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
@@ -74,7 +76,8 @@ async def run_calls(
             call.arguments,
             call_id=call.id,
             origin="agent",
-            agent_id=rig.agent,
+            agent_id=agent_id,
+            parent_agent_id=parent_agent_id,
             session_id=session_id,
             events=events,
             offered=offered,

@@ -67,6 +67,12 @@ def approval_line(mode: str, fallback: str) -> str:
 )
 @click.option("--allow-host", multiple=True, help="HTTP: another Host header value to accept (name:port).")
 @click.option("--allow-origin", multiple=True, help="HTTP: another browser Origin to accept.")
+@click.option(
+    "--sse-poll-after",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="HTTP: close a call's SSE stream after this many seconds; the client resumes it (Last-Event-ID).",
+)
 def serve(
     rig_root: Path,
     transport: str,
@@ -78,6 +84,7 @@ def serve(
     token_env: str,
     allow_host: tuple[str, ...],
     allow_origin: tuple[str, ...],
+    sse_poll_after: float | None,
 ) -> None:
     """Serve every tool this workspace offers to an MCP client (stdio by default, or streamable HTTP)."""
     import anyio
@@ -117,7 +124,14 @@ def serve(
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
             partial(
-                serve_http, server, sock, token=token, extra_hosts=allow_host, extra_origins=allow_origin, ready=ready
+                serve_http,
+                server,
+                sock,
+                token=token,
+                extra_hosts=allow_host,
+                extra_origins=allow_origin,
+                ready=ready,
+                poll_after=sse_poll_after,
             )
         )
 

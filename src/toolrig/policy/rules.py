@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from toolrig.config import ApprovalMode, Config, RuleConfig
+from toolrig.config import AgentConfig, ApprovalMode, Config, RuleConfig
 from toolrig.errors import ConfigError
 from toolrig.policy.subjects import SubjectView, kind_of, matches, view
 from toolrig.registry import AnyTool, matches_any
@@ -151,6 +151,21 @@ class Policy:
         target.extend(rules)
         self._plans.clear()
         return rules
+
+    def set_profile(self, name: str, profile: AgentConfig | None) -> None:
+        """Add (or with None drop) an agent profile at run time: a subagent's narrowed permissions."""
+        if profile is None:
+            self.config.agents.pop(name, None)
+            self._agent_rules.pop(name, None)
+        else:
+            self.config.agents[name] = profile
+            keys = ("agents", name)
+            self._agent_rules[name] = [
+                *self._from_config(profile.rules, (*keys, "rules")),
+                *self._from_allowlist(profile.approvals.allow, (*keys, "approvals", "allow")),
+            ]
+        for key in [k for k in self._plans if k[1] == name]:
+            del self._plans[key]
 
     def mode(self, agent: str | None) -> ApprovalMode:
         profile = self.config.agents.get(agent) if agent else None
