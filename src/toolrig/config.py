@@ -321,6 +321,12 @@ class LlmConfig(Section):
     context_window: int | None = Field(
         default=None, ge=1, description="The model's context in tokens, for models toolrig does not know (local ones)."
     )
+    tools: Literal["auto", "all", "core"] | list[str] = Field(
+        default="auto",
+        description="Which of the allowed tools the model is shown: all; core (a compact set for small models: "
+        "read, search, edit, run); a list of tool name globs; auto (core when the model's context is 32k tokens "
+        "or less, else all). An agent's own `tools:` list wins.",
+    )
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
@@ -379,6 +385,82 @@ def _mcp_server_name(name: str) -> str:
     return name
 
 
+class McpAuthConfig(Section):
+    """OAuth 2.1 for a remote MCP server (docs/mcp.md): the browser flow, client credentials, or an IdP assertion.
+
+    Secrets never sit in the file: they are named by environment variable or key file.
+    """
+
+    type: Literal["oauth", "client_credentials", "identity_assertion"] = Field(
+        default="oauth",
+        description="oauth: the user signs in once with `toolrig mcp login NAME`; client_credentials: a service "
+        "account (client_secret_env or private_key_file); identity_assertion: an enterprise IdP's ID token "
+        "exchanged for the server's token (SEP-990).",
+    )
+    scope: str | None = Field(
+        default=None, description="Scopes to ask for on top of what the server asks for (space-separated)."
+    )
+    client_id: str | None = Field(
+        default=None,
+        description="A client registered with the authorization server beforehand; default: client_metadata_url "
+        "where the server accepts it, else dynamic registration.",
+    )
+    client_secret_env: str | None = Field(default=None, description="Environment variable holding the client secret.")
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = Field(
+        default=None, description="How a secret is sent to the token endpoint; default: basic with a secret, else none."
+    )
+    private_key_file: str | None = Field(
+        default=None, description="client_credentials: PEM private key signing a private_key_jwt assertion."
+    )
+    signing_algorithm: str = Field(default="RS256", description="private_key_jwt: RS256, ES256, ...")
+    issuer: str | None = Field(
+        default=None,
+        description="The authorization server these credentials belong to; they are sent nowhere else.",
+    )
+    client_metadata_url: str | None = Field(
+        default=None, description="An https URL serving this client's metadata document (used as its client_id)."
+    )
+    client_name: str = Field(default="toolrig", description="The name the user sees on the consent page.")
+    callback_port: int = Field(
+        default=0, ge=0, le=65535, description="`mcp login`: port of the 127.0.0.1 redirect (0: any free one)."
+    )
+    store: Literal["auto", "keyring", "file"] = Field(
+        default="auto",
+        description="Where tokens are kept: the OS keyring when one is available (auto), or a 0600 file in ~/.toolrig.",
+    )
+    idp_token_endpoint: str | None = Field(default=None, description="identity_assertion: the IdP's token endpoint.")
+    idp_client_id: str | None = Field(default=None, description="identity_assertion: this client's id at the IdP.")
+    id_token_env: str | None = Field(
+        default=None, description="identity_assertion: environment variable holding the user's IdP ID token."
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> McpAuthConfig:
+        if self.type == "client_credentials":
+            if not self.client_id:
+                raise ValueError("client_credentials needs 'client_id'")
+            if (self.client_secret_env is None) == (self.private_key_file is None):
+                raise ValueError("client_credentials needs one of 'client_secret_env' or 'private_key_file'")
+        if self.type == "identity_assertion":
+            missing = [
+                key
+                for key in ("client_id", "client_secret_env", "issuer", "idp_token_endpoint", "id_token_env")
+                if getattr(self, key) is None
+            ]
+            if missing:
+                raise ValueError(f"identity_assertion needs {', '.join(repr(m) for m in missing)}")
+        if self.client_metadata_url is not None and not self.client_metadata_url.startswith("https://"):
+            raise ValueError("'client_metadata_url' must be an https:// URL")
+        return self
+
+
+class McpSamplingConfig(Section):
+    """Lets a server ask the run's model to write something (MCP sampling): capped, and approved per request."""
+
+    max_requests: int = Field(default=5, ge=1, le=1000, description="Sampling requests this server may make per run.")
+    max_tokens: int = Field(default=1000, ge=1, le=100_000, description="Cap on each answer's length.")
+
+
 class McpServerConfig(Section):
     """One MCP server whose tools join the catalog: a command to start (stdio) or a URL (streamable HTTP)."""
 
@@ -393,6 +475,14 @@ class McpServerConfig(Section):
     trust_annotations: bool = Field(
         default=False, description="Believe the server's readOnly/destructive hints (they steer approvals)."
     )
+    auth: McpAuthConfig | None = Field(default=None, description="OAuth 2.1 for a remote server (url only).")
+    roots: list[str] | None = Field(
+        default=None,
+        description="Directories the server is told it may work in (MCP roots); default: the workspace root.",
+    )
+    sampling: McpSamplingConfig | None = Field(
+        default=None, description="Let the server use the run's model (off when absent); each request asks the user."
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -400,6 +490,8 @@ class McpServerConfig(Section):
             raise ValueError("give either 'command' (a stdio server) or 'url' (an HTTP server), not both or neither")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("'url' must start with http:// or https://")
+        if self.auth is not None and self.url is None:
+            raise ValueError("'auth' applies to a remote server ('url'); a stdio server gets secrets through 'env'")
         return self
 
 

@@ -103,7 +103,8 @@ async def test_the_filesystem_server_works_in_its_root_and_its_refusals_become_e
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "a.txt").write_text("alpha", encoding="utf-8")
-    config = {"mcp_servers": {"fs": server(filesystem_server(shared))}}
+    # The server takes the client's roots over its arguments: the config names the folder it may use.
+    config = {"mcp_servers": {"fs": server(filesystem_server(shared), roots=[str(shared)])}}
     async with Rig(workspace, config=config) as rig:
         read = await rig.call("fs/read_text_file", {"path": str(shared / "a.txt")})
         assert read.raise_for_error()["text"] == "alpha"

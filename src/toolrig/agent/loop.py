@@ -112,6 +112,17 @@ class _Run:
         self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
         registry = rig.registry_for(self.agent_id).select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
+        if not options.tools_allow:  # llm.tools: a compact core set for small models (a caller's own list wins)
+            from toolrig.agent.toolset import shown_tools
+
+            profile = rig.config.agents.get(rig.agent) if rig.agent else None
+            self.tools = shown_tools(
+                self.tools,
+                agent.tools,
+                model=self.provider.settings.model,
+                configured_window=agent.context_window,
+                agent_lists_tools=profile is not None and profile.tools is not None,
+            )
         self.offered = {t.name: t for t in self.tools}
         self.system += self._delegation_section()
         # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
@@ -136,6 +147,9 @@ class _Run:
         from toolrig.agent.capabilities import install_grouper
 
         install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
+        from toolrig.agent.mcp_sampling import install_sampler
+
+        install_sampler(rig, self.provider)  # MCP servers with `sampling:` may ask this model (capped, approved)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
         """The tools under the run's profile; a face's name also finds its tool in ``offered``."""

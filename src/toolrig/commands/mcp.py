@@ -179,6 +179,52 @@ def trust(name: str, rig_root: Path) -> None:
         click.echo(f"Nothing changed: the {len(listing)} tools of '{name}' were trusted already.")
 
 
+@command.command("login")
+@click.argument("name")
+@_root
+@click.option("--no-browser", is_flag=True, help="Only print the sign-in URL (for a machine without a browser).")
+@click.option("--timeout", "wait_seconds", type=float, default=300.0, show_default=True, help="Seconds to wait.")
+def login(name: str, rig_root: Path, no_browser: bool, wait_seconds: float) -> None:
+    """Sign in to the remote MCP server NAME (its `auth:` config) and keep the tokens for later runs.
+
+    The browser flow prints the sign-in URL (and opens it unless --no-browser), then waits for the
+    redirect on a 127.0.0.1 port. Client credentials are simply tried. Tokens go to the OS keyring when
+    one is available, else to a 0600 file in ~/.toolrig/mcp-auth/.
+    """
+    import anyio
+
+    from toolrig.cli import _fail as fail
+    from toolrig.sources.mcp_auth import AuthConfigError
+    from toolrig.sources.mcp_auth import login as sign_in
+    from toolrig.sources.mcp_tokens import McpTokenStore
+    from toolrig.sources.mcp_transport import McpStartError
+
+    config = _server_config(name, rig_root)
+    if config.auth is None:
+        fail(f"the MCP server {name!r} has no 'auth:' in its config (mcp_servers.{name}.auth): nothing to sign in to")
+    store = McpTokenStore(name, config)
+
+    async def open_url(url: str) -> None:
+        click.echo(f"Sign in to the MCP server '{name}' at:\n\n  {url}\n", err=True)
+        if not no_browser:
+            import webbrowser
+
+            with contextlib.suppress(Exception):  # no browser here: the printed URL is the way
+                await anyio.to_thread.run_sync(webbrowser.open, url)
+        click.echo("Waiting for the sign-in to finish...", err=True)
+
+    log_path = rig_root / ".toolrig" / "logs" / f"mcp-{name}.log"
+    try:
+        listing = anyio.run(
+            partial(sign_in, name, config, open_url=open_url, log_path=log_path, store=store, wait_seconds=wait_seconds)
+        )
+    except (McpStartError, AuthConfigError) as exc:
+        fail(str(exc))
+    except OSError as exc:  # the configured callback port is taken
+        fail(f"cannot listen for the sign-in redirect on 127.0.0.1: {exc.strerror or exc}")
+    click.echo(f"Signed in to '{name}': {len(listing)} tools; tokens kept in {store.where}.")
+
+
 @command.command("list")
 @_root
 def list_servers(rig_root: Path) -> None:

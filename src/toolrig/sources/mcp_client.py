@@ -25,8 +25,9 @@ import anyio
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sources.mcp_relay import Relay, Sampler
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
-from toolrig.sources.mcp_transport import Connection, McpStartError, connect
+from toolrig.sources.mcp_transport import Connection, McpStartError, connect, list_tools
 from toolrig.sources.mcp_trust import TrustStore
 
 if TYPE_CHECKING:
@@ -77,12 +78,19 @@ class McpServer:
     """One configured server: its tools for the registry, its connection, its crash budget."""
 
     def __init__(
-        self, name: str, config: McpServerConfig, *, store: TrustStore | None = None, log_dir: Path | None = None
+        self,
+        name: str,
+        config: McpServerConfig,
+        *,
+        store: TrustStore | None = None,
+        log_dir: Path | None = None,
+        root: Path | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self.store = store or TrustStore()
         self.log_path = (log_dir or Path(".toolrig") / "logs") / f"mcp-{name}.log"
+        self.relay = Relay(name, config, root or self.log_path.parent.parent.parent)
         self._group: TaskGroup | None = None
         self._live: _Live | None = None
         self._lock: anyio.Lock | None = None
@@ -165,7 +173,7 @@ class McpServer:
     async def _own(self, *, task_status: TaskStatus[_Live]) -> None:
         live: _Live | None = None
         try:
-            async with connect(self.name, self.config, self.log_path) as conn:
+            async with connect(self.name, self.config, self.log_path, relay=self.relay) as conn:
                 live = _Live(conn, self._blocked(conn.definitions))
                 task_status.started(live)
                 async with anyio.create_task_group() as watch:
@@ -176,11 +184,28 @@ class McpServer:
 
                     watch.start_soon(stop_when, live.stop)
                     watch.start_soon(stop_when, conn.closed)
+                    watch.start_soon(self._listen, conn)
         except Exception:
             if live is None:
                 raise
             # After the start, nothing may escape: the rig's task group would cancel the user's code.
             log.warning("MCP server %r: closing its connection failed", self.name, exc_info=True)
+
+    async def _listen(self, conn: Connection) -> None:
+        """From 2026-07-28 a server tells only listeners that its tools changed; older ones notify everyone."""
+        from mcp.client.subscriptions import ListenNotSupportedError
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            async with conn.client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self.relay.mark_changed()
+        except ListenNotSupportedError:
+            return  # an older server: its notifications/tools/list_changed reach the relay's message handler
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
+            log.debug("MCP server %r: no change notices (%s)", self.name, exc)
+        except Exception as exc:  # SubscriptionLost and kin: the server went away or stopped listening
+            log.debug("MCP server %r: its change notices ended (%s)", self.name, exc)
 
     async def _connection(self) -> _Live:
         live = self._live
@@ -228,7 +253,7 @@ class McpServer:
         # No run to keep the server in: this call starts and stops its own.
         outcome: McpToolOutput | ToolError
         try:
-            async with connect(self.name, self.config, self.log_path) as conn:
+            async with connect(self.name, self.config, self.log_path, relay=self.relay) as conn:
                 try:
                     outcome = await self._call_on(_Live(conn, self._blocked(conn.definitions)), remote, args, ctx)
                 except ToolError as err:
@@ -243,6 +268,8 @@ class McpServer:
         from mcp.shared.exceptions import MCPError
         from pydantic import ValidationError
 
+        if self.relay.stale:
+            await self._refresh(live)
         if remote in live.blocked:
             raise ToolError(
                 ErrorType.DENIED,
@@ -259,6 +286,7 @@ class McpServer:
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             ctx.progress(progress, total, message)
 
+        self.relay.calls.append(ctx)  # the server may ask this call's user a question, or sample
         try:
             result = await live.conn.client.call_tool(remote, args, progress_callback=on_progress)
         except MCPError as exc:
@@ -269,8 +297,23 @@ class McpServer:
                 ErrorType.INTERNAL,
                 f"The MCP server '{self.name}' answered '{remote}' with a malformed result: {str(exc)[:500]}",
             ) from None
+        finally:
+            self.relay.calls.remove(ctx)
         self._crashes = 0
         return tool_output(self.name, remote, result)
+
+    async def _refresh(self, live: _Live) -> None:
+        """Re-read a listing the server said changed: removed tools go, changed ones are blocked until trusted."""
+        from mcp.shared.exceptions import MCPError
+
+        self.relay.stale = False
+        try:
+            definitions = await list_tools(live.conn.client)
+        except MCPError as exc:
+            log.warning("MCP server %r: re-reading its changed tool list failed: %s", self.name, exc)
+            return
+        live.conn.definitions = definitions
+        live.blocked = self._blocked(definitions)
 
     def _protocol_error(self, exc: Exception, live: _Live) -> ToolError:
         from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
@@ -314,13 +357,25 @@ class McpServers:
     """The configured servers of one rig: registered as lazy tool groups, started and stopped with the rig."""
 
     def __init__(
-        self, configs: dict[str, McpServerConfig], *, state_dir: Path, store: TrustStore | None = None
+        self,
+        configs: dict[str, McpServerConfig],
+        *,
+        state_dir: Path,
+        store: TrustStore | None = None,
+        root: Path | None = None,
     ) -> None:
         store = store or TrustStore()
+        root = root or state_dir.parent  # the workspace: the one root servers are told about
         self.servers = {
-            name: McpServer(name, config, store=store, log_dir=state_dir / "logs") for name, config in configs.items()
+            name: McpServer(name, config, store=store, log_dir=state_dir / "logs", root=root)
+            for name, config in configs.items()
         }
         self._stack: AsyncExitStack | None = None
+
+    def use_model(self, sampler: Sampler | None) -> None:
+        """The model servers with ``sampling:`` may ask (the agent runtime sets it for its run)."""
+        for server in self.servers.values():
+            server.relay.sampler = sampler
 
     def register(self, registry: Registry) -> None:
         for name, server in self.servers.items():

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client._transport import TransportStreams
 
+    from toolrig.sources.mcp_auth import Interactive
+    from toolrig.sources.mcp_relay import Relay
+    from toolrig.sources.mcp_tokens import McpTokenStore
+
 log = logging.getLogger("toolrig.mcp")
 
 MAX_PAGES = 100
@@ -100,13 +104,23 @@ class _Refusal:
 
 @asynccontextmanager
 async def _streams(
-    config: McpServerConfig, log_path: Path, closed: anyio.Event, refusal: _Refusal
+    name: str,
+    config: McpServerConfig,
+    log_path: Path,
+    closed: anyio.Event,
+    refusal: _Refusal,
+    *,
+    interactive: Interactive | None = None,
+    store: McpTokenStore | None = None,
 ) -> AsyncIterator[TransportStreams]:
     if config.url is not None:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        async with create_mcp_http_client(headers=dict(config.headers)) as http:
+        from toolrig.sources.mcp_auth import auth_for
+
+        auth = auth_for(name, config, interactive=interactive, store=store)
+        async with create_mcp_http_client(headers=dict(config.headers), auth=auth) as http:
             http.event_hooks["response"].append(refusal)
             async with streamable_http_client(config.url, http_client=http) as (read, write):
                 yield _EofWatch(read, closed), write
@@ -127,7 +141,7 @@ async def _streams(
             yield _EofWatch(read, closed), write
 
 
-async def _list_tools(client: Client) -> list[dict[str, Any]]:
+async def list_tools(client: Client) -> list[dict[str, Any]]:
     from toolrig.sources.mcp_tool import definition_of
 
     definitions: list[dict[str, Any]] = []
@@ -142,7 +156,15 @@ async def _list_tools(client: Client) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIterator[Connection]:
+async def connect(
+    name: str,
+    config: McpServerConfig,
+    log_path: Path,
+    *,
+    interactive: Interactive | None = None,
+    store: McpTokenStore | None = None,
+    relay: Relay | None = None,
+) -> AsyncIterator[Connection]:
     """Start (or reach) the server, list its tools, and keep the connection for the body of the block.
 
     Anything that goes wrong before the body runs is an ``McpStartError`` naming the server; the start-up,
@@ -151,6 +173,8 @@ async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIt
     from mcp import Client
     from mcp.shared.exceptions import MCPError
     from mcp.types import Implementation
+
+    from toolrig.sources.mcp_tokens import McpAuthError
 
     closed = anyio.Event()
     refusal = _Refusal()
@@ -162,29 +186,36 @@ async def connect(name: str, config: McpServerConfig, log_path: Path) -> AsyncIt
         # whole client context (anyio scopes nest strictly), hence the deadline rather than fail_after.
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             client_info = Implementation(name="toolrig", version=__version__)
-            async with Client(
-                _streams(config, log_path, closed, refusal), cache=None, client_info=client_info
-            ) as client:
-                definitions = await _list_tools(client)
+            streams = _streams(name, config, log_path, closed, refusal, interactive=interactive, store=store)
+            callbacks: dict[str, Any] = {}
+            if relay is not None:  # the server's own requests: questions, the model, roots, list changes
+                callbacks = {
+                    "elicitation_callback": relay.elicit,
+                    "list_roots_callback": relay.roots,
+                    "message_handler": relay.on_message,
+                }
+                if config.sampling is not None:
+                    callbacks["sampling_callback"] = relay.sample
+            async with Client(streams, cache=None, client_info=client_info, **callbacks) as client:
+                definitions = await list_tools(client)
                 scope.deadline = math.inf
                 started = True
                 yield Connection(client, definitions, closed)
-    except (OSError, MCPError, ValueError) as exc:
+    except (OSError, MCPError, ValueError, McpAuthError) as exc:
         if started:
             raise
-        why: object = refusal if refusal.status is not None else exc
+        why: object = _auth_problem([exc]) or (refusal if refusal.status is not None else exc)
         raise McpStartError(f"the MCP server '{name}' could not be started: {why}{where}") from None
     except ExceptionGroup as group:
         if started:
             raise
-        why = refusal if refusal.status is not None else _cause(group)
+        why = _auth_problem(_leaves(group)) or (refusal if refusal.status is not None else _cause(group))
         raise McpStartError(f"the MCP server '{name}' could not be started: {why}{where}") from None
     if not started:
         raise McpStartError(f"the MCP server '{name}' did not start within {timeout:g} seconds{where}")
 
 
-def _cause(error: BaseException) -> str:
-    """The innermost errors of nested task groups, in words: "unhandled errors in a TaskGroup" says nothing."""
+def _leaves(error: BaseException) -> list[BaseException]:
     leaves: list[BaseException] = []
     pending = [error]
     while pending:
@@ -193,7 +224,29 @@ def _cause(error: BaseException) -> str:
             pending.extend(current.exceptions)
         else:
             leaves.append(current)
-    return "; ".join(dict.fromkeys(_describe(leaf) for leaf in leaves)) or str(error)
+    return leaves
+
+
+def _cause(error: BaseException) -> str:
+    """The innermost errors of nested task groups, in words: "unhandled errors in a TaskGroup" says nothing."""
+    return "; ".join(dict.fromkeys(_describe(leaf) for leaf in _leaves(error))) or str(error)
+
+
+def _auth_problem(errors: list[BaseException]) -> str | None:
+    """What went wrong signing in, when that is why the start failed: the most useful thing to tell the user."""
+    from mcp.client.auth import OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+
+    from toolrig.sources.mcp_tokens import McpAuthError
+
+    for error in errors:
+        seen: BaseException | None = error
+        while seen is not None:  # the SDK may wrap the auth error in its own
+            if isinstance(seen, McpAuthError):
+                return str(seen)
+            if isinstance(seen, OAuthFlowError | OAuthRegistrationError | OAuthTokenError):
+                return f"signing in failed: {seen}"
+            seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _describe(error: BaseException) -> str:

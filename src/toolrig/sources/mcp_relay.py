@@ -1,0 +1,252 @@
+"""What a connected MCP server may ask of toolrig: questions (elicitation), the model (sampling), roots.
+
+Trust model: the server is untrusted. A question reaches the user only through the run's question
+channel (``ask_user``'s: one question per form field, typed answers), or, when nobody is there, as a
+yes/no approval that accepts the form's own defaults; never answered by the model; sampling is off unless the
+server's config turns it on, then capped per run and approved per request; roots are the workspace
+root (or the config's ``roots:``) and nothing else. A ``tools/list_changed`` notice marks the listing
+stale: it is re-read and re-checked against the trusted fingerprints before the next call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolrig.config import McpServerConfig
+from toolrig.context import ToolContext
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientRequestContext
+    from mcp.types import (
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        ElicitRequestParams,
+        ElicitResult,
+        ErrorData,
+        ListRootsResult,
+    )
+
+log = logging.getLogger("toolrig.mcp")
+
+# A model call made for a server: (system prompt, [(role, text)], max tokens) -> (text, model name).
+Sampler = Callable[[str | None, list[tuple[str, str]], int], Awaitable[tuple[str, str]]]
+MAX_QUESTION = 1000
+MAX_FIELDS = 20
+
+
+async def ask_the_user(ctx: ToolContext | None, server: str, question: str, detail: str) -> bool:
+    """The door from a remote server to the run's approval channel: a yes or a no.
+
+    It answers as every approval does: ``approvals.mode: off`` says yes without asking. With no call in
+    flight there is no run to ask on behalf of, so the answer is no.
+    """
+    if ctx is None:
+        return False
+    return await ctx.approvals.ask(f"{server}/elicitation", question, detail)
+
+
+async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The door to the run's question channel (``ask_user``'s): typed answers, or None when nobody answered."""
+    if ctx is None or not questions:
+        return None
+    return await ctx.approvals.ask_user(questions, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events)
+
+
+def _defaults(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The form's default answers (SEP-1034), and the required fields that have none."""
+    answers = {
+        key: spec["default"]
+        for key, spec in _fields(schema).items()
+        if "default" in spec and not isinstance(spec["default"], dict | list)
+    }
+    return answers, [key for key in _required(schema) if key not in answers]
+
+
+def _required(schema: dict[str, Any]) -> list[str]:
+    listed = schema.get("required")
+    return [key for key in listed if isinstance(key, str)] if isinstance(listed, list) else []
+
+
+def _fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    return {str(k): v for k, v in list(properties.items())[:MAX_FIELDS] if isinstance(v, dict)}
+
+
+def _choices(spec: dict[str, Any]) -> list[str]:
+    if spec.get("type") == "boolean":
+        return ["yes", "no"]
+    values = spec.get("enum")
+    if isinstance(values, list):
+        return [str(v)[:100] for v in values[:50]]
+    options = spec.get("oneOf")
+    if isinstance(options, list):
+        return [str(o.get("const"))[:100] for o in options[:50] if isinstance(o, dict) and "const" in o]
+    return []
+
+
+def form_questions(message: str, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """One question per field of the server's form, in the question channel's shape (``ask_user``)."""
+    questions = []
+    for index, (key, spec) in enumerate(_fields(schema).items()):
+        label = str(spec.get("title") or key)[:80]
+        text = f"{label}: {str(spec.get('description') or '')[:300]}".rstrip(": ")
+        if "default" in spec:
+            text += f" (empty: {str(spec['default'])[:100]})"
+        if index == 0:
+            text = f"{message}\n\n{text}"
+        questions.append({"question": text, "header": key[:30], "options": _choices(spec)})
+    return questions
+
+
+def form_answers(schema: dict[str, Any], replies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The person's replies as the form's typed values; None when a required field is left empty or wrong."""
+    required = set(_required(schema))
+    content: dict[str, Any] = {}
+    for (key, spec), reply in zip(_fields(schema).items(), replies, strict=False):
+        picked = reply.get("selected") or []
+        raw = str(picked[0]) if picked else str(reply.get("other_text") or "").strip()
+        if not raw:
+            if "default" in spec:
+                content[key] = spec["default"]
+            elif key in required:
+                return None
+            continue
+        kind = spec.get("type")
+        try:
+            if kind == "boolean":
+                content[key] = raw.lower() in ("yes", "true", "y", "1")
+            elif kind == "integer":
+                content[key] = int(raw)
+            elif kind == "number":
+                content[key] = float(raw)
+                if not math.isfinite(content[key]):
+                    return None  # JSON has no NaN or infinity
+            else:
+                content[key] = raw
+        except ValueError:
+            return None
+    return content
+
+
+@dataclass
+class Relay:
+    """One server's requests to toolrig, answered on behalf of the run that holds the connection."""
+
+    server: str
+    config: McpServerConfig
+    root: Path
+    sampler: Sampler | None = None
+    calls: list[ToolContext] = field(default_factory=list)  # in flight: the newest one's user is asked
+    samples: int = 0
+    stale: bool = False
+    changed: anyio.Event = field(default_factory=anyio.Event)  # set at each change notice (tests wait on it)
+
+    def mark_changed(self) -> None:
+        self.stale = True
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def current(self) -> ToolContext | None:
+        return self.calls[-1] if self.calls else None
+
+    # -- elicitation
+
+    async def elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        from mcp.types import ElicitRequestFormParams, ElicitResult
+
+        message = str(getattr(params, "message", ""))[:MAX_QUESTION]
+        if not isinstance(params, ElicitRequestFormParams):
+            log.warning("MCP server %r asked the user to open a URL (%s); declined", self.server, message[:200])
+            return ElicitResult(action="decline")
+        raw: Any = params.requested_schema
+        schema = raw if isinstance(raw, dict) else raw.model_dump(mode="json", by_alias=True, exclude_none=True)
+        question = f"The MCP server '{self.server}' asks: {message}"
+        replies = await ask_the_form(self.current(), form_questions(question, schema))
+        if replies is not None:  # the person filled the form in the question channel
+            content = form_answers(schema, replies)
+            return (
+                ElicitResult(action="accept", content=content)
+                if content is not None
+                else ElicitResult(action="decline")
+            )
+        # Nobody at the question channel: a yes/no approval can still accept the form's own defaults.
+        answers, missing = _defaults(schema)
+        if missing:
+            # The question channel answers yes or no; a form with blanks to fill cannot be answered honestly.
+            log.warning(
+                "MCP server %r asked for %s, which has no default; declined", self.server, ", ".join(missing[:5])
+            )
+            return ElicitResult(action="decline")
+        detail = "Yes accepts" + (f" with: {json.dumps(answers, ensure_ascii=False)[:500]}" if answers else "")
+        if await ask_the_user(self.current(), self.server, question, detail):
+            return ElicitResult(action="accept", content=answers)
+        return ElicitResult(action="decline")
+
+    # -- sampling
+
+    async def sample(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
+        from mcp.types import INVALID_REQUEST, CreateMessageResult, ErrorData, TextContent
+
+        settings = self.config.sampling
+        if settings is None or self.sampler is None:
+            why = "is not enabled for this server" if settings is None else "has no model in this run"
+            return ErrorData(code=INVALID_REQUEST, message=f"toolrig's sampling {why}")
+        if self.samples >= settings.max_requests:
+            return ErrorData(code=INVALID_REQUEST, message=f"sampling budget spent ({settings.max_requests} per run)")
+        turns: list[tuple[str, str]] = []
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "\n".join(block.text for block in blocks if isinstance(block, TextContent))
+            if not text:
+                return ErrorData(code=INVALID_REQUEST, message="toolrig samples text messages only")
+            turns.append((message.role, text))
+        if not turns:
+            return ErrorData(code=INVALID_REQUEST, message="no messages to sample")
+        limit = min(params.max_tokens, settings.max_tokens)
+        question = f"The MCP server '{self.server}' wants the model to answer: {turns[-1][1][:MAX_QUESTION]}"
+        detail = f"Up to {limit} tokens; request {self.samples + 1} of {settings.max_requests} this run."
+        if not await ask_the_user(self.current(), self.server, question, detail):
+            return ErrorData(code=INVALID_REQUEST, message="the user declined the sampling request")
+        self.samples += 1
+        system = params.system_prompt[:4000] if params.system_prompt else None
+        try:
+            text, model = await self.sampler(system, turns, limit)
+        except Exception as exc:  # the model's failure is the server's answer, not our crash
+            log.warning("sampling for MCP server %r failed: %s", self.server, exc)
+            return ErrorData(code=INVALID_REQUEST, message=f"the model call failed: {str(exc)[:300]}")
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text=text), model=model, stop_reason="endTurn"
+        )
+
+    # -- roots and notifications
+
+    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
+        from mcp.types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in self.root_uris()])  # type: ignore[arg-type]
+
+    def root_uris(self) -> list[tuple[str, str]]:
+        """The workspace, or the folders the config names: (file URI, name) each."""
+        named = self.config.roots
+        folders = [Path(os.path.expanduser(p)) for p in named] if named is not None else [self.root]
+        return [(Path(os.path.abspath(f)).as_uri(), f.name or "/") for f in folders]
+
+    async def on_message(self, message: Any) -> None:
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self.mark_changed()
+            log.info("MCP server %r changed its tool list; re-reading it before the next call", self.server)

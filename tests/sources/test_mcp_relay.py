@@ -1,0 +1,179 @@
+"""A server's own requests, relayed: against an official-SDK server that elicits, samples, lists roots and
+changes its tool list mid-run (tests/sources/mcp_relay_server.py), through a real Rig and its approvals."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.adapters.mcp_peers import ROOT
+from toolrig.approvals import ApprovalDecision, ApprovalRequest
+from toolrig.approvals.model import Reply
+from toolrig.rig import Rig
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
+
+
+class Person:
+    """The user at the run's approval and question channel: answers by a rule, remembering each request.
+
+    ``replies`` fills forms (one reply per field); without them the question channel is left unanswered,
+    as by a person who only approves, and the yes/no approval decides.
+    """
+
+    def __init__(self, elicitation: bool = True, replies: list[Reply] | None = None) -> None:
+        self.elicitation = elicitation
+        self.replies = replies
+        self.asked: list[ApprovalRequest] = []
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        self.asked.extend(requests)
+        decisions = []
+        for r in requests:
+            if r.kind == "question":
+                answers = tuple(self.replies) if self.replies is not None else None
+                decisions.append(ApprovalDecision("allow_once", answers=answers))
+            elif r.tool.endswith("/elicitation") and not self.elicitation:
+                decisions.append(ApprovalDecision("deny"))
+            else:
+                decisions.append(ApprovalDecision("allow_once"))
+        return decisions
+
+    def questions(self) -> list[ApprovalRequest]:
+        return [r for r in self.asked if r.tool == "relay/elicitation"]
+
+    def forms(self) -> list[ApprovalRequest]:
+        return [r for r in self.asked if r.kind == "question"]
+
+
+def relay_config(mode: str = "always", **settings: Any) -> dict[str, Any]:
+    command = [sys.executable, str(ROOT / "tests" / "sources" / "mcp_relay_server.py")]
+    server = {"command": command[0], "args": command[1:], **settings}
+    return {"approvals": {"mode": mode}, "mcp_servers": {"relay": server}}
+
+
+async def call(rig: Rig, tool: str, args: dict[str, Any] | None = None) -> Any:
+    result = await rig.call(f"relay/{tool}", args or {})
+    text = result.raise_for_error()["text"]
+    return json.loads(text) if text.startswith(("{", "[")) else text
+
+
+async def test_a_servers_question_reaches_the_user_and_yes_sends_the_forms_defaults(workspace: Path) -> None:
+    person = Person()
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "confirm")
+    assert answer == {"action": "accept", "data": {"proceed": True, "label": "tidy"}}
+    [question] = person.questions()
+    assert "Delete the build directory?" in " ".join(question.subjects)
+
+
+async def test_a_person_at_the_question_channel_fills_the_form_with_typed_values(workspace: Path) -> None:
+    person = Person(replies=[Reply(selected=("no",)), Reply(other_text="neat")])
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "confirm")
+    assert answer == {"action": "accept", "data": {"proceed": False, "label": "neat"}}
+    [form] = person.forms()
+    assert "Delete the build directory?" in form.questions[0].question
+    assert [c.label for c in form.questions[0].options] == ["yes", "no"]
+    assert person.questions() == []  # answered in the form: no yes/no approval on top
+
+
+async def test_a_field_only_a_person_could_fill_is_asked_and_sent(workspace: Path) -> None:
+    person = Person(replies=[Reply(other_text="Ada")])
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "ask_name")
+    assert answer["action"] == "accept"
+
+
+async def test_a_required_field_left_empty_declines(workspace: Path) -> None:
+    person = Person(replies=[Reply(selected=("nothing",))])  # not an answer the question allows: dropped
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "ask_name")
+    assert answer["action"] == "decline"
+
+
+async def test_no_from_the_user_declines_the_question(workspace: Path) -> None:
+    person = Person(elicitation=False)
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "confirm")
+    assert answer["action"] == "decline"
+
+
+async def test_with_approvals_off_a_question_gets_its_defaults_like_any_approval_but_never_a_blank(
+    workspace: Path,
+) -> None:
+    async with Rig(workspace, config=relay_config(mode="off")) as rig:
+        answer = await call(rig, "confirm")
+        blank = await call(rig, "ask_name")
+    assert answer["action"] == "accept"
+    assert blank["action"] == "decline"
+
+
+async def test_a_form_with_a_blank_only_a_person_could_fill_is_declined_without_asking(workspace: Path) -> None:
+    person = Person()
+    async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
+        answer = await call(rig, "ask_name")
+    assert answer["action"] == "decline"
+    assert person.questions() == []
+
+
+async def test_the_server_is_told_the_workspace_is_its_root(workspace: Path) -> None:
+    async with Rig(workspace, config=relay_config(mode="off")) as rig:
+        assert await call(rig, "roots") == [workspace.resolve().as_uri()]
+
+
+async def test_configured_roots_replace_the_workspace(workspace: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    async with Rig(workspace, config=relay_config(mode="off", roots=[str(shared)])) as rig:
+        assert await call(rig, "roots") == [shared.as_uri()]
+
+
+async def test_sampling_is_refused_unless_the_config_enables_it(workspace: Path) -> None:
+    async with Rig(workspace, config=relay_config(mode="off")) as rig:
+        result = await rig.call("relay/summarize", {"text": "a long text"})
+    assert result.is_error
+    assert "sampling" in (result.message or "").lower()
+
+
+async def test_sampling_goes_to_the_runs_model_capped_approved_and_budgeted(workspace: Path) -> None:
+    seen: list[tuple[str | None, list[tuple[str, str]], int]] = []
+
+    async def model(system: str | None, turns: list[tuple[str, str]], max_tokens: int) -> tuple[str, str]:
+        seen.append((system, turns, max_tokens))
+        return "short.", "the-runs-model"
+
+    person = Person()
+    config = relay_config(sampling={"max_requests": 1, "max_tokens": 50})
+    async with Rig(workspace, config=config, approval_channel=person) as rig:
+        assert rig.mcp_servers is not None
+        rig.mcp_servers.use_model(model)
+        first = await call(rig, "summarize", {"text": "a long text"})
+        second = await rig.call("relay/summarize", {"text": "again"})
+    assert first == {"text": "short.", "model": "the-runs-model"}
+    assert seen == [("Be brief.", [("user", "Summarize: a long text")], 50)]  # the server asked for 5000
+    assert any("wants the model to answer" in " ".join(r.subjects) for r in person.questions())
+    assert second.is_error and "budget" in (second.message or "")
+
+
+async def test_a_changed_tool_list_is_reread_and_checked_against_what_the_user_trusted(workspace: Path) -> None:
+    async with Rig(workspace, config=relay_config(mode="off")) as rig:
+        assert rig.mcp_servers is not None
+        relay = rig.mcp_servers.servers["relay"].relay
+        await call(rig, "confirm")  # started
+        notice = relay.changed
+        assert await call(rig, "change") == "changed"
+        with anyio.fail_after(30):  # the notice travels apart from the call's answer, in no set order
+            await notice.wait()
+        changed = await rig.call("relay/roots", {})  # its description changed: blocked until trusted
+        gone = await rig.call("relay/ask_name", {})
+        still = await rig.call("relay/confirm", {})
+    assert changed.is_error and changed.error_type == "denied"
+    assert "toolrig mcp trust relay" in (changed.next_action_hint or "")
+    assert gone.is_error and gone.error_type == "not_found"
+    assert still.is_error is False
