@@ -155,7 +155,7 @@ class AuditLog:
     ) -> None:
         """A row for an answer that was refused (not a call): decision deny, the refusal in ``approval``."""
         values = (time.time(), session, agent, None, call_id, origin, tool, "[]", _json(redact(args)),
-                  "deny", rule, approval, 0.0, 1, "denied", 0)  # fmt: skip
+                  "deny", rule, approval, 0.0, 1, "denied", 0, None)  # fmt: skip
         self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
 
     def query(
