@@ -30,6 +30,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from toolrig import workers
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, ToolCatalog, ToolContext
@@ -314,10 +315,11 @@ class Executor:
                 with anyio.move_on_after(limit) as scope:
                     if tool.is_async:
                         output = await tool.execute(validated, ctx)
+                    elif not tool.blocking:
+                        output = tool.execute(validated, ctx)  # declared never to block: no thread hop
                     else:
                         # The worker thread inherits the bound token through the copied context.
-                        run = partial(tool.execute, validated, ctx)
-                        output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                        output = await workers.run_sync(partial(tool.execute, validated, ctx))
             finally:
                 unbind_token(bound)
             if scope.cancelled_caught:
