@@ -159,3 +159,24 @@ def test_a_tool_is_found_by_its_display_name_too() -> None:
 )
 def test_allow_and_deny_match_display_names(allow: list[str], deny: list[str], expected: list[str]) -> None:
     assert Registry([Displayed(), Echo()]).select(allow, deny).names() == expected
+
+
+def test_the_builtin_index_names_every_builtin_tool_and_its_group() -> None:
+    from toolrig.tools import _index
+
+    assert _index.current() == _index.GROUP_OF, "regenerate it: python -m toolrig.tools._index"
+
+
+def test_finding_a_builtin_tool_loads_its_group_only() -> None:
+    registry = Registry.default(entry_points=False)
+    assert registry.find("calculate") is not None
+    assert registry._pending and "builtin:calculator" not in registry._pending
+    assert {t.group for t in registry._tools.values()} == {"calculator"}
+
+
+def test_a_selection_stays_lazy_and_still_narrows() -> None:
+    chosen = Registry.default(entry_points=False).select(deny=["calculate"])
+    assert chosen._pending  # nothing imported by the selection itself
+    assert chosen.find("calculate") is None
+    assert chosen.find("run_command") is not None
+    assert "calculate" not in chosen.names() and "glob" in chosen.names()

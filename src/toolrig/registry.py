@@ -136,9 +136,16 @@ class Registry:
         return found
 
     def find(self, name: str) -> AnyTool | None:
-        """The tool called ``name``, or displayed as ``name`` (``server/tool``); None when there is none."""
+        """The tool called ``name``, or displayed as ``name`` (``server/tool``); None when there is none.
+
+        A built-in name loads only its own group (the index says which), not the whole catalog.
+        """
         if name not in self._tools and name not in self._aliases and self._pending:
-            self.load_all()
+            group = _builtin_group_of(name)
+            if group is not None and f"builtin:{group}" in self._pending:
+                self._load(f"builtin:{group}")
+            if name not in self._tools and name not in self._aliases:
+                self.load_all()
         found = self._tools.get(name)
         if found is None and name in self._aliases:
             found = self._tools.get(self._aliases[name])
@@ -177,12 +184,12 @@ class Registry:
         """
         allow, deny = list(allow), list(deny)
         chosen = Registry()
-        for item in self.load_local():
+        for item in sorted(self._tools.values(), key=lambda t: (t.group, t.name)):
             if (not allow or matches_any(item, allow)) and not matches_any(item, deny):
                 chosen.add(item, origin=self._origin[item.name])
-        for key in [k for k in self._pending if k in self._remote]:
-            # Still lazy: narrowed the same way when (if ever) the server is listed.
-            chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=True)
+        for key in self._pending:
+            # Still lazy: each group is narrowed the same way when (if ever) it is loaded.
+            chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=key in self._remote)
         return chosen
 
     def _narrowed_loader(
@@ -209,6 +216,12 @@ def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
         ):
             return True
     return False
+
+
+def _builtin_group_of(name: str) -> str | None:
+    from toolrig.tools._index import GROUP_OF
+
+    return GROUP_OF.get(name)
 
 
 def _builtin_loader(group: str) -> Callable[[], list[AnyTool]]:
