@@ -14,7 +14,7 @@ from tests.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
 
 if TYPE_CHECKING:
-    from tests.agent.fake_llm import FakeLLM
+    from tests.support.fake_llm import FakeLLM
 
 Call = Callable[..., dict[str, Any]]
 
@@ -149,8 +149,8 @@ def smtp_servers(tls_ca: tuple[ssl.SSLContext, str]) -> Iterator[dict[str, SmtpS
 
 @pytest.fixture(scope="session")
 def llm_server() -> Iterator[FakeLLM]:
-    """A local server speaking the Anthropic and OpenAI wire protocols (tests/agent/fake_llm.py)."""
-    from tests.agent.fake_llm import FakeLLM
+    """A local server speaking the Anthropic and OpenAI wire protocols (tests/support/fake_llm.py)."""
+    from tests.support.fake_llm import FakeLLM
 
     server = FakeLLM().start()
     yield server

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.sample_tools import WriteLater, all_tools
+from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, tool
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry

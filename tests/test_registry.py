@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sample_tools import Echo, Refuse, SyncEcho
+from tests.support.sample_tools import Echo, Refuse, SyncEcho
 from toolrig.definition import Tool
 from toolrig.errors import DefinitionError
 from toolrig.registry import Registry, UnknownToolError

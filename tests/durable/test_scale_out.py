@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM
 from tests.durable.support import OUT, access_for, config, wait_for
+from tests.support.fake_llm import FakeLLM
 from toolrig.durable.access import DurableAccess
 
 REPO = Path(__file__).resolve().parents[2]
