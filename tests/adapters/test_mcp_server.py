@@ -45,6 +45,7 @@ async def in_process(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_the_official_client_lists_and_calls_tools_over_stdio(
     mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -102,6 +103,7 @@ async def test_serving_as_an_agent_offers_only_that_agents_tools(workspace: Path
     assert text_of(refused)["error_type"] in {"denied", "unknown_tool"}
 
 
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_progress_reported_by_a_tool_reaches_the_client_in_order(
     workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -119,6 +121,7 @@ async def test_progress_reported_by_a_tool_reaches_the_client_in_order(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_cancelling_a_call_from_the_client_stops_the_tool(
     mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -153,6 +156,7 @@ def answering(decision: str | None, asked: list[str]) -> Any:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_an_approval_is_asked_through_elicitation_and_an_allow_lets_the_call_run(
     mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -171,6 +175,7 @@ async def test_an_approval_is_asked_through_elicitation_and_an_allow_lets_the_ca
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_a_declined_approval_denies_the_call_and_nothing_is_written(
     mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -190,6 +195,7 @@ async def test_a_declined_approval_denies_the_call_and_nothing_is_written(
 
 
 @pytest.mark.parametrize(("fallback", "allowed"), [("deny", False), ("allow", True)])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_a_client_without_elicitation_gets_the_configured_fallback(
     fallback: str, allowed: bool, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -202,6 +208,7 @@ async def test_a_client_without_elicitation_gets_the_configured_fallback(
         assert "cannot ask its user" in text_of(result)["message"]
 
 
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_a_2026_answer_counts_only_for_the_exact_call_it_was_asked_for(
     workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -274,6 +281,7 @@ async def test_calls_reach_the_executor_as_mcp_calls_of_the_serving_agent(worksp
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_governance_rules_that_ask_are_answered_through_the_client(
     mode: str, workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:
@@ -305,6 +313,7 @@ async def test_file_and_search_tools_work_through_the_official_client(workspace:
     assert (workspace / "src/a.py").read_text() == "needle = 1\n"
 
 
+@pytest.mark.slow  # a `toolrig mcp serve` subprocess
 async def test_a_search_reports_progress_to_a_client_that_asks(
     workspace: Path, toolrig_home: Path, tmp_path: Path
 ) -> None:

@@ -44,6 +44,7 @@ _PRELUDE_FD = 4
 _HIGH_FD = 10
 _COUNT_INTERVAL = 0.02
 SPARES = 2  # idle keepers kept ready: one is always there while the one just taken is being replaced
+_MAX_SPARE_DEATHS = 50
 
 # Read by bash from $BASH_ENV before the command: set limits, report the final directory.
 PRELUDE = """\
@@ -341,6 +342,7 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
         fork_spare()
     pending = b""
     running = True
+    deaths = 0  # spares that died in a row without taking a request
     while running:
         pending += os.read(control_r, 4096)
         while b"\n" in pending:
@@ -350,9 +352,13 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
                 running = False
             elif int(sender) in spares:  # "T": taken, "D": died; either way it needs a successor
                 cgroup = spares.pop(int(sender))
+                deaths = deaths + 1 if kind == "D" else 0
                 if kind == "D" and cgroup is not None:
                     with contextlib.suppress(OSError):
                         os.rmdir(cgroup)
+                if deaths > _MAX_SPARE_DEATHS:  # spares cannot start here: close, so toolrig's send fails
+                    running = False
+                    break
                 fork_spare()  # a taken spare's cgroup is the command's now: toolrig removes it
     sock.close()
     for pid in list(keepers):  # toolrig is gone: so is everything it started
