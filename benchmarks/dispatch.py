@@ -3,8 +3,8 @@
 Peers, measured alternately in the same run: a direct call, pydantic ``validate_call``, the openai-agents
 ``FunctionTool.on_invoke_tool`` path and a FastMCP in-memory client call. Target: executor overhead
 (ours minus the direct call) below 25 µs, and below the fastest framework peer. Sync tools: the hop to a
-worker thread (``toolrig.workers`` against ``anyio.to_thread.run_sync``, bare, same run) and a sync tool
-declared ``blocking=False``, which runs on the loop (target for a sync tool: <= 60 µs).
+worker thread (``anyio.to_thread.run_sync``) and a sync tool declared ``blocking=False``, which runs on the
+loop (target for a sync tool: <= 60 µs).
 
     python benchmarks/dispatch.py [--rounds N]
 """
@@ -21,7 +21,7 @@ import anyio.to_thread
 from pydantic import validate_call
 
 from _harness import Series, alternate_async, fmt_seconds, print_table, result_line
-from toolrig import Rig, tool, workers
+from toolrig import Rig, tool
 from toolrig.registry import Registry
 
 
@@ -87,9 +87,6 @@ async def main(rounds: int, per_round: int) -> None:
         async def hop_anyio() -> object:
             return await anyio.to_thread.run_sync(noop, abandon_on_cancel=True)
 
-        async def hop_workers() -> object:
-            return await workers.run_sync(noop)
-
         contenders = {
             "direct call": direct,
             "pydantic validate_call": pydantic_validate_call,
@@ -99,7 +96,6 @@ async def main(rounds: int, per_round: int) -> None:
             "toolrig rig.call (sync tool, worker thread)": toolrig_sync_tool,
             "toolrig rig.call (sync tool, blocking=False)": toolrig_inline_tool,
             "bare hop: anyio.to_thread.run_sync": hop_anyio,
-            "bare hop: toolrig.workers.run_sync": hop_workers,
         }
         for fn in contenders.values():  # warm up: imports, caches, first-call paths
             for _ in range(200):
@@ -131,13 +127,11 @@ async def main(rounds: int, per_round: int) -> None:
     print(f"fastest peer: {fastest_name} at {fmt_seconds(peers[fastest_name])} overhead")
     print(f"fastest tool-framework peer: {fastest_framework} at {fmt_seconds(framework[fastest_framework])} overhead")
     print(result_line("dispatch", ours, framework[fastest_framework], peer_name=fastest_framework.replace(" ", "_")))
+    async_tool = series["toolrig rig.call (async tool)"].median
     sync = series["toolrig rig.call (sync tool, worker thread)"].median
-    print(result_line("dispatch_sync", sync, series["toolrig rig.call (async tool)"].median, peer_name="async_tool"))
-    hop_ours, hop_peer = (
-        series["bare hop: toolrig.workers.run_sync"].median,
-        series["bare hop: anyio.to_thread.run_sync"].median,
-    )
-    print(result_line("sync_hop", hop_ours, hop_peer, peer_name="anyio.to_thread.run_sync"))
+    print(result_line("dispatch_sync", sync, async_tool, peer_name="async_tool"))
+    inline = series["toolrig rig.call (sync tool, blocking=False)"].median
+    print(result_line("dispatch_inline", inline, async_tool, peer_name="async_tool"))
 
 
 if __name__ == "__main__":

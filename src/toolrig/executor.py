@@ -30,7 +30,6 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from toolrig import workers
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, ToolCatalog, ToolContext
@@ -319,7 +318,8 @@ class Executor:
                         output = tool.execute(validated, ctx)  # declared never to block: no thread hop
                     else:
                         # The worker thread inherits the bound token through the copied context.
-                        output = await workers.run_sync(partial(tool.execute, validated, ctx))
+                        run = partial(tool.execute, validated, ctx)
+                        output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
             finally:
                 unbind_token(bound)
             if scope.cancelled_caught:
