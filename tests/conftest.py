@@ -199,9 +199,9 @@ SLOW_TESTS = frozenset(
         # measured with --durations (load average ~10): each over 4 s
         "tests/test_schema.py::test_emitted_schemas_accept_exactly_what_the_model_accepts",
         "tests/agent/providers/test_anthropic.py::test_requests_cache_the_system_prompt_the_tools_and_the_newest_turn",
-        "tests/agent/test_approvals.py::test_a_paused_run_saves_plain_json_and_resumes_in_another_process",
+        "tests/approvals/test_routing.py::test_a_paused_run_saves_plain_json_and_resumes_in_another_process",
         "tests/commands/test_run.py::test_a_session_resumes_in_another_process_on_the_other_provider",
-        "tests/policy/test_prompt.py::test_toolrig_call_asks_on_a_terminal_and_remembers_always",
+        "tests/approvals/test_terminal.py::test_toolrig_call_asks_on_a_terminal_and_remembers_always",
         "tests/policy/test_ratelimit.py::test_limits_hold_across_processes_sharing_a_workspace",
         "tests/sandbox/test_shell_syntax.py::test_quoted_words_joined_by_operators_are_read_back_exactly",
         "tests/tools/test_files.py::test_list_directory_stops_at_its_budget_and_says_so",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from toolrig import Rig
@@ -82,11 +83,13 @@ def test_an_empty_intersection_of_allow_lists_allows_nothing_rather_than_everyth
     assert Rig(workspace).tools() == []
 
 
-def test_untrusted_workspace_cannot_set_tool_config(workspace: Path) -> None:
+def test_untrusted_workspace_tool_config_waits_for_the_tools_own_model(workspace: Path) -> None:
     write(workspace / ".toolrig/config.yaml", "tool_config:\n  calculate: {anything: 1}\n")
     loaded = load_config(workspace)
     assert loaded.config.tool_config == {}
-    assert any("tool_config" in w for w in loaded.warnings)
+    assert loaded.pending_tool_config == {(None, "calculate"): {"anything": 1}}
+    with Rig(workspace) as rig:
+        assert any("'tool_config.calculate' is ignored" in w for w in rig.loaded.warnings)
 
 
 def test_trusted_workspace_overrides_the_user(workspace: Path, toolrig_home: Path) -> None:
@@ -234,10 +237,11 @@ def test_an_untrusted_workspace_may_add_deny_and_ask_rules_but_no_allow_rule(
     assert [(r.tool, r.verdict) for r in rules] == [("a", "deny"), ("b", "ask"), ("d", "deny")]
     assert any("1 allow rule(s) ignored" in w for w in loaded.warnings)
     config = loaded.config
-    assert config.approvals.allow == [] and config.agents == {} and config.hooks.enabled and config.audit.enabled
+    assert config.approvals.allow == [] and config.hooks.enabled and config.audit.enabled
+    assert config.agents["x"].tools == ["*"]  # a new agent narrows the global permissions: it applies at once
     assert config.rate_limits == {"a": "1/hour"}  # a new limit narrows: it applies at once (issue 11, 7)
     ignored = " ".join(loaded.warnings)
-    for key in ("approvals.allow", "agents", "hooks.enabled", "audit.enabled"):
+    for key in ("approvals.allow", "hooks.enabled", "audit.enabled"):
         assert f"'{key}' is ignored" in ignored
 
 
@@ -278,3 +282,53 @@ def test_mcp_servers_come_only_from_trusted_config(workspace: Path, toolrig_home
     assert any("'mcp_servers' is ignored" in w for w in untrusted.warnings)
     set_trust(workspace)
     assert list(load_config(workspace).config.mcp_servers) == ["s"]
+
+
+def test_an_untrusted_workspace_narrows_agents_and_never_widens_them(workspace: Path, toolrig_home: Path) -> None:
+    write(
+        toolrig_home / "config.yaml",
+        "approvals: {mode: always}\n"
+        "agents:\n  dev:\n    tools: [read_files, run_command]\n    rate_limit: 10/minute\n"
+        "    approvals: {mode: smart}\n",
+    )
+    write(
+        workspace / ".toolrig/config.yaml",
+        "agents:\n"
+        "  dev:\n    tools: [read_files, write_file]\n    rate_limit: 100/minute\n"
+        "    approvals: {mode: always, allow: [run_command]}\n"
+        "    rules: [{tool: read_files, subject: 'secrets/**', verdict: deny}, {tool: '*', verdict: allow}]\n"
+        "  newcomer:\n    approvals: {mode: 'off'}\n    rate_limits: {fetch_url: 1/hour}\n",
+    )
+    loaded = load_config(workspace)
+    dev, newcomer = loaded.config.agents["dev"], loaded.config.agents["newcomer"]
+    assert dev.tools == ["read_files"]  # the intersection: write_file was never the user's to give
+    assert dev.rate_limit == "10/minute"  # a higher limit is ignored
+    assert dev.approvals.mode == "always" and dev.approvals.allow == []  # stricter applies, the allowlist does not
+    assert [(r.tool, r.verdict) for r in dev.rules] == [("read_files", "deny")]
+    assert newcomer.approvals.mode is None  # 'off' would widen the global 'always': ignored, the global one holds
+    assert newcomer.rate_limits == {"fetch_url": "1/hour"}
+    warned = " ".join(loaded.warnings)
+    for part in ("agents.dev.rate_limit", "agents.dev.approvals.allow", "agents.newcomer.approvals.mode: off"):
+        assert part in warned
+
+
+def test_an_untrusted_workspace_tool_config_narrows_by_the_tools_own_rules(workspace: Path, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", "tool_config:\n  run_command: {deny: ['rm *'], max_timeout_seconds: 60}\n")
+    write(
+        workspace / ".toolrig/config.yaml",
+        "tool_config:\n  run_command: {deny: ['git push *'], max_timeout_seconds: 600, mode: argv,"
+        " allow_no_timeout: true}\n  fetch_url: {blocked_domains: [evil.example], allow_loopback: true}\n",
+    )
+    with Rig(workspace) as rig:
+        run = rig.call_sync("run_command", {"command": "git push origin main"})
+        assert run.is_error and run.error_type == "denied"
+        shell = rig._config_for(rig.registry.get("run_command"), None)
+        fetch = rig._config_for(rig.registry.get("fetch_url"), None)
+        assert shell.deny == ["rm *", "git push *"] and shell.max_timeout_seconds == 60  # type: ignore[attr-defined]
+        assert shell.mode == "shell" and not shell.allow_no_timeout  # type: ignore[attr-defined]
+        assert fetch.blocked_domains == ["evil.example"] and not fetch.allow_loopback  # type: ignore[attr-defined]
+        warned = " ".join(rig.loaded.warnings)
+        for key in ("run_command.mode", "run_command.allow_no_timeout", "fetch_url.allow_loopback"):
+            assert f"'tool_config.{key}' is ignored" in warned
+        call, refusal = anyio.run(lambda: rig.executor.decide("run_command", {"command": "git push x"}))
+        assert refusal is not None and call.decided_by == "tool_config.run_command.deny"

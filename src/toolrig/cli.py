@@ -66,7 +66,7 @@ def terminal_channel() -> ApprovalChannel | None:
     """The interactive approval prompt when a person is at the terminal (stdin is a TTY), else None."""
     if not sys.stdin.isatty():
         return None
-    from toolrig.policy.prompt import TerminalChannel
+    from toolrig.approvals.terminal import TerminalChannel
 
     return TerminalChannel()
 

@@ -13,7 +13,6 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +20,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolrig.errors import ConfigError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.atomic import atomic_write_text
 from toolrig.sandbox.paths import STATE_DIR_NAME, toolrig_home
 
@@ -29,19 +29,6 @@ log = logging.getLogger("toolrig.config")
 CONFIG_FILE = "config.yaml"
 TRUST_FILE = "trusted.json"
 ALLOW_NOTHING = "!nothing"  # an allow pattern no tool name can match ('!' is not allowed in names)
-
-
-class Narrow(Enum):
-    """How an untrusted workspace may change a field; attach with ``Annotated[T, Narrow.X]``."""
-
-    UNION = "union"  # lists that restrict (deny): the workspace may add entries
-    INTERSECT = "intersect"  # lists that admit (allow, empty = all): the workspace may only keep entries
-    MIN = "min"  # numbers that bound something: the lower value wins
-    TRUE_WINS = "true_wins"  # switches that restrict (read_only): the workspace may turn them on
-    RESTRICTIVE = "restrictive"  # rule lists: the workspace may add rules that deny or ask, never ones that allow
-    GLOBS = "globs"  # gitignore-style lists that restrict: the workspace may add patterns, never '!' negations
-    STRICTER = "stricter"  # a choice among levels (approvals.mode, fallback): only a stricter one applies
-    RATES = "rates"  # rate limits by tool glob: the workspace may add one or lower one, never raise or drop
 
 
 # The levels of STRICTER fields, least strict first.
@@ -130,6 +117,32 @@ class ToolsConfig(Section):
     )
 
 
+class TelegramForwardConfig(Section):
+    chat_id: int = Field(description="The chat (a user's or a group's id) that gets the requests.")
+    bot_token_env: str = Field(description="The environment variable holding the bot's token (never the token).")
+    base_url: str | None = Field(default=None, description="The Bot API's base URL (default api.telegram.org).")
+    allowed_users: list[int] = Field(
+        default_factory=list, description="In a group: only these users' presses count; empty: anyone in the chat."
+    )
+    poll_seconds: int = Field(default=25, ge=1, le=50, description="getUpdates long-poll length.")
+
+
+class WebhookForwardConfig(Section):
+    url: str = Field(description="Where each request is POSTed, signed with HMAC-SHA256 (X-Toolrig-Signature).")
+    secret_env: str = Field(description="The environment variable holding the shared signing secret.")
+    poll_url: str | None = Field(
+        default=None, description="Where toolrig polls for the signed answer (GET ?id=...); else it must be POSTed."
+    )
+    poll_interval_seconds: float = Field(default=2.0, gt=0, le=300, description="How often to poll.")
+
+
+class ForwardConfig(Section):
+    """Where approvals and ask_user's questions also go, for a person who is not at the terminal."""
+
+    telegram: TelegramForwardConfig | None = None
+    webhook: WebhookForwardConfig | None = None
+
+
 class ApprovalsConfig(Section):
     mode: Annotated[ApprovalMode, Narrow.STRICTER] = Field(
         default="off", description="off: nothing asks; smart: read-only tools run, the rest ask; always: all ask."
@@ -144,26 +157,38 @@ class ApprovalsConfig(Section):
     batch_window_seconds: float = Field(
         default=0.5, ge=0, description="Longest wait to gather parallel calls that ask at once into one prompt."
     )
+    # Trusted-only (no Narrow rule): a workspace must not send requests (and their arguments) anywhere.
+    forward: ForwardConfig = Field(
+        default_factory=ForwardConfig,
+        description="Also send each approval request and ask_user question to Telegram or a webhook.",
+    )
 
 
 class AgentApprovalsConfig(Section):
-    mode: ApprovalMode | None = Field(default=None, description="Overrides approvals.mode for this agent.")
+    mode: Annotated[ApprovalMode | None, Narrow.STRICTER] = Field(
+        default=None, description="Overrides approvals.mode for this agent."
+    )
     allow: list[str] = Field(default_factory=list, description="More allowlist patterns for this agent.")
 
 
 class AgentConfig(Section):
     """A named agent's ("listener's") permissions, chosen with ``--agent NAME`` or ``Rig(agent=...)``."""
 
-    tools: list[str] | None = Field(
+    tools: Annotated[list[str] | None, Narrow.SUBSET] = Field(
         default=None, description="Tool name globs or group:NAME this agent may use; absent = every offered tool."
     )
+    # Narrowed per field of each tool's own settings model, once the tool is known (Rig, `narrow_settings`).
     tool_config: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Per-tool settings for this agent, merged over the global tool_config."
     )
-    rules: list[RuleConfig] = Field(default_factory=list, description="Rules that apply to this agent only.")
+    rules: Annotated[list[RuleConfig], Narrow.RESTRICTIVE] = Field(
+        default_factory=list, description="Rules that apply to this agent only."
+    )
     approvals: AgentApprovalsConfig = Field(default_factory=AgentApprovalsConfig)
-    rate_limit: RateText | None = Field(default=None, description="Every call of this agent, like '100/hour'.")
-    rate_limits: dict[str, RateText] = Field(
+    rate_limit: Annotated[RateText | None, Narrow.RATE] = Field(
+        default=None, description="Every call of this agent, like '100/hour'."
+    )
+    rate_limits: Annotated[dict[str, RateText], Narrow.RATES] = Field(
         default_factory=dict, description="Per tool (name glob) for this agent only, like {fetch_url: 10/minute}."
     )
 
@@ -396,6 +421,9 @@ class LoadedConfig:
     files: list[Path] = field(default_factory=list)
     trusted: bool = False
     warnings: list[str] = field(default_factory=list)
+    # An untrusted workspace's tool settings, by (agent or None, tool): narrowed field by field against each
+    # tool's own settings model when the Rig resolves them (`narrow_settings`), since only the tool knows it.
+    pending_tool_config: dict[tuple[str | None, str], dict[str, Any]] = field(default_factory=dict)
     locations: dict[tuple[str, ...], tuple[Path, int]] = field(default_factory=dict)
 
     def where(self, *keys: str) -> tuple[Path | None, int | None]:
@@ -514,7 +542,7 @@ def _rule(model: type[BaseModel], name: str) -> Narrow | None:
     return None
 
 
-def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: list[str], inherited: Any = None) -> Any:
     if rule is Narrow.RESTRICTIVE:
         added = [item for item in proposed if item not in base]
         kept = [item for item in added if getattr(item, "verdict", "allow") != "allow"]
@@ -537,11 +565,25 @@ def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: li
         return [*base, *(item for item in proposed if item not in base and item not in negations)]
     if rule is Narrow.STRICTER:
         levels = _LEVELS[key.rsplit(".", 1)[-1]]
-        if levels.index(proposed) >= levels.index(base):
-            return proposed
+        effective = inherited if base is None else base  # an agent's unset mode is the global one
+        if proposed is None or effective is None or levels.index(proposed) >= levels.index(effective):
+            return base if proposed is None else proposed
         warnings.append(
-            f"'{key}: {proposed}' is ignored: it is less strict than {base!r} and this workspace is not trusted"
+            f"'{key}: {proposed}' is ignored: it is less strict than {effective!r} and this workspace is not trusted"
         )
+        return base
+    if rule is Narrow.SUBSET:
+        if proposed is None:
+            return base
+        if base is None:
+            return list(proposed)
+        return [item for item in base if item in proposed] or [ALLOW_NOTHING]
+    if rule is Narrow.RATE:
+        if proposed is None:
+            return base
+        if base is None or _per_second(proposed) <= _per_second(base):
+            return proposed
+        warnings.append(f"'{key}: {proposed}' is ignored: it is higher than {base!r}")
         return base
     if rule is Narrow.RATES:
         merged = dict(base)
@@ -567,20 +609,74 @@ def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: li
     return bool(base or proposed)
 
 
-def _merge_narrowing(base: BaseModel, workspace: BaseModel, path: str, warnings: list[str]) -> BaseModel:
+def _merge_narrowing(
+    base: BaseModel, workspace: BaseModel, path: str, warnings: list[str], inherit: BaseModel | None = None
+) -> BaseModel:
+    """``base`` with the workspace's values applied by each field's rule; ``inherit`` fills unset levels."""
     updates: dict[str, Any] = {}
     for name in workspace.model_fields_set:
         proposed = getattr(workspace, name)
         current = getattr(base, name)
         rule = _rule(type(base), name)
         key = f"{path}{name}"
-        if rule is not None:
-            updates[name] = _narrow_value(rule, current, proposed, key, warnings)
+        if name == "tool_config" and isinstance(base, Config | AgentConfig):
+            continue  # kept in LoadedConfig.pending_tool_config, narrowed by each tool's own model
+        if name == "agents" and isinstance(base, Config) and isinstance(workspace, Config):
+            updates[name] = _narrow_agents(base, workspace.agents, warnings)
+        elif rule is not None:
+            inherited = getattr(inherit, name, None) if inherit is not None else None
+            updates[name] = _narrow_value(rule, current, proposed, key, warnings, inherited)
         elif isinstance(current, BaseModel) and isinstance(proposed, BaseModel):
-            updates[name] = _merge_narrowing(current, proposed, f"{key}.", warnings)
+            inner = getattr(inherit, name, None) if inherit is not None else None
+            updates[name] = _merge_narrowing(
+                current, proposed, f"{key}.", warnings, inner if isinstance(inner, BaseModel) else None
+            )
         elif proposed != current:
             warnings.append(f"'{key}' is ignored: this workspace is not trusted (run `toolrig trust` to allow it)")
     return base.model_copy(update=updates)
+
+
+def _narrow_agents(user: Config, proposed: dict[str, AgentConfig], warnings: list[str]) -> dict[str, AgentConfig]:
+    """An agent from an untrusted workspace narrows like the rest: over the user's agent, or a blank one.
+
+    A blank agent inherits the global settings, so its unset approval mode stands for ``approvals.mode``:
+    a workspace agent with ``approvals.mode: off`` under a global ``always`` is ignored, not obeyed.
+    """
+    merged = dict(user.agents)
+    inherit = AgentConfig(approvals=AgentApprovalsConfig(mode=user.approvals.mode))
+    for name, agent in proposed.items():
+        base = user.agents.get(name) or AgentConfig()
+        narrowed = _merge_narrowing(base, agent, f"agents.{name}.", warnings, inherit)
+        merged[name] = AgentConfig.model_validate(narrowed.model_dump())
+    return merged
+
+
+def pending_tool_config(workspace: Config) -> dict[tuple[str | None, str], dict[str, Any]]:
+    """The untrusted workspace's tool settings, by (agent or None, tool), to narrow once the tools are known."""
+    pending: dict[tuple[str | None, str], dict[str, Any]] = {
+        (None, tool): dict(values) for tool, values in workspace.tool_config.items()
+    }
+    for name, agent in workspace.agents.items():
+        pending.update({(name, tool): dict(values) for tool, values in agent.tool_config.items()})
+    return pending
+
+
+def narrow_settings(current: BaseModel, proposed: dict[str, Any], key: str, warnings: list[str]) -> BaseModel:
+    """A tool's settings with an untrusted workspace's values applied by each field's ``Narrow`` rule.
+
+    Fields without a rule (a tool's ``mode``, ``allow_loopback``, ``env_set``...) can widen what the tool
+    does, so the workspace's value is ignored with a warning until ``toolrig trust``.
+    """
+    model = type(current)
+    try:
+        workspace = model.model_validate(proposed)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        warnings.append(f"'{key}' is ignored: {where}: {first['msg']} (from an untrusted workspace)")
+        return current
+    narrowed = _merge_narrowing(current, workspace, f"{key}.", warnings)
+    return model.model_validate(narrowed.model_dump())
 
 
 def _applied_lines(
@@ -649,6 +745,7 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
             loaded.config = Config.model_validate(merged)
         else:
             narrowed = _merge_narrowing(user_config, workspace_config, "", loaded.warnings)
+            loaded.pending_tool_config = pending_tool_config(workspace_config)
             loaded.config = Config.model_validate(narrowed.model_dump())
             # Only the lines that took effect, at the index they landed on: an ignored line never decides.
             applied = _applied_lines(lines, workspace_config, loaded.config, user_config)

@@ -7,6 +7,7 @@ reach is exactly what its context carries, and a test can hand it a context of i
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -45,6 +46,18 @@ class Approvals(Protocol):
 
     async def ask(self, tool: str, subject: str, reason: str) -> bool: ...
 
+    async def ask_user(
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str = "",
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        events: EventSink | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """Put questions to the person; their answers, one per question, or None when nobody answered."""
+        ...
+
 
 class ToolCatalog(Protocol):
     """The tools an agent is offered, for tools that describe tools (tool_search, tool_info, capabilities)."""
@@ -71,6 +84,17 @@ class AllowAll:
 
     async def ask(self, tool: str, subject: str, reason: str) -> bool:
         return True
+
+    async def ask_user(
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str = "",
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        events: EventSink | None = None,
+    ) -> list[dict[str, Any]] | None:
+        return None  # nobody to ask: the question is skipped
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
-from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config
+from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config, narrow_settings
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
@@ -102,6 +102,7 @@ class Rig:
             channel=approval_channel,
             allowlist_file=self._allowlist_file(config),
         )
+        self._forward_approvals()
         self.hooks = HookChain()
         self.hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
@@ -289,6 +290,17 @@ class Rig:
         if len(scripts):
             self.hooks.add(scripts)
 
+    # ------------------------------------------------------------------------------ approvals.forward
+
+    def _forward_approvals(self) -> None:
+        """Race the configured remote channels (Telegram, webhook) against the Rig's own; refusals are audited."""
+        settings = self.config.approvals.forward
+        if settings.telegram is None and settings.webhook is None:
+            return
+        from toolrig.remote import remote_channels
+
+        self.governance.broker.forward = remote_channels(settings, self.governance.refused_answer)
+
     # ------------------------------------------------------------------------------ per-tool config
 
     def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
@@ -305,6 +317,11 @@ class Rig:
         own = self.config.agents[agent].tool_config.get(tool.name) if agent is not None else None
         prefix: tuple[str, ...] = ("agents", agent, "tool_config") if own is not None and agent else ("tool_config",)
         if tool.config_model is None:
+            if any(self.loaded.pending_tool_config.get((owner, tool.name)) for owner in (None, agent)):
+                warning = f"'tool_config.{tool.name}' is ignored: this tool takes no settings"
+                if warning not in self.loaded.warnings:
+                    self.loaded.warnings.append(warning)
+                    log.warning("%s", warning)
             if base or own:
                 file, line = self.loaded.where(*prefix, tool.name)
                 key = ".".join((*prefix, tool.name))
@@ -312,7 +329,7 @@ class Rig:
             return None
         merged = _merge(base or {}, own or {})
         try:
-            return tool.config_model.model_validate(merged)
+            settings = tool.config_model.model_validate(merged)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             loc = tuple(str(p) for p in first["loc"])
@@ -322,6 +339,25 @@ class Rig:
             file, line = self.loaded.where(*keys)
             message = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"]
             raise ConfigError(message, file=file, key=".".join(keys), line=line) from None
+        return self._narrowed_by_workspace(tool, agent, settings)
+
+    def _narrowed_by_workspace(self, tool: AnyTool, agent: str | None, settings: BaseModel) -> BaseModel:
+        """An untrusted workspace's tool settings: the narrowing values apply, the widening ones are warned about."""
+        pending = self.loaded.pending_tool_config
+        if not pending:
+            return settings
+        for owner in (None, agent) if agent is not None else (None,):
+            proposed = pending.get((owner, tool.name))
+            if not proposed:
+                continue
+            key = f"agents.{owner}.tool_config.{tool.name}" if owner else f"tool_config.{tool.name}"
+            warnings: list[str] = []
+            settings = narrow_settings(settings, proposed, key, warnings)
+            for warning in warnings:
+                if warning not in self.loaded.warnings:
+                    self.loaded.warnings.append(warning)
+                    log.warning("%s", warning)
+        return settings
 
     def _validate_tool_config(self, registry: Registry) -> None:
         """Check every configured tool's settings at start-up, so a typo fails now rather than mid-run."""
@@ -329,6 +365,12 @@ class Rig:
             (("tool_config",), self.config.tool_config, None)
         ]
         sections += [(("agents", n, "tool_config"), a.tool_config, n) for n, a in self.config.agents.items()]
+        pending: dict[tuple[str, ...], tuple[dict[str, Any], str | None]] = {}
+        for (owner, tool_name), values in self.loaded.pending_tool_config.items():
+            if owner is None or owner in self.config.agents:
+                where = ("agents", owner, "tool_config") if owner else ("tool_config",)
+                pending.setdefault(where, ({}, owner))[0][tool_name] = values
+        sections += [(prefix, values, owner) for prefix, (values, owner) in pending.items()]
         for prefix, settings, agent in sections:
             for name in settings:
                 tool = self._base_registry.find(name)

@@ -184,3 +184,19 @@ def test_run_json_prints_every_error_as_one_json_line(
     [line] = out.splitlines()
     event = json.loads(line)
     assert event["type"] == "error" and event["kind"] == kind and words in event["message"]
+
+
+def test_without_a_terminal_a_question_pauses_the_run_and_keeps_its_state(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path
+) -> None:
+    from toolrig.agent import RunState
+
+    configure(toolrig_home, llm, "anthropic")
+    ask = '{"questions": [{"question": "Which database?", "options": ["PostgreSQL", "SQLite"]}]}'
+    llm.script(reply(Call("toolu_1", "ask_user", ask)))
+    code, _, err = invoke("run", "set up a database", "--root", str(workspace))
+    assert code == 3, err
+    assert "paused, waiting for 1 question(s)" in err and "? Which database?" in err
+    [saved] = (workspace / ".toolrig" / "paused").glob("*.json")
+    state = RunState.from_json(saved.read_text())
+    assert state.pending[0].call_id == "toolu_1" and state.pending[0].questions[0]["question"] == "Which database?"

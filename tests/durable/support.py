@@ -23,7 +23,9 @@ from toolrig.tools import tasks as task_tools
 
 
 def tools() -> list[Any]:
-    return [AppendLine(), Gate(), *cron_tools.TOOLS, *task_tools.TOOLS]
+    from toolrig.tools.interact import AskUser
+
+    return [AppendLine(), Gate(), AskUser(), *cron_tools.TOOLS, *task_tools.TOOLS]
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -51,6 +53,12 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
     if "append:" in first and turn == 0 and not resumed:
         line = first.split("append:", 1)[1].split('"')[0].split(" ")[0]
         return reply(Call(cid, "append_line", json.dumps({"line": line})))
+    if "ask:" in first and turn == 0 and not resumed:  # ask_user in a scheduled task (approvals' test)
+        return reply(Call(cid, "ask_user", json.dumps({"questions": [{"question": "Which one?", "options": ["a"]}]})))
+    if "ask:" in first and turn == 1:
+        said = _text_of(messages[-1]).replace("\\", "").replace(" ", "")
+        skipped = '"skipped":true' in said
+        return reply(Call(cid, "complete_task", json.dumps({"summary": f"asked; skipped={skipped}"})))
     if " gate" in first and turn == 1 and not resumed:
         return reply(Call(cid, "gate", "{}"))
     return reply(Call(cid, "complete_task", json.dumps({"summary": f"finished after {turn} turns"})))

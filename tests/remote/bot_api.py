@@ -41,7 +41,7 @@ class BotApi:
         self, message: dict[str, Any], choice: str, *, from_id: int | None = None, chat_id: int | None = None
     ) -> None:
         """Press the button whose label starts with ``choice`` on a sent message."""
-        buttons = message["reply_markup"]["inline_keyboard"][0]
+        buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
         data = next(b["callback_data"] for b in buttons if b["text"].lower().startswith(choice.lower()))
         chat = message["chat_id"] if chat_id is None else chat_id
         with self._changed:

@@ -8,8 +8,8 @@ import pytest
 
 from tests.remote.bot_api import BotApi
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.approvals.broker import ApprovalBroker
 from toolrig.events import NullSink
-from toolrig.policy.approvals import ApprovalBroker
 from toolrig.remote.telegram import TelegramChannel, TelegramError
 
 pytestmark = pytest.mark.anyio

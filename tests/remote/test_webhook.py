@@ -9,8 +9,8 @@ import pytest
 
 from tests.servers import HttpServer, Seen
 from toolrig.approvals import ApprovalRequest, fingerprint
+from toolrig.approvals.broker import ApprovalBroker
 from toolrig.events import NullSink
-from toolrig.policy.approvals import ApprovalBroker
 from toolrig.remote.webhook import SIGNATURE, TIMESTAMP, WebhookChannel, _Open, sign, signed_headers
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from toolrig.adapters.mcp_approvals import (
+from toolrig.approvals import fingerprint
+from toolrig.approvals.mcp import (
     Asker,
     ElicitingAsker,
     Fallback,
@@ -32,10 +33,10 @@ from toolrig.adapters.mcp_approvals import (
     ParkedCall,
     elicit_request,
 )
-from toolrig.approvals import fingerprint
 from toolrig.errors import ErrorType
 from toolrig.events import Event, EventSink, ToolProgressEvent
 from toolrig.executor import new_call_id
+from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
 
 if TYPE_CHECKING:
@@ -57,11 +58,12 @@ def mcp_tool(tool: AnyTool) -> Tool:
     from mcp.types import Tool, ToolAnnotations
 
     output = tool.output_schema()
+    declared = hints(tool)  # from the tool's flags and its Subject marks, never a table of tools
     annotations = ToolAnnotations(
         title=tool.display_name,
-        read_only_hint=tool.read_only,
-        destructive_hint=None if tool.read_only else tool.destructive,
-        open_world_hint=tool.open_world,
+        read_only_hint=declared.read_only,
+        destructive_hint=declared.destructive,
+        open_world_hint=declared.open_world,
     )
     return Tool(
         name=tool.name,

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from toolrig.agent.approvals import PauseChannel
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
+from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult

@@ -16,7 +16,6 @@ from typing import Any
 
 import anyio
 
-from toolrig.agent.approvals import PauseChannel, ReplayChannel, install_router
 from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral
@@ -27,6 +26,10 @@ from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
 from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
+from toolrig.approvals.channel import QuestionsApart
+from toolrig.approvals.paused import PauseChannel, ReplayChannel
+from toolrig.approvals.questions import question_json
+from toolrig.approvals.routing import install_router
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
@@ -105,7 +108,7 @@ class _Run:
         for hook in options.hooks:
             self.hooks.add(hook)
         self.router = install_router(rig)
-        self.pause = PauseChannel() if options.approvals == "pause" else None
+        self.pause = PauseChannel() if options.approvals == "pause" or options.questions == "pause" else None
         self.session_id = ""
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
@@ -166,11 +169,19 @@ class _Run:
         first = Message.user(prompt)
         if closing is not None:
             first = Message("user", [*closing.content, *first.content])
+        reminder = self._todo_reminder(history)
+        if reminder is not None:
+            first = Message("user", [reminder, *first.content])
         progress.messages.append(first)
         progress.unsaved.append(first)
         return await self._guarded(progress, None, self._channel())
 
-    async def resume(self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]) -> RunResult:
+    async def resume(
+        self,
+        state: RunState,
+        decisions: Mapping[str, ApprovalDecision | Verdict],
+        answers: Mapping[str, Any] | None = None,
+    ) -> RunResult:
         if not state.messages or not state.messages[-1].tool_calls:
             raise RunError("state", "the saved run state has no tool calls waiting")
         self.max_turns = self.options.max_turns or state.max_turns
@@ -191,14 +202,40 @@ class _Run:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
                 done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
-        channel = ReplayChannel(decisions)
+        channel = ReplayChannel(decisions, answers)
         return await self._guarded(progress, done, channel)
 
     def _channel(self) -> Any:
         approvals = self.options.approvals
         if approvals == "pause":
-            return self.pause
-        return approvals
+            return self._question_channel(self.pause)
+        return self._question_channel(approvals)
+
+    # ------------------------------------------------------------------------------ people in the loop (approvals)
+
+    def _todo_reminder(self, history: list[Message]) -> TextBlock | None:
+        """A continued session starts with the model's own todo list, so it is never lost with old turns."""
+        if not history:
+            return None
+        try:
+            todos = self.rig.stores.notes.get(self.session_id, "todos")
+        except Exception:  # a reminder is a courtesy: an unreadable notes file must not stop the run
+            log.warning("could not read the todo list of session %s", self.session_id, exc_info=True)
+            return None
+        if not todos:
+            return None
+        lines = [f"- [{t.get('status', 'pending')}] {t.get('task', '')}" for t in todos if isinstance(t, dict)]
+        return TextBlock("Your todo list so far (update it with write_todos):\n" + "\n".join(lines))
+
+    # ------------------------------------------------------------------------------ ask_user's questions (approvals)
+
+    def _question_channel(self, channel: Any) -> Any:
+        """Where this run's questions go: with its approvals (ask), to the pause (pause), or nowhere (skip)."""
+        questions = self.options.questions
+        if questions == "ask":
+            return channel
+        approvals = channel if channel is not None else self.router.fallback
+        return QuestionsApart(questions=self.pause if questions == "pause" else None, approvals=approvals)
 
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
@@ -422,7 +459,8 @@ class _Run:
                         call.arguments,
                         reason=request.reason if request else "",
                         subjects=list(request.subjects) if request else [],
-                        needs_approval=request is not None,
+                        needs_approval=request is not None and not request.questions,
+                        questions=[question_json(q) for q in request.questions] if request else [],
                     )
                 )
             else:
@@ -505,18 +543,23 @@ async def run_agent(
 
 async def resume_run(
     state: RunState,
-    decisions: Mapping[str, ApprovalDecision | Verdict],
+    decisions: Mapping[str, ApprovalDecision | Verdict] | None = None,
     options: RunOptions | None = None,
     *,
     rig: Rig | None = None,
     on_event: Callable[[Event], None] | None = None,
+    answers: Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """Continue a paused run with a person's decisions, keyed by tool call id (see ``RunState.pending``)."""
+    """Continue a paused run with a person's decisions, keyed by tool call id (see ``RunState.pending``).
+
+    ``answers`` answer the questions of paused ``ask_user`` calls: ``{call_id: [answer, ...]}`` with one
+    answer per question (``{"selected": [label, ...], "other_text": "..."}``), or ``None`` to skip them.
+    """
     options = options or RunOptions()
     if options.model is None and options.provider is None:
         options.model = state.model
     run = _Run(rig or Rig("."), options, on_event)
-    return await run.resume(state, decisions)
+    return await run.resume(state, decisions or {}, answers)
 
 
 class AgentRun:

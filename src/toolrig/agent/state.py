@@ -68,6 +68,9 @@ class RunOptions:
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
     steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    # ask_user's questions (approvals owns this field): "ask" them wherever approvals go; "pause" the run
+    # with them in its RunState (`toolrig run` without a terminal); "skip" them (a scheduled task).
+    questions: Literal["ask", "pause", "skip"] = "ask"
 
 
 @dataclass
@@ -80,6 +83,8 @@ class PendingCall:
     reason: str = ""
     subjects: list[str] = field(default_factory=list)
     needs_approval: bool = True
+    # ask_user: the questions this call waits to have answered (resume with `answers={call_id: [...]}`)
+    questions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

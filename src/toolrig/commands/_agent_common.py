@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 EXIT_RUN_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_PAUSED = 3  # the run waits for a person's answers (ask_user without a terminal)
 EXIT_ABORTED = 130
 
 

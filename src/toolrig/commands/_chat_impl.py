@@ -21,10 +21,10 @@ from toolrig.agent.providers import ProviderSettings, make_provider
 from toolrig.agent.session import SessionStore
 from toolrig.agent.state import RunOptions, RunResult
 from toolrig.agent.usage import Usage
+from toolrig.approvals.terminal import TerminalChannel
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
 from toolrig.commands._chat_ui import ChatScreen
-from toolrig.policy.prompt import TerminalChannel
 from toolrig.rig import Rig
 
 HELP = "/tools  /capabilities  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"
@@ -75,13 +75,23 @@ class Chat:
                         if not self.command(line):
                             break
                         continue
-                    self.turn(portal, line)
+                    self.turn(portal, self.followup(line))
             finally:
                 portal.call(self._close)
                 portal.call(stop.set)
                 held.result()
 
+    def followup(self, line: str) -> str:
+        """A bare number picks the last answer's suggested follow-up with that number; anything else is sent as is."""
+        suggested = self.screen.followups
+        if line.isdigit() and 1 <= int(line) <= len(suggested):
+            picked = suggested[int(line) - 1]
+            self.console.print(Text.assemble(("› ", "dim"), (picked, "dim")))
+            return picked
+        return line
+
     def turn(self, portal: anyio.from_thread.BlockingPortal, line: str) -> None:
+        self.screen.followups = []
         abort = portal.call(anyio.Event)
         options = RunOptions(
             model=self.options.get("model"),
@@ -110,6 +120,7 @@ class Chat:
                 self.console.print(Text(f"internal error: {type(exc).__name__}: {exc}", "bold red"))
                 return
         self.screen.finish_turn()
+        self.screen.show_followups()
         self.session_id = result.session_id
         self.usage.add(result.usage)
 

@@ -32,6 +32,7 @@ class ChatScreen:
         self._column = 0  # characters on the current streamed line (0 = at a line start)
         self._in_thinking = False
         self.turn_usage: list[Usage] = []
+        self.followups: list[str] = []  # the last answer's suggestions: typing a number sends one
 
     # ------------------------------------------------------------------------------ events
 
@@ -64,6 +65,10 @@ class ChatScreen:
                 self.console.print(Text.assemble((f"{mark} {call}", style), ("  → ", "dim"), (preview, "dim")))
             elif event.type == "approval_request":
                 self.stop_spinners()
+            elif event.type == "todos":
+                self._todos(event.todos)
+            elif event.type == "followups":
+                self.followups = list(event.followups)
             elif event.type == "done":
                 self.stop_spinners()
                 self._newline()
@@ -75,6 +80,28 @@ class ChatScreen:
                 self.stop_spinners()
                 self._newline()
                 self.console.print(Text(f"error ({event.kind}): {event.message}", "bold red"))
+
+    # ------------------------------------------------------------------------------ people in the loop
+
+    def _todos(self, todos: list[dict[str, str]]) -> None:
+        """The model's todo list, printed again each time it changes (one line per task)."""
+        self._newline()
+        marks = {"completed": ("✓", "green"), "in_progress": ("▸", "bold yellow"), "cancelled": ("✗", "dim")}
+        done = sum(t.get("status") == "completed" for t in todos)
+        lines = [Text(f"todos ({done}/{len(todos)})", "bold")]
+        for todo in todos:
+            mark, style = marks.get(todo.get("status", ""), ("○", ""))
+            lines.append(Text.assemble(("  " + mark + " ", style), (str(todo.get("task", "")), style)))
+        self.console.print(Group(*lines))
+
+    def show_followups(self) -> None:
+        """After the answer: the suggestions as a numbered list (typing the number sends it)."""
+        if not self.followups:
+            return
+        self._newline()
+        self.console.print(Text("next:", "bold"))
+        for number, text in enumerate(self.followups, start=1):
+            self.console.print(Text.assemble((f"  {number}. ", "cyan"), text))
 
     def _text(self, text: str, style: str) -> None:
         if not text:

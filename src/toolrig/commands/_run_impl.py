@@ -13,7 +13,7 @@ import click
 from toolrig.agent.errors import RunError
 from toolrig.agent.state import RunOptions
 from toolrig.cli import make_rig, terminal_channel
-from toolrig.commands._agent_common import EXIT_ABORTED, EXIT_RUN_FAILED, check_provider, fail, short_args
+from toolrig.commands._agent_common import EXIT_ABORTED, EXIT_PAUSED, EXIT_RUN_FAILED, check_provider, fail, short_args
 from toolrig.events import Event, event_to_json
 
 
@@ -49,6 +49,24 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
+def _paused(rig: Any, result: Any) -> None:
+    """The run waits for answers nobody here could give: keep its state and say how to go on (exit 3)."""
+    from toolrig.sandbox.atomic import atomic_write_text
+
+    state = result.state
+    folder = rig.workspace.state_dir / "paused"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{state.session_id}.json"
+    atomic_write_text(path, state.to_json())
+    asked = [q["question"] for p in state.pending for q in p.questions]
+    waiting = f"{len(asked)} question(s)" if asked else "approval"
+    click.echo(f"toolrig: the run is paused, waiting for {waiting}; its state is in {path}", err=True)
+    for question in asked:
+        click.echo(f"  ? {question}", err=True)
+    click.echo("  resume it with toolrig.agent.resume_run(state, answers={call_id: [...]})", err=True)
+    sys.exit(EXIT_PAUSED)
+
+
 def run_once(
     prompt: str,
     *,
@@ -78,6 +96,8 @@ def run_once(
         thinking=thinking,
         effort=effort,
         max_budget_usd=max_budget,
+        # ask_user: a person at the terminal answers; without one the run pauses with the questions.
+        questions="ask" if sys.stdin.isatty() else "pause",
     )
     printer = json_printer if as_json else PlainPrinter()
 
@@ -93,6 +113,8 @@ def run_once(
         sys.exit(EXIT_RUN_FAILED)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_ABORTED, kind="interrupted")
+    if getattr(result, "stop_reason", "") == "paused":
+        _paused(rig, result)
     if getattr(result, "stop_reason", "") == "max_tokens":
         # The answer is incomplete: a script must not take it for a finished run.
         if not as_json:  # the JSON stream's done event already says stop_reason "max_tokens"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from toolrig.adapters.mcp_approvals import Fallback
+    from toolrig.approvals.mcp import Fallback
     from toolrig.config import Config, McpServerConfig
 
 _root = click.option(

@@ -34,7 +34,8 @@ class _JsonErrors(click.Command):
 def command(prompt: str, as_json: bool, max_budget: float | None, rig_root: Path, **options: Any) -> None:
     """Run the agent once on PROMPT and print its answer.
 
-    Exit codes: 0 done, 1 the run failed (provider, timeout, budget), 2 bad usage or config, 130 interrupted.
+    Exit codes: 0 done, 1 the run failed (provider, timeout, budget), 2 bad usage or config, 3 paused for
+    answers (ask_user with no terminal), 130 interrupted.
     """
     from toolrig.commands._run_impl import run_once
 

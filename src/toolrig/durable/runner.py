@@ -82,7 +82,8 @@ async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, wor
         return None
     rig = _make_rig(access.root, task["agent"])
     rig.executor.durable = access.bound(task_id)
-    options = RunOptions(approvals="pause", steps=_CheckedJournal(access, workflow_id, task_id))
+    # Nobody watches a scheduled task: approvals pause it, ask_user questions are skipped (docs/policy.md).
+    options = RunOptions(approvals="pause", questions="skip", steps=_CheckedJournal(access, workflow_id, task_id))
     try:
         if task["state"] and task["decisions"]:
             decisions: dict[str, ApprovalDecision | Verdict] = {

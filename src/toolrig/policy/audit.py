@@ -130,6 +130,23 @@ class AuditLog:
         values = row_values(call, result)
         await self.db.write_async(lambda conn: conn.execute(_INSERT, values), single=True)
 
+    def record_refusal(
+        self,
+        *,
+        tool: str,
+        call_id: str,
+        session: str | None,
+        agent: str | None,
+        origin: str,
+        rule: str,
+        approval: str,
+        args: dict[str, Any],
+    ) -> None:
+        """A row for an answer that was refused (not a call): decision deny, the refusal in ``approval``."""
+        values = (time.time(), session, agent, None, call_id, origin, tool, "[]", _json(redact(args)),
+                  "deny", rule, approval, 0.0, 1, "denied", 0)  # fmt: skip
+        self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
+
     def query(
         self,
         *,

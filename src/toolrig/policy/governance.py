@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest, fingerprint
+from toolrig.approvals.broker import Answer, ApprovalBroker
+from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
+from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
-from toolrig.policy.approvals import Answer, ApprovalBroker
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -40,6 +43,7 @@ class Governance:
         events: EventSink,
         channel: ApprovalChannel | None = None,
         allowlist_file: Path | None = None,
+        forward: Sequence[ApprovalChannel] = (),
     ) -> None:
         config = loaded.config
         self.config = config
@@ -53,6 +57,7 @@ class Governance:
             timeout=approvals.timeout_seconds,
             fallback=approvals.fallback,
             batch_window=approvals.batch_window_seconds,
+            forward=forward,
         )
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self.limiter = RateLimiter(config, workspace.state_dir) if limited else None
@@ -110,7 +115,7 @@ class Governance:
             own = tool.refusal(call.input, call.settings)
             if own is not None:
                 self._refuse(call, *own)
-        if self.broker.channel is not None and not call.dry_run:
+        if (self.broker.channel is not None or self.broker.forward) and not call.dry_run:
             self.broker.arrive(call.call_id)
 
     def _refuse(self, call: ToolCall, rule: str, reason: str) -> None:
@@ -192,7 +197,7 @@ class Governance:
         if self.allowlist_file is None:
             return
         keys = ("agents", agent, "approvals", "allow") if agent else ("approvals", "allow")
-        from toolrig.policy.allowlist import add_patterns
+        from toolrig.approvals.allowlist import add_patterns
 
         try:
             await anyio.to_thread.run_sync(add_patterns, self.allowlist_file, keys, patterns)
@@ -215,6 +220,62 @@ class Governance:
         answer = await self.broker.decide(request, self.events)
         return answer.decision.verdict != "deny"
 
+    async def ask_user(
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str,
+        session_id: str | None,
+        agent_id: str | None,
+        events: EventSink | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """``ask_user``: a question request through the same broker and channels as approvals.
+
+        Its id is the asking call's id (a paused run finds it again by that), and it is asked whatever the
+        approval mode: ``approvals.mode: off`` means nothing needs approval, not that nobody may be asked.
+        No channel, no answer within the timeout, a failing channel or an empty answer: ``None`` (skipped),
+        never the approval fallback (``allow`` cannot invent an answer).
+        """
+        parsed = tuple(question_from(q) for q in questions)
+        args = {"questions": [question_json(q) for q in parsed]}
+        request = ApprovalRequest(
+            id=call_id or f"ask_{secrets.token_hex(6)}",
+            tool="ask_user",
+            args=args,
+            reason="the agent asks you",
+            agent_id=agent_id,
+            session_id=session_id,
+            fingerprint=fingerprint("ask_user", args),
+            questions=parsed,
+        )
+        # The asking call's own sink: its front end hears the question (a chat stops its spinners first).
+        answer = await self.broker.decide(request, events or self.events)
+        replies = answer.decision.answers
+        if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
+            return None
+        checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
+        return [reply_json(r) for r in checked] if answered(checked) else None
+
+    def refused_answer(self, refused: RefusedAnswer) -> None:
+        """A remote channel refused an answer (forged, replayed, late...): one audit row says so."""
+        audit = self.audit
+        if audit is None:
+            return
+        request = refused.request
+        try:
+            audit.record_refusal(
+                tool=request.tool if request is not None else "(unknown request)",
+                call_id=request.id if request is not None else "",
+                session=request.session_id if request is not None else None,
+                agent=request.agent_id if request is not None else None,
+                origin=refused.channel,
+                rule=f"approvals.forward.{refused.channel}",
+                approval=f"refused:{refused.why}",
+                args={"sender": refused.sender, "fingerprint": request.fingerprint if request is not None else ""},
+            )
+        except Exception:  # the refusal itself stands; a full disk must not let the forged answer through
+            log.exception("could not record a refused %s answer", refused.channel)
+
     def close(self) -> None:
         if self._audit is not None:
             self._audit.close()
@@ -230,6 +291,19 @@ class ToolApprovals:
 
     async def ask(self, tool: str, subject: str, reason: str) -> bool:
         return await self.governance.ask_in_call(tool, subject, reason)
+
+    async def ask_user(
+        self,
+        questions: Sequence[Mapping[str, Any]],
+        *,
+        call_id: str = "",
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        events: EventSink | None = None,
+    ) -> list[dict[str, Any]] | None:
+        return await self.governance.ask_user(
+            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events
+        )
 
 
 def _refused(answer: Answer) -> ToolError:

@@ -16,13 +16,15 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.model import RefusedAnswer
+from toolrig.approvals.questions import question_json, replies_from
 
 if TYPE_CHECKING:
     import httpx2
@@ -79,8 +81,9 @@ class WebhookChannel:
         self.poll_interval = poll_interval
         self._http = http
         self._open: dict[str, _Open] = {}
-        self._closed: dict[str, str] = {}
+        self._closed: dict[str, tuple[str, ApprovalRequest]] = {}
         self.refused: list[Refusal] = []
+        self.on_refused: Callable[[RefusedAnswer], None] | None = None  # the audit's hook (set by the Rig)
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
         mine: list[tuple[str, _Open]] = []
@@ -104,7 +107,7 @@ class WebhookChannel:
             for request_id, slot in mine:
                 if not slot.done.is_set():
                     self._open.pop(request_id, None)
-                    self._closed[request_id] = "late"
+                    self._closed[request_id] = ("late", slot.request)
 
     def accept(self, body: bytes, headers: Mapping[str, str], now: float | None = None) -> tuple[int, str]:
         """Take one signed answer (from a callback POST or a poll): an HTTP status and a short reason."""
@@ -118,40 +121,69 @@ class WebhookChannel:
             return self._refuse("bad_signature", request_id, 401)
         if abs((time.time() if now is None else now) - int(stamp)) > MAX_SKEW_SECONDS:
             return self._refuse("stale", request_id, 401)
-        verdict = answer.get("verdict") if answer else None
-        if answer is None or verdict not in _VERDICTS:
-            return self._refuse("malformed", request_id, 400)
         slot = self._open.get(request_id)
         if slot is None:
-            return self._refuse(self._closed.get(request_id, "unknown"), request_id, 409)
+            closed = self._closed.get(request_id)
+            return self._refuse(closed[0] if closed else "unknown", request_id, 409, closed[1] if closed else None)
         request = slot.request
+        if request.questions:
+            return self._answers(request_id, slot, answer)
+        verdict = answer.get("verdict") if answer else None
+        if answer is None or verdict not in _VERDICTS:
+            return self._refuse("malformed", request_id, 400, request)
         slot.decision = ApprovalDecision(
             verdict,  # one of _VERDICTS, checked above
             str(answer.get("reason") or "answered through the webhook")[:500],
             patterns=request.suggested[:1] if verdict == "allow_always" else (),
             fingerprint=request.fingerprint,
         )
+        return self._close(request_id, slot)
+
+    def _answers(self, request_id: str, slot: _Open, answer: dict[str, Any] | None) -> tuple[int, str]:
+        """A question's answer: ``{"id", "answers": [...]}`` (one per question), or ``{"id", "skipped": true}``."""
+        request = slot.request
+        if answer is not None and answer.get("skipped") is True:
+            slot.decision = ApprovalDecision("deny", "skipped through the webhook", fingerprint=request.fingerprint)
+            return self._close(request_id, slot)
+        replies = replies_from(answer, request.questions) if answer is not None else None
+        if replies is None:
+            return self._refuse("malformed", request_id, 400, request)
+        slot.decision = ApprovalDecision(
+            "allow_once", "answered through the webhook", fingerprint=request.fingerprint, answers=replies
+        )
+        return self._close(request_id, slot)
+
+    def _close(self, request_id: str, slot: _Open) -> tuple[int, str]:
         del self._open[request_id]
-        self._closed[request_id] = "replayed"
+        self._closed[request_id] = ("replayed", slot.request)
         slot.done.set()
         return 200, "accepted"
 
-    def _refuse(self, why: str, request_id: str, status: int) -> tuple[int, str]:
+    def _refuse(
+        self, why: str, request_id: str, status: int, request: ApprovalRequest | None = None
+    ) -> tuple[int, str]:
         self.refused.append(Refusal(why, request_id))
         log.warning("refused a webhook answer (%s) for request %r", why, request_id[:40])
+        if request is None and request_id in self._open:
+            request = self._open[request_id].request
+        if self.on_refused is not None:
+            self.on_refused(RefusedAnswer("webhook", why, request, f"answer for {request_id[:40]!r}"))
         return status, f"refused: {why}"
 
     async def _send(self, request_id: str, request: ApprovalRequest) -> None:
-        payload = {
-            "type": "approval_request",
+        payload: dict[str, Any] = {
+            "type": "question" if request.questions else "approval_request",
             "id": request_id,
             "tool": request.tool,
             "arguments": request.args,
             "subjects": list(request.subjects),
             "reason": request.reason,
             "agent_id": request.agent_id,
-            "choices": list(_VERDICTS),
         }
+        if request.questions:
+            payload["questions"] = [question_json(q) for q in request.questions]
+        else:
+            payload["choices"] = list(_VERDICTS)
         body = json.dumps(payload, ensure_ascii=False, default=str).encode()
         response = await self._request("POST", self.url, content=body, headers=signed_headers(self.secret, body))
         if response.status_code >= 300:

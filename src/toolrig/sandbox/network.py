@@ -14,8 +14,11 @@ import re
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolrig.narrowing import Narrow
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -336,10 +339,12 @@ class NetworkSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_domains: list[str] = Field(
+    allowed_domains: Annotated[list[str], Narrow.INTERSECT] = Field(
         default_factory=list, description="Hosts the tool may reach ('example.com', '*.github.com'); empty: any."
     )
-    blocked_domains: list[str] = Field(default_factory=list, description="Hosts refused even when allowed.")
+    blocked_domains: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list, description="Hosts refused even when allowed."
+    )
     allow_loopback: bool = Field(default=False, description="Let the tool reach 127.0.0.0/8 and ::1.")
     allow_networks: list[str] = Field(
         default_factory=list, description="Non-public networks the tool may reach, as CIDRs ('10.1.0.0/16')."

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.gitignore import IgnoreRules
 from toolrig.sandbox.listing import Entry, visible_names, walk
 from toolrig.sandbox.patterns import PatternSet
@@ -37,7 +38,9 @@ MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, 
 
 class FilesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_file_bytes: int = Field(default=1_000_000, ge=1, description="Larger files are reported as too large.")
+    max_file_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=1_000_000, ge=1, description="Larger files are reported as too large."
+    )
 
 
 def is_template(name: str) -> bool:

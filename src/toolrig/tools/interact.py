@@ -1,7 +1,9 @@
-"""Talking with the person the agent works for: a visible todo list and suggested next steps.
+"""Talking with the person the agent works for: questions, a visible todo list and suggested next steps.
 
-Both are kept with the session (``stores.notes``), so a resumed or paused run finds them again, and both
-are events a front end renders (``toolrig chat`` live, ``toolrig run --json`` as lines).
+``ask_user`` goes through ``ctx.approvals`` (the same broker and channels as approvals: a terminal list,
+MCP elicitation, Telegram, a paused run); nobody answering in time is ``skipped: true``, never a hang.
+Todos and follow-ups are kept with the session (``stores.notes``), so a resumed or paused run finds them
+again, and both are events a front end renders (``toolrig chat`` live, ``toolrig run --json`` as lines).
 """
 
 from __future__ import annotations
@@ -98,4 +100,75 @@ class SuggestFollowups(Tool[SuggestFollowupsInput, SuggestFollowupsOutput]):
         return SuggestFollowupsOutput(recorded=len(texts))
 
 
-TOOLS = [WriteTodos(), SuggestFollowups()]
+class Option(ToolInput):
+    label: str = Field(min_length=1, max_length=200, description="What the user picks; short.")
+    description: str | None = Field(default=None, max_length=500, description="What picking it means.")
+
+
+class Question(ToolInput):
+    question: str = Field(min_length=1, max_length=2_000, description="The question, as one clear sentence.")
+    header: str | None = Field(default=None, max_length=60, description="A short title shown above it.")
+    options: list[Option] | None = Field(
+        default=None, max_length=12, description="Choices to pick from; omit for a free-text answer."
+    )
+    allow_multiple: bool = Field(default=False, description="The user may pick several options.")
+    allow_other_text: bool = Field(default=False, description="The user may also type their own answer.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_spelling(cls, data: Any) -> Any:
+        # Codebuff's agents write options as plain strings and camelCase flags; they mean the same question.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for theirs, ours in (("allowMultipleOptions", "allow_multiple"), ("allowOtherText", "allow_other_text")):
+            if theirs in data and ours not in data:
+                data[ours] = data.pop(theirs)
+        if isinstance(data.get("options"), list):
+            data["options"] = [{"label": o} if isinstance(o, str) else o for o in data["options"]]
+        return data
+
+    @model_validator(mode="after")
+    def _distinct_labels(self) -> Question:
+        labels = [o.label for o in self.options or ()]
+        if len(set(labels)) != len(labels):
+            raise ValueError("option labels must be distinct (the answer names options by label)")
+        return self
+
+
+class AskUserInput(ToolInput):
+    questions: list[Question] = Field(min_length=1, max_length=8, description="What to ask, in order.")
+
+
+class Answer(ToolOutput):
+    selected: list[str] | None = Field(default=None, description="The labels the user picked.")
+    other_text: str | None = Field(default=None, description="What the user typed.")
+
+
+class AskUserOutput(ToolOutput):
+    answers: list[Answer]
+    skipped: bool = Field(description="True when nobody answered (no one reachable in time, or they skipped).")
+
+
+class AskUser(Tool[AskUserInput, AskUserOutput]):
+    name = "ask_user"
+    group = "interact"
+    read_only = True  # it changes nothing; the person is asked through the question itself, not an approval
+    sequential = True  # one question at a time: parallel calls would interleave on the person's screen
+    description = (
+        "Ask the user questions when you cannot go on without their choice: give options to pick from "
+        "(allow_multiple for several, allow_other_text for their own words), or no options for a free answer. "
+        "The answer may be skipped (skipped: true): then decide yourself and say what you assumed."
+    )
+
+    async def execute(self, input: AskUserInput, ctx: ToolContext) -> AskUserOutput:
+        questions = [q.model_dump(exclude_none=True) for q in input.questions]
+        replies = await ctx.approvals.ask_user(
+            questions, call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events
+        )
+        if replies is None:
+            return AskUserOutput(answers=[Answer() for _ in input.questions], skipped=True)
+        return AskUserOutput(answers=[Answer.model_validate(r) for r in replies], skipped=False)
+
+
+TOOLS = [AskUser(), WriteTodos(), SuggestFollowups()]

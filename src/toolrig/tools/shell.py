@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
@@ -33,11 +34,13 @@ class RunCommandConfig(BaseModel):
     mode: Literal["shell", "argv"] = Field(
         default="shell", description="shell: bash -c; argv: shlex-split and run with no shell (stricter)."
     )
-    allow: list[str] = Field(
+    allow: Annotated[list[str], Narrow.INTERSECT] = Field(
         default_factory=list,
         description="Command patterns ('git *'); when set, every simple command must match one (deny by default).",
     )
-    deny: list[str] = Field(default_factory=list, description="Command patterns refused wherever they appear.")
+    deny: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list, description="Command patterns refused wherever they appear."
+    )
     env_allow: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ENV_ALLOW),
         description="Environment variables passed on (globs; secret-looking names only when named exactly).",
@@ -46,7 +49,9 @@ class RunCommandConfig(BaseModel):
         default_factory=lambda: {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "NO_COLOR": "1"},
         description="Variables set for every command.",
     )
-    max_timeout_seconds: float = Field(default=600.0, gt=0, description="Largest timeout a call may ask for.")
+    max_timeout_seconds: Annotated[float, Narrow.MIN] = Field(
+        default=600.0, gt=0, description="Largest timeout a call may ask for."
+    )
     allow_no_timeout: bool = Field(default=False, description="Whether timeout_seconds=-1 (no limit) is allowed.")
     cpu_seconds: int | None = Field(default=None, ge=1, description="CPU-time limit per process (RLIMIT_CPU).")
     memory_mb: int | None = Field(default=None, ge=16, description="Address-space limit per process (RLIMIT_AS).")

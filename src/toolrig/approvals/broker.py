@@ -13,17 +13,19 @@ leader is cancelled, the others elect a new one, so nobody waits on a call that 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import anyio
 import anyio.lowlevel
 
-from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest
+from toolrig.approvals.channel import ApprovalChannel, NobodyHere
+from toolrig.approvals.forward import FirstAnswer
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent, EventSink
 
-log = logging.getLogger("toolrig.policy.approvals")
+log = logging.getLogger("toolrig.approvals.broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,10 @@ class ApprovalBroker:
         timeout: float = 300.0,
         fallback: str = "deny",
         batch_window: float = 0.5,
+        forward: Sequence[ApprovalChannel] = (),
     ) -> None:
         self.channel = channel
+        self.forward = list(forward)  # approvals.forward: remote channels raced against ``channel``
         self.timeout = timeout
         self.fallback = fallback
         self.batch_window = batch_window
@@ -96,7 +100,7 @@ class ApprovalBroker:
                 ApprovalResolvedEvent(request.id, request.tool, answer.decision.verdict, answer.decision.reason)
             )
             return answer
-        if self.channel is None:
+        if self.channel is None and not self.forward:
             return self._fallback("nobody can be asked here (no approval channel)", "no_channel")
         if not self._queue and not self._leading:
             self._changed = None  # nobody waits: never reuse an event made in another event loop
@@ -110,7 +114,7 @@ class ApprovalBroker:
                     continue
                 self._leading = True
                 try:
-                    await self._lead(self.channel)
+                    await self._lead(self._asking())
                 finally:
                     self._leading = False
                     self._notify()
@@ -120,6 +124,11 @@ class ApprovalBroker:
         return slot.answer
 
     # ------------------------------------------------------------------------------ leading a batch
+
+    def _asking(self) -> ApprovalChannel:
+        """The channel a batch goes to: the Rig's own, raced against the forwarded ones when there are any."""
+        channels = [c for c in (self.channel, *self.forward) if c is not None]
+        return channels[0] if len(channels) == 1 else FirstAnswer(channels)
 
     async def _lead(self, channel: ApprovalChannel) -> None:
         deadline = anyio.current_time() + self.batch_window
@@ -153,6 +162,8 @@ class ApprovalBroker:
         try:
             with anyio.move_on_after(self.timeout):
                 decisions = list(await channel.decide(requests))
+        except NobodyHere:
+            return [self._fallback("nobody can be asked here (no approval channel)", "no_channel")] * len(requests)
         except Exception:
             log.exception("the approval channel failed; using the fallback")
             return [self._fallback("the approval channel failed", "channel_error")] * len(requests)

@@ -4,6 +4,8 @@ Trust model: the answer is only as good as the client that relays it; an answer 
 request it was asked for (its id, hence its fingerprint of tool and arguments). A client that cannot ask
 gets the fallback (deny by default), never a silent yes.
 
+Questions (``ask_user``) travel the same way, as a form whose JSON Schema is built from the options.
+
 Clients on 2025-era protocols are asked mid-call with ``elicitation/create``. 2026-07-28 clients cannot be
 sent requests, so the call is parked: the server answers ``input_required`` with the questions, the client
 asks its user and calls again with the answers, and the parked call resumes where it stopped. A parked
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
-from toolrig.approvals import ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.questions import answered, elicitation_schema, replies_from_form
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -99,8 +102,12 @@ class McpApprovalChannel:
 
     def _fallback(self) -> ApprovalDecision:
         if self.fallback == "deny":
-            return ApprovalDecision("deny", "the MCP client cannot ask its user (no elicitation support)")
-        return ApprovalDecision("allow_once", "allowed without asking: the MCP client cannot ask its user")
+            return ApprovalDecision(
+                "deny", "the MCP client cannot ask its user (no elicitation support)", by_default=True
+            )
+        return ApprovalDecision(
+            "allow_once", "allowed without asking: the MCP client cannot ask its user", by_default=True
+        )
 
 
 def question(request: ApprovalRequest) -> str:
@@ -115,10 +122,20 @@ def question(request: ApprovalRequest) -> str:
     return "\n".join(lines)
 
 
-def decision_from(answer: Any) -> ApprovalDecision:
-    """Read an ElicitResult (or its JSON): only an accepted, well-formed answer allows anything."""
+def decision_from(answer: Any, request: ApprovalRequest | None = None) -> ApprovalDecision:
+    """Read an ElicitResult (or its JSON): only an accepted, well-formed answer allows anything.
+
+    For a question request the accepted form holds the answers (see ``elicitation_schema``); anything
+    else (declined, dismissed, not a form) skips the questions.
+    """
     action = getattr(answer, "action", None) if not isinstance(answer, dict) else answer.get("action")
     content = getattr(answer, "content", None) if not isinstance(answer, dict) else answer.get("content")
+    if request is not None and request.questions:
+        if action == "accept" and isinstance(content, dict):
+            replies = replies_from_form(content, request.questions)
+            if answered(replies):
+                return ApprovalDecision("allow_once", "answered through the MCP client", answers=replies)
+        return ApprovalDecision("deny", "the user skipped the questions")
     if action == "accept" and isinstance(content, dict) and content.get("decision") in _VERDICTS:
         verdict: Verdict = content["decision"]
         return ApprovalDecision(verdict, "the user answered through the MCP client")
@@ -129,10 +146,21 @@ def decision_from(answer: Any) -> ApprovalDecision:
     return ApprovalDecision("deny", "the MCP client sent no usable answer")
 
 
+def form(request: ApprovalRequest) -> tuple[str, dict[str, Any]]:
+    """The message and the JSON Schema of the form a request is asked with."""
+    if request.questions:
+        lines = ["The agent asks:"]
+        for index, item in enumerate(request.questions, start=1):
+            lines.append(f"{index}. {item.question}")
+        return "\n".join(lines), elicitation_schema(request.questions)
+    return question(request), DECISION_SCHEMA
+
+
 def elicit_request(request: ApprovalRequest) -> ElicitRequest:
     from mcp.types import ElicitRequest, ElicitRequestFormParams
 
-    return ElicitRequest(params=ElicitRequestFormParams(message=question(request), requested_schema=DECISION_SCHEMA))
+    message, schema = form(request)
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
 
 
 class ElicitingAsker:
@@ -146,14 +174,13 @@ class ElicitingAsker:
 
         decisions = []
         for request in requests:
+            message, schema = form(request)
             try:
-                answer = await self._ctx.session.elicit_form(
-                    question(request), DECISION_SCHEMA, related_request_id=self._ctx.request_id
-                )
+                answer = await self._ctx.session.elicit_form(message, schema, related_request_id=self._ctx.request_id)
             except (MCPError, NoBackChannelError) as exc:
                 decisions.append(ApprovalDecision("deny", f"the MCP client could not ask its user: {exc}"))
                 continue
-            decisions.append(decision_from(answer))
+            decisions.append(decision_from(answer, request))
         return decisions
 
 
@@ -187,7 +214,7 @@ class ParkedCall:
         finally:
             answers, self.questions = self._answers, {}
         return [
-            decision_from(answers[r.id]) if r.id in answers else ApprovalDecision("deny", "no answer came in time")
+            decision_from(answers[r.id], r) if r.id in answers else ApprovalDecision("deny", "no answer came in time")
             for r in requests
         ]
 

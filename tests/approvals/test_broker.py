@@ -260,7 +260,7 @@ async def test_a_broken_channel_falls_back_and_is_logged(workspace: Path, caplog
         async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
             return []
 
-    with caplog.at_level(logging.ERROR, logger="toolrig.policy.approvals"):
+    with caplog.at_level(logging.ERROR, logger="toolrig.approvals.broker"):
         assert (await make_rig(workspace, Broken()).call("shell", {"command": "ls"})).is_error
         assert (await make_rig(workspace, Short()).call("shell", {"command": "ls"})).is_error
     assert [r.approval for r in rows(workspace)] == ["channel_error:deny", "channel_error:deny"]

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from toolrig.approvals.allowlist import add_patterns
 from toolrig.errors import ConfigError
-from toolrig.policy.allowlist import add_patterns
 
 
 def test_patterns_are_added_keeping_comments_order_and_quoting(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp.types import ElicitResult
 
-from toolrig.adapters.mcp_approvals import (
+from toolrig.approvals import ApprovalDecision, ApprovalRequest
+from toolrig.approvals.mcp import (
     DECISION_SCHEMA,
     McpApprovalChannel,
     ParkedCall,
@@ -18,7 +19,6 @@ from toolrig.adapters.mcp_approvals import (
     elicit_request,
     question,
 )
-from toolrig.approvals import ApprovalDecision, ApprovalRequest
 from toolrig.result import ToolResult
 
 pytestmark = pytest.mark.anyio

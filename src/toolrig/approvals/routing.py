@@ -1,4 +1,4 @@
-"""How a run answers approval requests: its own channel, a pause to be resumed later, or recorded decisions.
+"""Routing: each run's requests go to that run's own channel.
 
 Governance's approval gate asks ``rig.approval_channel``, in batches that may gather calls of several
 runs sharing one Rig. The loop installs ``RunRouter`` there once; it hands each request to the channel of
@@ -8,13 +8,12 @@ the run that made it (known by the request's session id), the Rig's own channel 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from toolrig.approvals import ApprovalChannel, ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 
-PAUSED_REASON = "paused: this call waits for a person's decision; the run will resume with it"
 NO_ONE = "no one is there to approve this call"
 
 
@@ -33,12 +32,12 @@ class RunRouter:
         answers: list[ApprovalDecision | None] = [None] * len(requests)
         for channel, indexes in groups.values():
             if channel is None:
-                decided = [ApprovalDecision("deny", NO_ONE) for _ in indexes]
+                decided = [ApprovalDecision("deny", NO_ONE, by_default=True) for _ in indexes]
             else:
                 decided = await channel.decide([requests[i] for i in indexes])
             for index, decision in zip(indexes, decided, strict=True):
                 answers[index] = decision
-        return [a or ApprovalDecision("deny", NO_ONE) for a in answers]
+        return [a or ApprovalDecision("deny", NO_ONE, by_default=True) for a in answers]
 
 
 def install_router(rig: Any) -> RunRouter:
@@ -49,28 +48,3 @@ def install_router(rig: Any) -> RunRouter:
     router = RunRouter(channel)
     rig.approval_channel = router
     return router
-
-
-@dataclass
-class PauseChannel:
-    """Answers nothing now: records each request by its call id, so the run can stop and be resumed."""
-
-    pending: dict[str, ApprovalRequest] = field(default_factory=dict)
-
-    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        for request in requests:
-            self.pending[request.id] = request
-        return [ApprovalDecision("deny", PAUSED_REASON) for _ in requests]
-
-
-class ReplayChannel:
-    """Answers with decisions a person gave for a paused run, keyed by tool call id; anything else is denied."""
-
-    def __init__(self, decisions: Mapping[str, ApprovalDecision | Verdict]) -> None:
-        self.decisions = {
-            k: (v if isinstance(v, ApprovalDecision) else ApprovalDecision(v)) for k, v in decisions.items()
-        }
-
-    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        missing = ApprovalDecision("deny", "no decision was given for this call when the run resumed")
-        return [self.decisions.get(r.id, missing) for r in requests]

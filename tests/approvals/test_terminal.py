@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from toolrig.approvals import ApprovalRequest
-from toolrig.policy.prompt import TerminalChannel
+from toolrig.approvals.terminal import TerminalChannel
 
 
 def request(n: int, tool: str = "shell", command: str = "ls") -> ApprovalRequest:

@@ -6,6 +6,10 @@ escaped so a hostile argument cannot redraw the screen).
 
 Input is read from the file descriptor without a thread (``anyio.wait_readable``), so a timeout or a
 Ctrl-C stops the question at once and leaves no reader blocked behind.
+
+Questions (``ask_user``) are a selectable list on a real terminal (arrow keys move, space picks, enter
+confirms, Esc skips; the terminal is in cbreak mode only while the list is shown); on a pipe they are
+answered by typing option numbers or text, one line per question.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import TextIO
 
 import anyio
 
-from toolrig.approvals import ApprovalDecision, ApprovalRequest
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Question, Reply
+from toolrig.approvals.selector import Selector
 
 _SHOWN_ARGS = 600
 
@@ -34,6 +39,11 @@ class TerminalChannel:
         self._buffer = b""
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        if any(r.questions for r in requests):  # questions one by one; approvals among them as one batch
+            out: list[ApprovalDecision] = []
+            for request in requests:
+                out.extend([await self._questions(request)] if request.questions else await self.decide([request]))
+            return out
         count = len(requests)
         self._say(f"\ntoolrig: {count} tool call{'s' if count > 1 else ''} need{'' if count > 1 else 's'} approval")
         for index, request in enumerate(requests, start=1):
@@ -49,6 +59,50 @@ class TerminalChannel:
             if applies_to_rest:
                 for_all = decision
         return decisions
+
+    async def _questions(self, request: ApprovalRequest) -> ApprovalDecision:
+        total = len(request.questions)
+        replies: list[Reply] = []
+        for index, question in enumerate(request.questions, start=1):
+            heading = f"\ntoolrig: the agent asks ({index}/{total})" + (
+                f" [{_printable(question.header)}]" if question.header else ""
+            )
+            self._say(heading)
+            self._say(f"  {_printable(question.question)}")
+            reply = await self._one_question(question)
+            if reply is None:  # skipped: the rest is skipped with it
+                return ApprovalDecision("deny", "the user skipped the question", fingerprint=request.fingerprint)
+            replies.append(reply)
+        return ApprovalDecision("allow_once", "answered at the terminal", fingerprint=request.fingerprint,
+                                answers=tuple(replies))  # fmt: skip
+
+    async def _one_question(self, question: Question) -> Reply | None:
+        if question.options and os.isatty(self.input_fd):
+            selector = Selector(question, self.input_fd, self.output, self._buffer)
+            picked = await selector.run()
+            self._buffer = selector.leftover
+            if picked is None:
+                return None
+            labels, wants_text = picked
+            text = None
+            if wants_text:
+                text = (await self._prompt("  your answer > ") or "").strip() or None
+            return Reply(tuple(labels), text)
+        if question.options:
+            for number, choice in enumerate(question.options, start=1):
+                extra = f" - {_printable(choice.description)}" if choice.description else ""
+                self._say(f"    {number}. {_printable(choice.label)}{extra}")
+        hint = "numbers like 1,3" if question.allow_multiple else "a number"
+        if not question.options:
+            ask = "  your answer (empty to skip) > "
+        elif question.allow_other_text:
+            ask = f"  {hint}, or your own words (empty to skip) > "
+        else:
+            ask = f"  {hint} (empty to skip) > "
+        line = await self._prompt(ask)
+        if not line:
+            return None
+        return _typed_reply(line, question)
 
     def _show(self, index: int, request: ApprovalRequest) -> None:
         args = json.dumps(request.args, ensure_ascii=False)
@@ -108,3 +162,15 @@ class TerminalChannel:
     def _say(self, text: str) -> None:
         self.output.write(text + "\n")
         self.output.flush()
+
+
+def _typed_reply(line: str, question: Question) -> Reply | None:
+    """A typed line: option numbers (``1,3``) when they all name options, else the person's own words."""
+    parts = [p.strip() for p in line.replace(" ", ",").split(",") if p.strip()]
+    count = len(question.options)
+    if parts and all(p.isdigit() and 1 <= int(p) <= count for p in parts):
+        labels = tuple(dict.fromkeys(question.options[int(p) - 1].label for p in parts))
+        return Reply(labels if question.allow_multiple else labels[:1])
+    if question.free_text:
+        return Reply((), line.strip())
+    return Reply()  # neither numbers nor allowed text: an empty answer, which counts as skipped

@@ -1,0 +1,59 @@
+"""Paused runs: a channel that answers nothing now, and one that replays the person's later decisions.
+
+A headless run cannot wait for a person: ``PauseChannel`` records each request (approval or question) by
+its tool call id and the run stops with them in its ``RunState``; whoever resumes it (any process) hands
+the decisions and answers to ``ReplayChannel``. Anything without a decision is denied, never allowed by
+default; a question without answers is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Verdict
+from toolrig.approvals.questions import replies_from
+
+PAUSED_REASON = "paused: this call waits for a person's decision; the run will resume with it"
+
+
+@dataclass
+class PauseChannel:
+    """Answers nothing now: records each request by its call id, so the run can stop and be resumed."""
+
+    pending: dict[str, ApprovalRequest] = field(default_factory=dict)
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        for request in requests:
+            self.pending[request.id] = request
+        return [ApprovalDecision("deny", PAUSED_REASON) for _ in requests]
+
+
+class ReplayChannel:
+    """Answers with what a person gave for a paused run, keyed by tool call id; anything else is denied.
+
+    ``decisions`` answer approvals; ``answers`` answer questions (``ask_user``): per call a list with one
+    answer per question (``{"selected": [...], "other_text": ...}`` or the seed's spelling), or None to skip.
+    """
+
+    def __init__(
+        self, decisions: Mapping[str, ApprovalDecision | Verdict], answers: Mapping[str, Any] | None = None
+    ) -> None:
+        self.decisions = {
+            k: (v if isinstance(v, ApprovalDecision) else ApprovalDecision(v)) for k, v in decisions.items()
+        }
+        self.answers = dict(answers or {})
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        return [self._question(r) if r.questions else self._approval(r) for r in requests]
+
+    def _approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        missing = ApprovalDecision("deny", "no decision was given for this call when the run resumed")
+        return self.decisions.get(request.id, missing)
+
+    def _question(self, request: ApprovalRequest) -> ApprovalDecision:
+        replies = replies_from(self.answers.get(request.id), request.questions)
+        if replies is None:
+            return ApprovalDecision("deny", "no answers were given for these questions when the run resumed")
+        return ApprovalDecision("allow_once", "answered when the run resumed", answers=replies)
