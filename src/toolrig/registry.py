@@ -218,6 +218,29 @@ def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
     return False
 
 
+def builtin_index() -> dict[str, str]:
+    """Each built-in tool name and alias with its group, as the catalog says (imports every built-in group)."""
+    found: dict[str, str] = {}
+    for item in Registry.default(entry_points=False).list():
+        for name in (item.name, item.display_name, *getattr(item, "aliases", ())):
+            if name:
+                found[name] = item.group
+    return dict(sorted(found.items()))
+
+
+def write_builtin_index() -> None:
+    """Rewrite ``toolrig/tools/_index.py`` from the catalog (run after adding or renaming a built-in tool)."""
+    from pathlib import Path
+
+    from toolrig.tools import _index
+
+    path = Path(_index.__file__)
+    head, _, rest = path.read_text().partition("GROUP_OF = {\n")
+    _, _, tail = rest.partition("\n}\n")
+    lines = "".join(f'    "{name}": "{group}",\n' for name, group in builtin_index().items())
+    path.write_text(f"{head}GROUP_OF = {{\n{lines}}}\n{tail}")
+
+
 def _builtin_group_of(name: str) -> str | None:
     from toolrig.tools._index import GROUP_OF
 

@@ -2,13 +2,14 @@
 
 A hint, never the truth: a name missing here (or moved) only costs the registry a full load. A test checks it
 against the catalog; after adding or renaming a built-in tool, regenerate it with
-``python -m toolrig.tools._index``.
+``python -c "from toolrig.registry import write_builtin_index; write_builtin_index()"``.
 """
 
 from __future__ import annotations
 
 GROUP_OF = {
     "apply_patch": "patch",
+    "ask_user": "interact",
     "calculate": "calculator",
     "capabilities_refresh": "capabilities",
     "code_search": "search",
@@ -54,25 +55,3 @@ GROUP_OF = {
     "write_file": "edit",
     "write_todos": "interact",
 }
-
-
-def current() -> dict[str, str]:
-    """The index as the catalog says it should be (imports every built-in group)."""
-    from toolrig.registry import Registry
-
-    found: dict[str, str] = {}
-    for item in Registry.default(entry_points=False).list():
-        for name in (item.name, item.display_name, *getattr(item, "aliases", ())):
-            if name:
-                found[name] = item.group
-    return dict(sorted(found.items()))
-
-
-if __name__ == "__main__":
-    import pathlib
-
-    path = pathlib.Path(__file__)
-    head, _, rest = path.read_text().partition("GROUP_OF = {\n")
-    _, _, tail = rest.partition("\n}\n")
-    lines = "".join(f'    "{name}": "{group}",\n' for name, group in current().items())
-    path.write_text(f"{head}GROUP_OF = {{\n{lines}}}\n{tail}")
