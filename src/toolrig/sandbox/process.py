@@ -623,8 +623,9 @@ async def _stop(keeper: Keeper, grace: float) -> None:
     if not keeper.closed:
         log.warning("the keeper of pid %s did not answer; killing it", keeper.leader)
         keeper.signal(signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.killpg(keeper.leader, signal.SIGKILL)
+        if keeper.leader > 0:  # killpg(0) would be our own process group
+            with contextlib.suppress(OSError):
+                os.killpg(keeper.leader, signal.SIGKILL)
         with anyio.move_on_after(_KEEPER_SECONDS):
             await keeper.gone()
     if keeper.cgroup is not None and not keeper.cgroup_removed:
