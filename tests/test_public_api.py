@@ -16,6 +16,7 @@ EXPECTED = [
     "ToolOutput",
     "ToolResult",
     "__version__",
+    "schema_tool",
     "tool",
 ]
 

@@ -16,6 +16,7 @@ _EXPORTS = {
     "ToolInput": "toolrig.definition",
     "ToolOutput": "toolrig.definition",
     "tool": "toolrig.definition",
+    "schema_tool": "toolrig.definition",
     "ToolContext": "toolrig.context",
     "ToolResult": "toolrig.result",
     "ToolError": "toolrig.errors",
@@ -36,13 +37,14 @@ __all__ = [
     "ToolOutput",
     "ToolResult",
     "__version__",
+    "schema_tool",
     "tool",
 ]
 
 if TYPE_CHECKING:
     from toolrig.config import Config
     from toolrig.context import ToolContext
-    from toolrig.definition import Tool, ToolInput, ToolOutput, tool
+    from toolrig.definition import Tool, ToolInput, ToolOutput, schema_tool, tool
     from toolrig.errors import ErrorType, ToolError
     from toolrig.registry import Registry
     from toolrig.result import ToolResult

@@ -71,13 +71,32 @@ def terminal_channel() -> ApprovalChannel | None:
     return TerminalChannel()
 
 
-def make_rig(root: Path, *, agent: str | None = None, approval_channel: ApprovalChannel | None = None) -> Rig:
+def profile_option() -> Callable[[F], F]:
+    """``--profile NAME``: the names and shapes of another system's tools (claude, codebuff, native, camelagi)."""
+    from toolrig.profiles import NAMES
+
+    return click.option(
+        "--profile",
+        "profile",
+        type=click.Choice(NAMES),
+        default=None,
+        help="Show and call the tools under this profile's names and shapes (default: the agent's, else toolrig).",
+    )
+
+
+def make_rig(
+    root: Path,
+    *,
+    agent: str | None = None,
+    approval_channel: ApprovalChannel | None = None,
+    profile: str | None = None,
+) -> Rig:
     """The Rig a command works with; config, agent and usage mistakes exit 2 with the reason."""
     from toolrig.errors import ToolrigError
     from toolrig.rig import Rig
 
     try:
-        rig = Rig(root, agent=agent, approval_channel=approval_channel)
+        rig = Rig(root, agent=agent, approval_channel=approval_channel, profile=profile)
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
     return rig
@@ -85,6 +104,11 @@ def make_rig(root: Path, *, agent: str | None = None, approval_channel: Approval
 
 def emit_result(result: ToolResult) -> NoReturn:
     click.echo(result.to_json(indent=2))
+    if result.content:
+        from toolrig.adapters.cli import content_summary
+
+        for line in content_summary(result):
+            click.echo(line, err=True)
     sys.exit(EXIT_TOOL_ERROR if result.is_error else 0)
 
 
@@ -196,10 +220,11 @@ def tools() -> None:
 @click.option("--group", "group", help="Only the tools of this group.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @agent_option()
+@profile_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def tools_list(group: str | None, as_json: bool, agent: str | None, rig_root: Path) -> None:
-    """List the tools this workspace offers (to one agent, with --agent), one line each."""
-    rig = make_rig(rig_root, agent=agent)
+def tools_list(group: str | None, as_json: bool, agent: str | None, profile: str | None, rig_root: Path) -> None:
+    """List the tools this workspace offers (to one agent, with --agent; under a profile's names, with --profile)."""
+    rig = make_rig(rig_root, agent=agent, profile=profile)
     if group is not None:
         groups = sorted({t.group for t in rig.registry.list()})
         if group not in groups:
@@ -222,13 +247,18 @@ def tools_list(group: str | None, as_json: bool, agent: str | None, rig_root: Pa
 @tools.command("schema")
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(["anthropic", "openai", "json"]), default="json", show_default=True)
+@profile_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def tools_schema(name: str, fmt: str, rig_root: Path) -> None:
-    """Print one tool's schema as a provider receives it."""
-    rig = make_rig(rig_root)
-    item = rig.registry.find(name)
+def tools_schema(name: str, fmt: str, profile: str | None, rig_root: Path) -> None:
+    """Print one tool's schema as a provider receives it (under a profile's names, with --profile)."""
+    rig = make_rig(rig_root, profile=profile)
+    if rig.profile.is_identity:
+        item = rig.registry.find(name)
+    else:
+        item = next((t for t in rig.tools() if t.name == name), None)
     if item is None:
-        _fail(f"no tool named {name!r} (see `toolrig tools list`)")
+        where = f" in the {rig.profile.name} profile" if not rig.profile.is_identity else ""
+        _fail(f"no tool named {name!r}{where} (see `toolrig tools list`)")
     if fmt == "anthropic":
         from toolrig.adapters.anthropic import tool_param
 
@@ -245,19 +275,29 @@ def tools_schema(name: str, fmt: str, rig_root: Path) -> None:
 
 
 @tools.command("docs")
+@click.argument("out", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--check", "check", type=click.Path(dir_okay=False, path_type=Path), help="Fail if FILE differs.")
-def tools_docs(check: Path | None) -> None:
-    """Print the tool catalog as Markdown (docs/tools.md is this output)."""
+def tools_docs(out: Path | None, check: Path | None) -> None:
+    """Print the tool catalog as Markdown, every profile's names included (docs/tools.md is this output).
+
+    With OUT, write it there instead; with --check FILE, fail (exit 1) when FILE differs from it.
+    """
     from toolrig.adapters.markdown import catalog
     from toolrig.registry import Registry
 
     text = catalog(Registry.default(entry_points=False))
+    if out is not None:
+        from toolrig.sandbox.atomic import atomic_write_text
+
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}")
+        return
     if check is None:
         click.echo(text, nl=False)
         return
     current = check.read_text(encoding="utf-8") if check.exists() else ""
     if current != text:
-        click.echo(f"{check} is out of date: run `toolrig tools docs > {check}`", err=True)
+        click.echo(f"{check} is out of date: run `toolrig tools docs {check}`", err=True)
         sys.exit(EXIT_TOOL_ERROR)
     click.echo(f"{check} is up to date")
 
@@ -266,8 +306,9 @@ def tools_docs(check: Path | None) -> None:
 @click.argument("name")
 @click.option("--json", "json_args", default="{}", metavar="JSON", help="The arguments, as one JSON object.")
 @agent_option()
+@profile_option()
 @click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def call(name: str, json_args: str, agent: str | None, rig_root: Path) -> None:
+def call(name: str, json_args: str, agent: str | None, profile: str | None, rig_root: Path) -> None:
     """Call a tool by name with JSON arguments; print the result as JSON.
 
     Policy, rate limits, approvals, hooks and the audit log apply as for an agent. When a call needs
@@ -279,8 +320,10 @@ def call(name: str, json_args: str, agent: str | None, rig_root: Path) -> None:
         _fail(f"--json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
     if not isinstance(args, dict):
         _fail('--json must be a JSON object, like \'{"expression": "1 + 1"}\'')
-    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
-    if name not in rig.executor.registry:  # tools an agent may not use still get a `denied` result and audit row
+    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel(), profile=profile)
+    face = rig.profile.face(name)
+    # Tools an agent may not use still get a `denied` result and audit row.
+    if name not in rig.executor.registry and (face is None or face.tool not in rig.executor.registry):
         _fail(f"no tool named {name!r} here (see `toolrig tools list`)")
     emit_result(rig.call_sync(name, args, origin="cli"))
 

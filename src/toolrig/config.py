@@ -65,6 +65,17 @@ def _check_rate(text: str) -> str:
 
 
 RateText = Annotated[str, AfterValidator(_check_rate)]
+
+
+def _check_profile(name: str) -> str:
+    from toolrig.profiles import NAMES
+
+    if name not in NAMES:
+        raise ValueError(f"{name!r} is not a tool profile: use one of {', '.join(NAMES)}")
+    return name
+
+
+ProfileName = Annotated[str, AfterValidator(_check_profile)]
 Verdict = Literal["allow", "ask", "deny"]
 ApprovalMode = Literal["off", "smart", "always"]
 _OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})
@@ -191,6 +202,56 @@ class AgentConfig(Section):
     rate_limits: Annotated[dict[str, RateText], Narrow.RATES] = Field(
         default_factory=dict, description="Per tool (name glob) for this agent only, like {fetch_url: 10/minute}."
     )
+    profile: ProfileName | None = Field(
+        default=None, description="The tool profile this agent's model sees (claude, codebuff, native, camelagi)."
+    )
+    # ---- subagents (issue 14): what makes a profile an agent TYPE a parent can spawn. Every field below
+    # narrows a child further than its parent; none of them can widen it (toolrig.agent.subagents.narrowing).
+    description: str = Field(default="", description="When to use this agent type (shown to the parent model).")
+    system_prompt: str | None = Field(default=None, description="The child's system prompt; default: toolrig's.")
+    model: str | None = Field(default=None, description="The child's model; absent or 'inherit': the parent's.")
+    disallowed_tools: list[str] = Field(
+        default_factory=list, description="Tool name globs (MCP tools as server/tool) removed from this type."
+    )
+    max_turns: int | None = Field(default=None, ge=1, description="Turn budget of one child of this type.")
+    max_budget_usd: float | None = Field(
+        default=None, gt=0, description="Spend cap of one child (out of the parent's)."
+    )
+    timeout_seconds: float | None = Field(default=None, gt=0, description="Wall-clock cap of one child.")
+    output_mode: Literal["last_message", "structured", "all_messages"] = Field(
+        default="last_message", description="What a child of this type returns to its parent."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema that set_output values must match (output_mode: structured)."
+    )
+    spawns: list[str] = Field(
+        default_factory=list, description="Agent types a child of this type may spawn itself (depth permitting)."
+    )
+    shared_memory: bool = Field(
+        default=False, description="Use the parent's memory and kv namespace instead of agents/<id>/."
+    )
+
+
+class SubagentsConfig(Section):
+    """Limits on delegation (see docs/agents.md); a workspace may only lower them."""
+
+    max_depth: Annotated[int, Narrow.MIN] = Field(
+        default=2, ge=0, le=8, description="How deep children may nest (0: no subagents at all)."
+    )
+    max_parallel: Annotated[int, Narrow.MIN] = Field(
+        default=4, ge=1, le=256, description="Children of one run that run at once; the rest queue."
+    )
+    timeout_seconds: Annotated[float, Narrow.MIN] = Field(
+        default=900.0, gt=0, description="Default wall-clock cap of one child."
+    )
+    max_turns: Annotated[int, Narrow.MIN] = Field(default=25, ge=1, description="Default turn budget of one child.")
+    max_children: Annotated[int, Narrow.MIN] = Field(
+        default=64, ge=1, le=10_000, description="Children one root run may start in total."
+    )
+    hide_child_text: bool = Field(
+        default=False, description="Forward only children's tool events to the root's events, not their text."
+    )
+    progress_seconds: float = Field(default=1.0, gt=0, le=2.0, description="How often subagent_progress is sent.")
 
 
 class AuditConfig(Section):
@@ -263,6 +324,10 @@ class LlmConfig(Section):
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
+    tool_profile: ProfileName | None = Field(
+        default=None,
+        description="The names and shapes the model is offered: toolrig (default), claude, codebuff, native, camelagi.",
+    )
 
 
 class KeyValueStoreConfig(Section):
@@ -398,6 +463,7 @@ class Config(Section):
         default_factory=dict, description="Per tool (name glob), shared by every agent, like {send_email: 10/minute}."
     )
     agents: dict[str, AgentConfig] = Field(default_factory=dict, description="Named agents and their permissions.")
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig, description="Limits on delegation.")
     audit: AuditConfig = Field(default_factory=AuditConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     stores: StoresConfig = Field(default_factory=StoresConfig)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from toolrig.cancel import CancelToken
-from toolrig.events import EventSink, NullSink, ToolProgressEvent
+from toolrig.events import EventSink, LogLevel, NullSink, ToolLogEvent, ToolProgressEvent
 from toolrig.sandbox.paths import Workspace
 from toolrig.stores import Stores
 
@@ -79,6 +79,38 @@ class SkillAccess(Protocol):
         ...
 
 
+class SubagentAccess(Protocol):
+    """The agent runtime's delegation, for the agent tools (spawn_agents, wait_task, set_output ...).
+
+    Every method takes the calling run's ``session_id``: the runtime finds the run (and so its depth, its
+    permissions and its children) from it. Refusals are raised as ``ToolError``.
+    """
+
+    def agent_types(self) -> list[dict[str, Any]]: ...
+
+    async def spawn(
+        self, session_id: str | None, requests: list[dict[str, Any]], *, background: bool, call_id: str = ""
+    ) -> list[dict[str, Any]]: ...
+
+    def children(self, session_id: str | None, status: str | None = None) -> list[dict[str, Any]]: ...
+
+    def owns(self, session_id: str | None, task_id: str) -> bool: ...
+
+    async def wait(
+        self, session_id: str | None, task_ids: list[str], *, within: float, mode: str
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Wait for children: (result records of those ended, ids still running)."""
+        ...
+
+    def cancel(self, session_id: str | None, task_id: str) -> dict[str, Any]: ...
+
+    def set_output(self, session_id: str | None, value: Any) -> None: ...
+
+    def memory_owner(self, agent_id: str | None) -> str | None:
+        """Whose memory and kv namespace ``agent_id`` uses: its own, or its parent's (``shared_memory: true``)."""
+        ...
+
+
 class AllowAll:
     """Approvals switched off: every question is answered yes."""
 
@@ -116,6 +148,7 @@ class ToolContext:
     durable: Durable | None = None  # schedules and tasks (cron, tasks, complete/fail/wait_task)
     catalog: ToolCatalog | None = None
     skills: SkillAccess | None = None
+    subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:
@@ -123,6 +156,12 @@ class ToolContext:
         workspace = Workspace(root)
         overrides.setdefault("stores", Stores(workspace.state_dir))
         return cls(workspace=workspace, **overrides)
+
+    def memory_owner(self) -> str | None:
+        """The agent whose memory (``agents/<id>/``) and kv namespace this call uses; None: the workspace's."""
+        if self.subagents is None:
+            return self.agent_id
+        return self.subagents.memory_owner(self.agent_id)
 
     def settings(self, model: type[SettingsT]) -> SettingsT:
         """This tool's settings (``tool_config.NAME``, resolved and validated once by the config layer).
@@ -135,3 +174,7 @@ class ToolContext:
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far a long call got; safe from a worker thread."""
         self.events.emit(ToolProgressEvent(self.call_id, self.tool_name, progress, total, message))
+
+    def log(self, level: LogLevel, message: str) -> None:
+        """A log line or warning for whoever watches this call (an MCP client at that level); thread-safe."""
+        self.events.emit(ToolLogEvent(self.call_id, self.tool_name, level, message))

@@ -25,6 +25,7 @@ class ErrorType(StrEnum):
     INVALID_INPUT = "invalid_input"
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
+    PATH_CONFLICT = "path_conflict"  # a write that would replace a file the caller asked not to replace
     DENIED = "denied"
     TIMEOUT = "timeout"
     TOO_LARGE = "too_large"
@@ -39,6 +40,7 @@ _DEFAULT_HINTS: dict[ErrorType, str] = {
     ErrorType.INVALID_INPUT: "Fix the arguments named above and call the tool again.",
     ErrorType.NOT_FOUND: "Check the name or path; list what exists before retrying.",
     ErrorType.CONFLICT: "Re-read the current state, then retry against it.",
+    ErrorType.PATH_CONFLICT: "Read the existing file first, or write again with on_conflict='overwrite'.",
     ErrorType.DENIED: "This is refused by policy; do not retry the same call. Choose another approach or ask the user.",
     ErrorType.TIMEOUT: "Retry with a smaller scope or a longer timeout.",
     ErrorType.TOO_LARGE: "Ask for less: narrow the request or page through it.",

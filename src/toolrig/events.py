@@ -30,6 +30,7 @@ class ToolCallEvent:
     name: str
     args: dict[str, Any]
     type: Literal["tool_call"] = "tool_call"
+    task_id: str | None = None  # set when a subagent's call is forwarded to its root run's events
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class ToolResultEvent:
     preview: str
     is_error: bool
     type: Literal["tool_result"] = "tool_result"
+    task_id: str | None = None  # set when a subagent's result is forwarded to its root run's events
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,21 @@ class ToolProgressEvent:
     type: Literal["tool_progress"] = "tool_progress"
 
 
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""Syslog's levels, as MCP's ``notifications/message`` carries them (lowest first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLogEvent:
+    """A tool's log line or warning; an MCP client that set a level at or below it gets it as a message."""
+
+    id: str
+    name: str
+    level: LogLevel
+    message: str
+    type: Literal["tool_log"] = "tool_log"
+
+
 @dataclass(frozen=True, slots=True)
 class StreamTextEvent:
     text: str
@@ -73,6 +90,7 @@ class ChunkEvent:
 
     text: str
     type: Literal["chunk"] = "chunk"
+    task_id: str | None = None  # a subagent's turn text, forwarded (unless subagents.hide_child_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +142,7 @@ class DoneEvent:
     response: str
     stop_reason: Literal["completed", "terminal", "max_turns", "max_tokens", "paused", "aborted"]
     type: Literal["done"] = "done"
+    output: Any = None  # RunResult.output: the last valid set_output value, or a terminal tool's output
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,26 +156,35 @@ class ErrorEvent:
 
 @dataclass(frozen=True, slots=True)
 class SubagentStartEvent:
-    id: str
-    agent: str
-    prompt: str
+    """A child run started. ``task_id`` is the child's session id; ``parent_task_id`` its parent's."""
+
+    agent_id: str
+    task_id: str
+    agent_type: str
+    parent_task_id: str
+    prompt: str = ""
     type: Literal["subagent_start"] = "subagent_start"
 
 
 @dataclass(frozen=True, slots=True)
 class SubagentProgressEvent:
-    id: str
-    agent: str
-    message: str
+    """A child is still running (sent at least every 2 seconds while it does)."""
+
+    task_id: str
+    tool_calls: int
+    duration_ms: float
+    last_tool: str | None = None
     type: Literal["subagent_progress"] = "subagent_progress"
 
 
 @dataclass(frozen=True, slots=True)
 class SubagentDoneEvent:
-    id: str
-    agent: str
-    result: str
-    is_error: bool = False
+    """A child ended: done, failed, cancelled or timed_out; ``usage`` is its result record's usage."""
+
+    task_id: str
+    status: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
     type: Literal["subagent_done"] = "subagent_done"
 
 
@@ -184,6 +212,7 @@ Event: TypeAlias = Annotated[
     | ToolCallDeltaEvent
     | ToolResultEvent
     | ToolProgressEvent
+    | ToolLogEvent
     | StreamTextEvent
     | ChunkEvent
     | ThinkingEvent

@@ -32,7 +32,8 @@ from pydantic_core import to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
-from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, ToolCatalog, ToolContext
+from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, SubagentAccess, ToolCatalog, ToolContext
+from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
@@ -74,6 +75,7 @@ class ToolCall:
     settings: BaseModel | None = None  # the tool's own settings (tool_config), resolved for this agent
     dry_run: bool = False  # decided for `policy explain`: gates judge, but spend, ask and run nothing
     ran: bool = False  # the tool itself was started (after_tool hooks see only these calls)
+    called_as: str | None = None  # the name the model used, when a profile's name stood for the tool (Bash)
 
 
 class Gate(Protocol):
@@ -166,6 +168,7 @@ class Executor:
         self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
+        self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
 
     async def invoke(
         self,
@@ -180,13 +183,16 @@ class Executor:
         timeout_seconds: float | None = None,
         events: EventSink | None = None,
         offered: Collection[str] | None = None,
+        called_as: str | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
 
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
-        any other tool is refused before its arguments are read, and still recorded.
+        any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
+        name the model used when a profile translated the call (the audit keeps both).
         """
         call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call.called_as = called_as
         token = CancelToken()
         try:
             result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)
@@ -307,6 +313,7 @@ class Executor:
                 durable=self.durable,
                 catalog=self.catalog,
                 skills=self.skills,
+                subagents=self.subagents,
             )
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
             bound = bind_token(token)
@@ -369,7 +376,9 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        return ToolResult.ok(data, notes=notes, meta=ResultMeta(output_bytes=len(raw), full_output_handle=handle))
+        content = output.attached_content() if isinstance(output, ToolOutput) else None
+        meta = ResultMeta(output_bytes=len(raw), full_output_handle=handle)
+        return ToolResult.ok(data, notes=notes, meta=meta, content=content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from toolrig.definition import Tool, validate_name
 from toolrig.errors import DefinitionError, UsageError
+from toolrig.profiles import aliases_of
 
 log = logging.getLogger("toolrig.registry")
 
@@ -207,12 +208,20 @@ class Registry:
 
 
 def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
+    """Whether a tool name glob (or ``group:NAME``) in config names this tool.
+
+    A tool answers to its name, its display name and every name a built-in profile gives it, so
+    ``tools.deny: [Bash]`` denies run_command whichever profile the model sees (docs/profiles.md).
+    """
+    aliases = aliases_of(item.name)
     for pattern in patterns:
         if pattern.startswith("group:"):
             if fnmatch.fnmatchcase(item.group, pattern[len("group:") :]):
                 return True
-        elif fnmatch.fnmatchcase(item.name, pattern) or (
-            item.display_name is not None and fnmatch.fnmatchcase(item.display_name, pattern)
+        elif (
+            fnmatch.fnmatchcase(item.name, pattern)
+            or (item.display_name is not None and fnmatch.fnmatchcase(item.display_name, pattern))
+            or any(fnmatch.fnmatchcase(alias, pattern) for alias in aliases)
         ):
             return True
     return False

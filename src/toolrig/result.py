@@ -4,7 +4,9 @@ Its JSON form is the contract with models and programs, so it is exactly
 ``{"is_error": false, "output": {...}}`` or
 ``{"is_error": true, "error_type": ..., "message": ..., "next_action_hint": ...}``,
 plus ``notes`` only when the executor has something to tell (repaired arguments, a cut output).
-Bookkeeping for programs (duration, the full-output handle) rides along but is never serialised.
+Bookkeeping for programs (duration, the full-output handle) rides along but is never serialised, and so do
+``content`` parts (images, audio, embedded resources: ``toolrig.content``), which each adapter converts for
+its consumer next to the JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, SkipValidation, model_serializer
 
+from toolrig.content import ContentPart
 from toolrig.errors import ErrorType, ToolError, default_hint, default_retryable
 
 
@@ -40,6 +43,7 @@ class ToolResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     retryable: bool = Field(default=False, exclude=True)
     meta: SkipValidation[ResultMeta] = Field(default_factory=ResultMeta, exclude=True)
+    content: list[ContentPart] = Field(default_factory=list, exclude=True)
 
     @model_serializer(mode="wrap")
     def _contract_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -55,9 +59,14 @@ class ToolResult(BaseModel):
 
     @classmethod
     def ok(
-        cls, output: dict[str, Any], *, notes: list[str] | None = None, meta: ResultMeta | None = None
+        cls,
+        output: dict[str, Any],
+        *,
+        notes: list[str] | None = None,
+        meta: ResultMeta | None = None,
+        content: list[ContentPart] | None = None,
     ) -> ToolResult:
-        return cls(is_error=False, output=output, notes=notes or [], meta=meta or ResultMeta())
+        return cls(is_error=False, output=output, notes=notes or [], meta=meta or ResultMeta(), content=content or [])
 
     @classmethod
     def error(

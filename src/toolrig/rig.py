@@ -17,7 +17,16 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from toolrig.approvals import ApprovalChannel
-from toolrig.config import CONFIG_FILE, Config, LoadedConfig, config_from, is_trusted, load_config, narrow_settings
+from toolrig.config import (
+    CONFIG_FILE,
+    AgentConfig,
+    Config,
+    LoadedConfig,
+    config_from,
+    is_trusted,
+    load_config,
+    narrow_settings,
+)
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
@@ -26,6 +35,7 @@ from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
+from toolrig.profiles import Profile, get_profile
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
@@ -37,6 +47,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.config")
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
+# Keywords of Executor.invoke: with keyword-style arguments, these are options unless the tool has such a field.
+_EXECUTOR_OPTIONS = frozenset(
+    {"call_id", "origin", "agent_id", "parent_agent_id", "session_id", "timeout_seconds", "events", "offered"}
+)
 
 
 class Rig:
@@ -53,6 +67,7 @@ class Rig:
         approval_channel: ApprovalChannel | None = None,
         http: HttpAccess | None = None,
         strict: bool | None = None,
+        profile: str | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
@@ -63,7 +78,8 @@ class Rig:
         program's callback); without one, calls that must ask get ``approvals.fallback``.
         ``http`` replaces the guarded HTTP access tools get (tests inject one with a fake resolver).
         ``strict`` (default: the ``TOOLRIG_STRICT`` environment variable) turns config warnings, such as a
-        tool name that matches no tool, into errors.
+        tool name that matches no tool, into errors. ``profile`` names the tool profile (``claude``,
+        ``codebuff``...) whose names and shapes ``call``, ``tools`` and ``schemas`` speak by default.
 
         The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed.
         """
@@ -82,6 +98,8 @@ class Rig:
             known = ", ".join(sorted(self.config.agents)) or "none"
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
         self.agent = agent
+        own = getattr(self.config.agents[agent], "profile", None) if agent is not None else None
+        self.profile: Profile = get_profile(profile or own)
         self.events = EventBus()
         self.stores = Stores(self.workspace.state_dir, self.config.stores)
         self._base_registry = registry if registry is not None else Registry.default()
@@ -229,19 +247,65 @@ class Rig:
                 )
             log.warning("%s", warning)
 
-    def tools(self, group: str | None = None, *, agent: str | None = None) -> list[AnyTool]:
-        return self.registry_for(agent or self.agent).list(group)
+    def tools(
+        self, group: str | None = None, *, agent: str | None = None, profile: str | Profile | None = None
+    ) -> list[AnyTool]:
+        """The tools ``agent`` is offered, under ``profile``'s names and schemas (default: the rig's profile)."""
+        tools = self.registry_for(agent or self.agent).list(group)
+        chosen = self._profile(profile)
+        if chosen.is_identity:
+            return tools
+        from toolrig.adapters.faces import faced
+
+        return faced(tools, chosen)
+
+    def _profile(self, profile: str | Profile | None) -> Profile:
+        if isinstance(profile, Profile):
+            return profile
+        return self.profile if profile is None else get_profile(profile)
 
     async def call(
-        self, name: str, args: dict[str, Any] | str | None = None, *, events: EventSink | None = None, **options: Any
+        self,
+        name: str,
+        args: dict[str, Any] | str | None = None,
+        /,
+        *,
+        events: EventSink | None = None,
+        profile: str | Profile | None = None,
+        **options: Any,
     ) -> ToolResult:
-        """Run one tool call; never raises for anything the tool or its arguments did."""
+        """Run one tool call; never raises for anything the tool or its arguments did.
+
+        Arguments come as one dict (or JSON text), or as keywords: ``call("calculate", expression="2+2")``.
+        A keyword is a tool argument when the tool has a field of that name, else an executor option
+        (``call_id``, ``origin``, ``timeout_seconds``...). ``name`` may be a profile's name (``Bash``) when
+        ``profile`` (default: the rig's) has one: the call and its result are translated.
+        """
         if self.agent is not None:
             options.setdefault("agent_id", self.agent)
-        return await self.executor.invoke(name, args, events=events, **options)
+        chosen = self._profile(profile)
+        face = chosen.face(name)
+        if args is None and options:
+            args, options = self._split_keywords(face.tool if face is not None else name, options)
+        if chosen.is_identity:
+            return await self.executor.invoke(name, args, events=events, **options)
+        from toolrig.adapters.faces import shape_result, speak, translate
 
-    def call_sync(self, name: str, args: dict[str, Any] | str | None = None, **options: Any) -> ToolResult:
-        """``call`` for code without an event loop (scripts, plain tests)."""
+        if face is None:
+            return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
+        translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
+        result = await self.executor.invoke(translated.name, translated.args, events=events, called_as=name, **options)
+        return speak(chosen, shape_result(translated, result))
+
+    def _split_keywords(self, name: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Keywords as (tool arguments, executor options): a field of the tool wins over an option's name."""
+        tool = self.executor.registry.find(name)
+        fields = set(tool.input_schema().get("properties", {})) if tool is not None else set()
+        args = {k: v for k, v in options.items() if k in fields or k not in _EXECUTOR_OPTIONS}
+        return args, {k: v for k, v in options.items() if k not in args}
+
+    def call_sync(self, name: str, args: dict[str, Any] | str | None = None, /, **options: Any) -> ToolResult:
+        """``call`` for code without an event loop (scripts, plain tests); keywords as in ``call``."""
         try:
             anyio.get_current_task()
         except RuntimeError:
@@ -260,10 +324,15 @@ class Rig:
         return box[0]
 
     def schemas(
-        self, format: SchemaFormat = "json", *, strict: bool | None = None, agent: str | None = None
+        self,
+        format: SchemaFormat = "json",
+        *,
+        strict: bool | None = None,
+        agent: str | None = None,
+        profile: str | Profile | None = None,
     ) -> list[dict[str, Any]]:
         """The tool list for a provider request, as ``agent`` (default: the rig's own) is allowed to see it."""
-        tools = self.registry_for(agent or self.agent).list()
+        tools = self.tools(agent=agent, profile=profile)
         if format == "anthropic":
             from toolrig.adapters.anthropic import tool_params
 
@@ -277,6 +346,17 @@ class Rig:
 
             return json_tools(tools)
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
+
+    def set_agent_profile(self, name: str, profile: AgentConfig | None) -> None:
+        """Add (or with None drop) an agent profile after start-up: how a subagent's narrowed permissions apply.
+
+        The profile goes through the same per-agent machinery as a configured one (offered tools, rules,
+        approvals mode, tool_config); ``toolrig.agent.subagents`` builds it as the intersection with the parent.
+        """
+        self.governance.policy.set_profile(name, profile)
+        self._views.pop(name, None)
+        for key in [k for k in self._tool_configs if k[1] == name]:
+            del self._tool_configs[key]
 
     # ------------------------------------------------------------------------------ hooks
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -359,3 +360,40 @@ def budget_schema(schema: Any, *, max_nodes: int = 2000, max_depth: int = 24) ->
     if cut:
         _describe(result, ["parts of this schema were cut because it was too deep or too large"])
     return result
+
+
+# ------------------------------------------------------------------------------------------ checking
+
+
+def schema_checker(schema: JsonSchema) -> Callable[[dict[str, Any]], list[str]] | None:
+    """A function from arguments to the list of what is wrong with them (``- 'field': why``), per ``schema``.
+
+    None when the schema itself is not a usable JSON Schema. Regular expressions and formats are not
+    checked: a hostile ``pattern`` must not stall the process.
+    """
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+
+    def skip(*_: Any) -> None:
+        return None
+
+    base = validators.validator_for(schema, default=validators.Draft202012Validator)
+    try:
+        base.check_schema(schema)
+    except SchemaError:
+        return None
+    lenient = validators.extend(base, {"pattern": skip, "patternProperties": skip, "format": skip})  # type: ignore[no-untyped-call]
+    checker = lenient(schema)
+
+    def check(args: dict[str, Any]) -> list[str]:
+        try:
+            errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
+        except Exception:  # an unresolvable $ref and the like: the handler sees the arguments as they are
+            return []
+        out = []
+        for error in errors[:20]:
+            where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
+            out.append(f"- '{where}': {error.message[:300]}")
+        return out
+
+    return check

@@ -95,7 +95,7 @@ def test_collation_uris_resolve_in_memory_and_an_unknown_one_is_refused_never_fe
     call.ok("librarian_store", collection="c", document_name="d.xml", content="<a>B</a>")
     query = 'compare("b", string(collection("c")//a), "{}")'
     known = "http://www.w3.org/2013/collation/UCA?lang=de;strength=primary"
-    assert call.ok("librarian_query", query=query.format(known))["items"] == ["0"]
+    assert call.ok("librarian_query", query=query.format(known))["results"] == ["0"]
     for uri in (f"http://127.0.0.1:{port}/collation", "file:///etc/passwd", "jar:file:/x!/y"):
         assert "FOCH0002" in call.error("librarian_query", "invalid_input", query=query.format(uri))
     with pytest.raises(TimeoutError):

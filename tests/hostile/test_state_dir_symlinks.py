@@ -138,7 +138,7 @@ def test_a_state_dir_without_symlinks_still_works(workspace: Path) -> None:
     call = Caller(workspace)
     assert not call("librarian_store", collection="c", document_name="d.xml", content="<a>hello</a>").is_error
     assert call.ok("librarian_get", path="c/d.xml")["content"] == "<a>hello</a>"
-    assert call.ok("librarian_query", query="collection('c')//a/string()")["items"] == ["hello"]
+    assert call.ok("librarian_query", query="collection('c')//a/string()")["results"] == ["hello"]
     call.rig.close()
     store = OutputStore(workspace / ".toolrig" / "outputs")
     handle = store.save("page \ud800 text")

@@ -157,7 +157,7 @@ def test_a_call_of_a_tool_the_config_hides_is_refused_and_audited(
 @pytest.mark.parametrize(
     ("config", "key", "suggestion"),
     [
-        ("tools: {deny: [Bash]}\n", "tools.deny[0]", "run_command"),
+        ("tools: {deny: [Bassh]}\n", "tools.deny[0]", "Bash"),
         ("tools: {allow: ['*'], rules: [{tool: raed_files, verdict: deny}]}\n", "tools.rules[0].tool", "read_files"),
         ("approvals: {allow: ['wirte_file:*.md']}\n", "approvals.allow[0]", "write_file"),
         ("agents: {r: {tools: ['reed_*']}}\n", "agents.r.tools[0]", None),
@@ -189,9 +189,12 @@ def test_a_name_that_matches_no_tool_warns_with_the_closest_names_and_fails_in_s
         Rig(workspace, strict=True)
 
 
-def test_bash_in_tools_deny_suggests_run_command(workspace: Path, user_config: Callable[[str], Path]) -> None:
-    user_config("tools: {deny: [Bash]}\n")
-    assert "'Bash' matches no tool; did you mean run_command?" in str(Rig(workspace).warnings[0])
+def test_bash_in_tools_deny_names_run_command_so_nothing_is_warned(
+    workspace: Path, user_config: Callable[[str], Path]
+) -> None:
+    user_config("tools: {deny: [Bash]}\n")  # Claude Code's and CamelAGI's name: see tests/policy/test_profile_names
+    rig = Rig(workspace)
+    assert rig.warnings == [] and "run_command" not in rig.executor.registry
 
 
 def test_the_strict_flag_makes_a_name_that_matches_no_tool_exit_2(
@@ -200,15 +203,15 @@ def test_the_strict_flag_makes_a_name_that_matches_no_tool_exit_2(
     import subprocess
     import sys
 
-    user_config("tools: {deny: [Bash]}\n")
+    user_config("tools: {deny: [Bassh]}\n")
     monkeypatch.delenv("TOOLRIG_STRICT", raising=False)
     toolrig = str(Path(sys.executable).parent / "toolrig")
     lenient = subprocess.run([toolrig, "tools", "list", "--root", str(workspace)], capture_output=True, text=True)
-    assert lenient.returncode == 0 and "did you mean run_command?" in lenient.stderr
+    assert lenient.returncode == 0 and "did you mean Bash" in lenient.stderr
     strict = subprocess.run(
         [toolrig, "--strict", "tools", "list", "--root", str(workspace)], capture_output=True, text=True
     )
-    assert strict.returncode == 2 and "'Bash' matches no tool" in strict.stderr, strict.stderr
+    assert strict.returncode == 2 and "'Bassh' matches no tool" in strict.stderr, strict.stderr
 
 
 # ------------------------------------------------------------------------------ 7: untrusted workspaces narrow

@@ -322,3 +322,22 @@ def test_a_patch_without_end_patch_keeps_its_last_chunk_whole() -> None:
 def test_text_that_is_no_patch_at_all_is_still_refused_with_the_upstream_message() -> None:
     with pytest.raises(PatchError, match=r"first line of the patch must be '\*\*\* Begin Patch'"):
         parse("please apply:\n*** Add File: a\n+x")
+
+
+_LINE = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=20)
+_NAME = st.from_regex(r"[a-z][a-z0-9_]{0,8}\.txt", fullmatch=True)
+
+
+@given(st.lists(st.tuples(_NAME, st.lists(_LINE, min_size=1, max_size=4)), min_size=1, max_size=3))
+def test_every_wrapping_of_the_same_sections_parses_the_same(sections: list[tuple[str, list[str]]]) -> None:
+    body = "\n".join(f"*** Add File: {name}\n" + "\n".join(f"+{line}" for line in lines) for name, lines in sections)
+    expected = [(h.kind, h.path, h.content) for h in parse(f"*** Begin Patch\n{body}\n*** End Patch")]
+    for text in (body, f"```\n{body}\n```", f"```diff\n*** Begin Patch\n{body}\n*** End Patch\n```"):
+        assert [(h.kind, h.path, h.content) for h in parse(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["*** Add File: a.txt\n+x ", "```\n*** Add File: a.txt\n+x ", "\n \n*** Add File: a.txt\n+x \n\n"]
+)
+def test_without_end_patch_the_last_line_keeps_its_trailing_spaces(text: str) -> None:
+    assert [h.content for h in parse(text)] == ["x \n"]

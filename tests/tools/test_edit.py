@@ -135,3 +135,55 @@ def test_subjects_name_the_paths_for_approval_patterns(call: Caller) -> None:
         "*** Begin Patch\n*** Update File: a.py\n*** Move to: b/c.py\n@@\n-x\n+y\n*** Delete File: d.py\n*** End Patch"
     )
     assert patch.subjects(patch.input_model(patch=text)) == ["a.py", "b/c.py", "d.py"]
+
+
+def test_write_file_writes_in_the_encoding_asked_for(call: Caller, workspace: Path) -> None:
+    call.ok("write_file", path="legacy.txt", content="café\n", encoding="latin-1")
+    assert (workspace / "legacy.txt").read_bytes() == "café\n".encode("latin-1")
+    call.ok("write_file", path="legacy.txt", content="naïve\n")  # the file's own encoding is kept
+    assert (workspace / "legacy.txt").read_bytes() == "naïve\n".encode("latin-1")
+    call.ok("write_file", path="legacy.txt", content="naïve\n", encoding="utf-8")
+    assert (workspace / "legacy.txt").read_bytes() == "naïve\n".encode()
+    assert "cannot be written as" in call.error(
+        "write_file", "invalid_input", path="l.txt", content="€", encoding="latin-1"
+    )
+    call.error("write_file", "invalid_input", path="l.txt", content="x", encoding="rot13")
+
+
+# Issue 18 item 6: write_file's size limit, bytes_written and on_conflict (Botholomew's context_write contract).
+
+
+def test_write_file_reports_the_bytes_it_wrote(call: Caller, workspace: Path) -> None:
+    assert call.ok("write_file", path="a.txt", content="héllo\n")["bytes_written"] == len("héllo\n".encode())
+    assert call.ok("write_file", path="a.txt", content="more\n", mode="append")["bytes_written"] == 12
+    assert call.ok("propose_write_file", path="a.txt", content="x")["bytes_written"] == 0
+
+
+def test_on_conflict_error_refuses_to_replace_an_existing_file_and_points_at_the_ways_on(
+    call: Caller, workspace: Path
+) -> None:
+    write(workspace, {"notes.md": "keep me\n"})
+    for tool in ("write_file", "propose_write_file"):
+        result = call(tool, path="notes.md", content="gone", on_conflict="error")
+        assert result.is_error and result.error_type == "path_conflict"
+        hint = result.next_action_hint or ""
+        assert "read_files" in hint and "on_conflict='overwrite'" in hint
+    assert (workspace / "notes.md").read_text() == "keep me\n"
+    assert call.ok("write_file", path="new.md", content="fresh", on_conflict="error")["message"] == "Created new file"
+    appended = call.ok("write_file", path="notes.md", content="more\n", mode="append", on_conflict="error")
+    assert appended["message"] == "Updated file"
+
+
+def test_the_default_on_conflict_keeps_overwriting_as_before(call: Caller, workspace: Path) -> None:
+    write(workspace, {"notes.md": "old\n"})
+    call.ok("write_file", path="notes.md", content="new\n")
+    assert (workspace / "notes.md").read_text() == "new\n"
+
+
+def test_a_write_over_the_configured_size_is_too_large_and_writes_nothing(workspace: Path) -> None:
+    call = Caller(workspace, {"tool_config": {"write_file": {"max_bytes": 10}}})
+    message = call.error("write_file", "too_large", path="big.txt", content="x" * 11)
+    assert "max_bytes" in message and not (workspace / "big.txt").exists()
+    call.ok("write_file", path="small.txt", content="x" * 10)
+    call.error("write_file", "too_large", path="small.txt", content="y", mode="append")
+    assert (workspace / "small.txt").read_text() == "x" * 10

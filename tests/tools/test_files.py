@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.file_helpers import Caller, git_init, write
+from tests.media_tools import make_notebook, make_pdf, tiny_png
 from toolrig.sandbox.text import sha256
 
 
@@ -30,7 +34,7 @@ def test_each_bad_path_gets_its_own_marker_and_never_fails_the_others(call: Call
             "good.txt": "fine\n",
             "debug.log": "x",
             "big.txt": "x" * 2_000,
-            "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+            "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00",  # a PNG signature and a damaged header
             ".env.example": "API_KEY=changeme\n",
             "dir/inner.txt": "x",
         },
@@ -114,3 +118,85 @@ def test_list_directory_stops_at_its_budget_and_says_so(call: Caller, workspace:
     write(workspace, {f"d{n // 100}/f{n}.txt": "" for n in range(1_100)})
     out = call.ok("list_directory", directories=[{"path": ".", "recursive": True}])
     assert len(out["listings"]["."]) == 1_000 and "More entries were not shown" in out["message"]
+
+
+# Issue 18 item 5: reads beyond text.
+
+
+def test_an_image_comes_back_as_image_content_with_a_line_saying_so(call: Caller, workspace: Path) -> None:
+    write(workspace, {"shot.png": tiny_png(4, 3), "notes.txt": "hi\n"})
+    result = call("read_files", paths=["shot.png", "notes.txt"])
+    assert not result.is_error and result.output is not None
+    assert result.output["files"]["shot.png"].startswith("[IMAGE] 'shot.png' (image/png, 4x3, ")
+    assert result.output["files"]["notes.txt"] == "     1\thi"
+    [image] = result.content
+    assert image.type == "image" and base64.b64decode(image.data) == tiny_png(4, 3)  # type: ignore[union-attr]
+    assert result.output["hashes"]["shot.png"] == sha256(tiny_png(4, 3))
+
+
+def test_an_image_over_the_configured_limit_is_refused_with_the_setting_named(workspace: Path) -> None:
+    write(workspace, {"big.png": tiny_png(50, 50)})
+    call = Caller(workspace, {"tool_config": {"read_files": {"max_image_bytes": 20}}})
+    result = call("read_files", paths=["big.png"])
+    assert not result.content and result.output is not None
+    text = result.output["files"]["big.png"]
+    assert text.startswith("[FILE TOO LARGE]") and "max_image_bytes" in text
+
+
+def test_images_beyond_the_per_call_limit_are_named_not_attached(workspace: Path) -> None:
+    write(workspace, {f"{n}.png": tiny_png() for n in range(3)})
+    call = Caller(workspace, {"tool_config": {"read_files": {"max_images": 2}}})
+    result = call("read_files", paths=["0.png", "1.png", "2.png"])
+    assert len(result.content) == 2 and "was not attached" in (result.output or {})["files"]["2.png"]
+
+
+def test_a_pdf_reads_as_text_per_page_and_pages_choose_which(call: Caller, workspace: Path) -> None:
+    write(workspace, {"report.pdf": make_pdf(["Intro", "Findings", "Appendix"])})
+    first = call.ok("read_files", paths=["report.pdf"], pages="2")["files"]["report.pdf"]
+    assert first.startswith("[PDF] 'report.pdf': pages 2 of 3.") and "Findings" in first and "Intro" not in first
+    whole = call.ok("read_files", paths=["report.pdf"])["files"]["report.pdf"]
+    assert all(word in whole for word in ("Intro", "Findings", "Appendix"))
+    wrong = call.ok("read_files", paths=["report.pdf"], pages="9")["files"]["report.pdf"]
+    assert wrong.startswith("[CANNOT READ]") and "3 pages" in wrong
+
+
+def test_a_pdf_bigger_than_the_text_limit_is_read_up_to_the_document_limit(workspace: Path) -> None:
+    write(workspace, {"report.pdf": make_pdf(["Intro"])})
+    small = Caller(workspace, {"tool_config": {"read_files": {"max_file_bytes": 100}}})
+    assert "Intro" in small.ok("read_files", paths=["report.pdf"])["files"]["report.pdf"]
+    tiny = Caller(workspace, {"tool_config": {"read_files": {"max_file_bytes": 100, "max_document_bytes": 100}}})
+    assert tiny.ok("read_files", paths=["report.pdf"])["files"]["report.pdf"].startswith("[FILE TOO LARGE]")
+
+
+def test_a_notebook_reads_as_cells_with_outputs_and_its_images_attached(call: Caller, workspace: Path) -> None:
+    write(workspace, {"analysis.ipynb": make_notebook(image=tiny_png())})
+    result = call("read_files", paths=["analysis.ipynb"])
+    text = (result.output or {})["files"]["analysis.ipynb"]
+    assert text.startswith("[NOTEBOOK] 'analysis.ipynb': cells with their outputs; 1 images attached.")
+    assert "print('hello')" in text and "[output: stdout]" in text and "ZeroDivisionError" in text
+    assert [part.type for part in result.content] == ["image"]
+    paged = call.ok("read_files", paths=["analysis.ipynb"], offset=2, limit=2)["files"]["analysis.ipynb"]
+    assert paged.split("\n")[1].startswith("     2\t")
+
+
+def test_binary_true_returns_the_raw_bytes_as_base64(call: Caller, workspace: Path) -> None:
+    data = bytes(range(256))
+    write(workspace, {"blob.bin": data, "shot.png": tiny_png()})
+    result = call("read_files", paths=["blob.bin", "shot.png"], binary=True)
+    files = (result.output or {})["files"]
+    assert base64.b64decode(files["blob.bin"]) == data and base64.b64decode(files["shot.png"]) == tiny_png()
+    assert not result.content
+
+
+def test_encoding_decodes_text_the_detector_would_get_wrong(call: Caller, workspace: Path) -> None:
+    write(workspace, {"utf16.txt": "héllo\n".encode("utf-16-le"), "cp.txt": "\u20ac5\n".encode("cp1252")})
+    assert call.ok("read_files", paths=["utf16.txt"], encoding="utf-16-le")["files"]["utf16.txt"] == "     1\théllo"
+    assert call.ok("read_files", paths=["cp.txt"], encoding="cp1252")["files"]["cp.txt"] == "     1\t\u20ac5"
+    bad = call.ok("read_files", paths=["cp.txt"], encoding="utf-8")["files"]["cp.txt"]
+    assert bad.startswith("[CANNOT READ] 'cp.txt' is not valid utf-8")
+
+
+@pytest.mark.parametrize("encoding", ["rot13", "zlib", "no-such-codec", "idna", "\x00"])
+def test_an_encoding_that_is_not_a_text_encoding_is_invalid_input(call: Caller, workspace: Path, encoding: str) -> None:
+    write(workspace, {"a.txt": "a\n"})
+    call.error("read_files", "invalid_input", paths=["a.txt"], encoding=encoding)

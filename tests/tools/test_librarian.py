@@ -40,7 +40,7 @@ def test_librarian_tools_store_get_query_and_search(lib_rig: Rig) -> None:
             "variables": {"n": "1"},
         },
     )
-    assert queried.output == {"items": ["Harbour dues"], "count": 1}
+    assert queried.output == {"results": ["Harbour dues"], "count": 1}
     found = lib_rig.call_sync("librarian_search", {"query": "harbour"})
     assert found.output is not None and [r["path"] for r in found.output["results"]] == ["laws/a1.xml"]
 
@@ -63,3 +63,28 @@ def test_librarian_store_refuses_a_doctype_that_pulls_in_a_local_file(lib_rig: R
     content = '<!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;</a>'
     result = lib_rig.call_sync("librarian_store", {"collection": "c", "document_name": "d.xml", "content": content})
     assert result.error_type == "denied"
+
+
+def test_librarian_tools_speak_the_exist_db_contract(lib_rig: Rig) -> None:
+    conversation = (
+        '<conversation><message from="greeter">Hello</message><message from="user">Hi</message></conversation>'
+    )
+    stored = lib_rig.call_sync(
+        "librarian_store",
+        {"collection": "/db/agents/greeter", "document_name": "conversation-001.xml", "content": conversation},
+    )
+    assert stored.output is not None and stored.output["path"] == "/db/agents/greeter/conversation-001.xml"
+    got = lib_rig.call_sync("librarian_get", {"path": "/db/agents/greeter/conversation-001.xml"})
+    assert got.output == {"path": "/db/agents/greeter/conversation-001.xml", "content": conversation}
+    for collection in ("/db/agents/greeter", None):
+        args: dict[str, object] = {"query": '//message[@from="greeter"]'}
+        if collection:
+            args["collection"] = collection
+        queried = lib_rig.call_sync("librarian_query", args)
+        assert queried.output == {"results": ['<message from="greeter">Hello</message>'], "count": 1}
+    bound = lib_rig.call_sync(
+        "librarian_query", {"query": "//message[@from = $who]/string()", "variables": {"who": "user"}}
+    )
+    assert bound.output == {"results": ["Hi"], "count": 1}
+    absent = lib_rig.call_sync("librarian_query", {"query": "//message", "collection": "/db/agents/nobody"})
+    assert absent.is_error and absent.error_type == "not_found"

@@ -298,3 +298,11 @@ def test_a_header_path_ending_in_whitespace_never_creates_a_file_with_it(call: C
         "apply_patch", "invalid_input", patch=patch("*** Update File: b.txt", "*** Move to: c.txt\u200b", "-b", "+c")
     )
     assert names(workspace) == ["b.txt"]
+
+
+def test_a_patch_that_only_deletes_a_gone_file_succeeds_with_a_note_and_changes_nothing(
+    call: Caller, workspace: Path
+) -> None:
+    out = call.ok("apply_patch", patch="*** Delete File: gone.txt")
+    assert out["changes"] == [] and out["notes"] == ["gone.txt was already gone; there was nothing to delete."]
+    assert names(workspace) == []

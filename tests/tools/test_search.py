@@ -130,3 +130,21 @@ def test_context_groups_are_separated_where_lines_are_not_adjacent(call: Caller,
     write(workspace, {"a.txt": "hit\nx\nx\nx\nx\nx\nhit\n", "b.txt": "hit\n"})
     out = call.ok("code_search", pattern="hit", context=1, cwd="a.txt")["output"]
     assert out == "a.txt:1: hit\na.txt-2- x\n--\na.txt-6- x\na.txt:7: hit"
+
+
+def test_flags_as_one_string_with_a_quoted_glob_find_matches(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern="hello", flags="-g '*.ts'")
+    assert out["output"] == "src/deep/x.ts:1: const hello = 1;"
+    listed = call.ok("code_search", pattern="hello", flags=["-g '*.ts'"])
+    assert listed["output"] == out["output"]
+    typed = call.ok("code_search", pattern="HELLO", flags="-i -w -t ts")
+    assert typed["match_count"] == 1
+
+
+def test_harmless_flags_are_accepted_and_named_in_the_message(call: Caller, project: Path) -> None:
+    out = call.ok("code_search", pattern="helper", flags="-n --color=never --no-heading")
+    assert out["match_count"] == 1 and "Ignored -n" in out["message"] and "--color" in out["message"]
+
+
+def test_a_flag_string_that_runs_programs_is_denied(call: Caller, project: Path) -> None:
+    assert "not allowed" in call.error("code_search", "denied", pattern="x", flags="-i --pre 'sh -c id'")

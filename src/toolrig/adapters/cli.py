@@ -16,7 +16,9 @@ from typing import Any
 
 import click
 
+from toolrig.content import describe
 from toolrig.registry import AnyTool
+from toolrig.result import ToolResult
 from toolrig.schema import json_kinds, resolve_ref
 
 SCALARS = frozenset({"string", "integer", "number", "boolean", "null"})
@@ -201,3 +203,8 @@ def tool_command(
         short_help=short,
         epilog=(positional_help(plans) + (f"\n\nFlags: {', '.join(flags)}." if flags else "")).strip() or None,
     )
+
+
+def content_summary(result: ToolResult) -> list[str]:
+    """One line per content part, for stderr: stdout keeps the contract JSON that scripts parse."""
+    return [f"[attached {describe(part)}]" for part in result.content]

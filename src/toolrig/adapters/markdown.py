@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolrig.registry import Registry
+from toolrig.registry import AnyTool, Registry
 from toolrig.schema import resolve_ref
 
 HEADER = """# Tool catalog
@@ -48,6 +48,71 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _parameters(schema: dict[str, Any]) -> str:
+    """A tool's parameters as a Markdown table (or "No parameters.")."""
+    defs = schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    properties = schema.get("properties", {})
+    if not properties:
+        return "No parameters.\n\n"
+    rows = ["| parameter | type | required | default | description |\n|---|---|---|---|---|\n"]
+    for name, node in properties.items():
+        resolved = resolve_ref(node, defs)
+        default = json.dumps(resolved["default"]) if "default" in resolved else ""
+        text = resolved.get("description", "")
+        limits = _constraints(resolved)
+        if limits:
+            text = f"{text} ({limits})" if text else limits
+        row = [
+            f"`{name}`",
+            render_type(node, defs),
+            "yes" if name in required else "no",
+            f"`{default}`" if default else "",
+            text,
+        ]
+        rows.append("| " + " | ".join(_cell(c) for c in row) + " |\n")
+    return "".join(rows) + "\n"
+
+
+PROFILES_HEADER = """# Profiles
+
+The same tools under the names and shapes other systems' models are trained on (see
+[profiles.md](profiles.md)): `--profile` on `toolrig mcp serve`, `tools list`, `tools schema` and `call`,
+`llm.tool_profile`, an agent's `profile:`. A cell names the tool as the profile shows it: *own name* is
+toolrig's name and shape, *reshaped* toolrig's name with the other system's parameters and results. Config and
+policy accept every name in a row for its tool.
+
+"""
+
+
+def profiles_section(tools: list[AnyTool]) -> str:
+    """Every tool under every built-in profile, then each profile's faces with their parameters."""
+    from toolrig.adapters.faces import FaceTool, faced
+    from toolrig.profiles import NAMES, get_profile
+
+    profiles = [get_profile(name) for name in NAMES]
+    parts = [PROFILES_HEADER, "| tool | " + " | ".join(p.name for p in profiles) + " |\n"]
+    parts.append("|---" * (len(profiles) + 1) + "|\n")
+    for item in sorted(tools, key=lambda t: t.name):
+        cells = [f"`{item.name}`"]
+        for profile in profiles[1:]:
+            faces = profile.faces_of(item.name)
+            if faces:
+                cells.append(", ".join(f"`{f.name}`" + (" (reshaped)" if f.name == f.tool else "") for f in faces))
+            else:
+                taken = profile.face(item.name) is not None
+                cells.append("" if taken or not profile.extras else "*own name*")
+        parts.append("| " + " | ".join([cells[0], cells[0], *cells[1:]]) + " |\n")
+    for profile in profiles[1:]:
+        parts.append(f"\n## {profile.name}\n\n{profile.description}\n\n")
+        for shown in faced(tools, profile):
+            if isinstance(shown, FaceTool):
+                parts.append(f"### `{shown.name}` (toolrig's `{shown.canonical.name}`)\n\n")
+                parts.append(shown.description.strip() + "\n\n")
+                parts.append(_parameters(shown.input_schema()))
+    return "".join(parts)
+
+
 def catalog(registry: Registry) -> str:
     parts = [HEADER]
     tools = registry.list()
@@ -57,28 +122,6 @@ def catalog(registry: Registry) -> str:
             flags = [label for label, on in (("read-only", item.read_only), ("terminal", item.terminal)) if on]
             parts.append(f"### `{item.name}`" + (f" ({', '.join(flags)})" if flags else "") + "\n\n")
             parts.append(item.description.strip() + "\n\n")
-            schema = item.input_schema()
-            defs = schema.get("$defs", {})
-            required = set(schema.get("required", []))
-            properties = schema.get("properties", {})
-            if not properties:
-                parts.append("No parameters.\n\n")
-                continue
-            parts.append("| parameter | type | required | default | description |\n|---|---|---|---|---|\n")
-            for name, node in properties.items():
-                resolved = resolve_ref(node, defs)
-                default = json.dumps(resolved["default"]) if "default" in resolved else ""
-                text = resolved.get("description", "")
-                limits = _constraints(resolved)
-                if limits:
-                    text = f"{text} ({limits})" if text else limits
-                row = [
-                    f"`{name}`",
-                    render_type(node, defs),
-                    "yes" if name in required else "no",
-                    f"`{default}`" if default else "",
-                    text,
-                ]
-                parts.append("| " + " | ".join(_cell(c) for c in row) + " |\n")
-            parts.append("\n")
+            parts.append(_parameters(item.input_schema()))
+    parts.append(profiles_section(tools))
     return "".join(parts).rstrip() + "\n"

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from toolrig.adapters.mcp_server import McpToolServer
 
 MCP_PATH = "/mcp"
+DEFAULT_RETRY_MS = 1000  # how long a client waits before it reconnects a dropped stream
 
 
 def is_loopback(host: str) -> bool:
@@ -97,10 +98,20 @@ async def serve_http(
     extra_hosts: Iterable[str] = (),
     extra_origins: Iterable[str] = (),
     ready: Callable[[str], None] | None = None,
+    retry_ms: int = DEFAULT_RETRY_MS,
+    poll_after: float | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``/mcp`` on ``sock`` until the process is told to stop."""
+    """Serve streamable HTTP at ``/mcp`` on ``sock`` until the process is told to stop.
+
+    Streams are resumable: each SSE stream opens with a priming event (an id and ``retry: retry_ms``),
+    and a client that lost one reconnects with ``Last-Event-ID`` to get the rest, its result included.
+    With ``poll_after`` a call's stream is closed after that many seconds (the call goes on), so long
+    calls do not hold a connection open through proxies that cut idle ones.
+    """
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from toolrig.adapters.mcp_events import MemoryEventStore
 
     host, port = sock.getsockname()[:2]
     if not is_loopback(host) and not token:
@@ -108,8 +119,13 @@ async def serve_http(
     hosts = allowed_hosts(host, port, extra_hosts)
     origins = [*(f"http://{h}" for h in hosts), *(f"https://{h}" for h in hosts), *extra_origins]
     security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+    tool_server.sse_poll_after = poll_after
     app: Any = tool_server.server.streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=security, host=host
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        host=host,
+        event_store=MemoryEventStore(),
+        retry_interval=retry_ms,
     )
     guarded = Guard(app, hosts=hosts, origins=origins, token=token)
     config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on")

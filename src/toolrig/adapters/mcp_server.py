@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from functools import partial
@@ -24,6 +26,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from toolrig.adapters.mcp_logging import LogLevels
+from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.approvals import fingerprint
 from toolrig.approvals.mcp import (
     Asker,
@@ -33,8 +37,9 @@ from toolrig.approvals.mcp import (
     ParkedCall,
     elicit_request,
 )
+from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
 from toolrig.errors import ErrorType
-from toolrig.events import Event, EventSink, ToolProgressEvent
+from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
@@ -43,7 +48,17 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
-    from mcp.types import CallToolRequestParams, CallToolResult, InputRequiredResult, ListToolsResult, Tool
+    from mcp.shared.message import CloseSSEStreamCallback
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        ContentBlock,
+        EmptyResult,
+        InputRequiredResult,
+        ListToolsResult,
+        SetLevelRequestParams,
+        Tool,
+    )
 
     from toolrig.registry import AnyTool
     from toolrig.rig import Rig
@@ -51,6 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.mcp")
 
 Report = Callable[[float, float | None, str | None], Awaitable[None]]
+SendLog = Callable[[ToolLogEvent], Awaitable[None]]
 
 
 def mcp_tool(tool: AnyTool) -> Tool:
@@ -77,26 +93,73 @@ def mcp_tool(tool: AnyTool) -> Tool:
 
 
 def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
-    """The contract JSON as text, the output as structured content, and ``isError`` for any failure."""
-    from mcp.types import CallToolResult, ContentBlock, TextContent
+    """The contract JSON as text, then the result's parts; structured content; ``isError`` for any failure."""
+    from mcp.types import CallToolResult, TextContent
 
-    text: list[ContentBlock] = [TextContent(text=result.to_json())]
+    text: list[ContentBlock] = [TextContent(text=result.to_json()), *mcp_content(result.content)]
     if result.is_error:
         return CallToolResult(content=text, is_error=True)
     return CallToolResult(content=text, structured_content=result.output if structured else None)
 
 
-class ProgressRelay:
-    """An event sink for one call: passes events on, and forwards the latest progress to the client.
+def mcp_content(parts: list[ContentPart]) -> list[ContentBlock]:
+    """Content parts as MCP blocks: ``ImageContent``, ``AudioContent``, ``EmbeddedResource``, ``TextContent``."""
+    if not parts:
+        return []
+    from mcp.types import (
+        AudioContent,
+        BlobResourceContents,
+        EmbeddedResource,
+        ImageContent,
+        TextContent,
+        TextResourceContents,
+    )
 
-    Tools report progress from the event loop or from worker threads; the relay keeps only the newest
-    report (progress is a level, not a log), so a chatty tool never queues up notifications.
+    blocks: list[ContentBlock] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            blocks.append(TextContent(text=part.text))
+        elif isinstance(part, ImagePart):
+            blocks.append(ImageContent(data=part.data, mime_type=part.media_type))
+        elif isinstance(part, AudioPart):
+            blocks.append(AudioContent(data=part.data, mime_type=part.media_type))
+        elif part.text is not None:
+            resource = TextResourceContents(uri=part.uri, mime_type=part.media_type, text=part.text)
+            blocks.append(EmbeddedResource(resource=resource))
+        else:
+            blob = BlobResourceContents(uri=part.uri, mime_type=part.media_type, blob=part.blob or "")
+            blocks.append(EmbeddedResource(resource=blob))
+    return blocks
+
+
+def content_json(parts: list[ContentPart]) -> list[dict[str, Any]]:
+    """``mcp_content`` as wire JSON, for the fast path that writes responses itself."""
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in mcp_content(parts)]
+
+
+class CallRelay:
+    """An event sink for one call: passes events on, and forwards progress and log lines to the client.
+
+    Tools report from the event loop or from worker threads; the relay keeps only the newest progress
+    report (progress is a level, not a log), so a chatty tool never queues up progress notifications. Log
+    lines are a log: each one the client's level lets through is sent, in order, up to a bound.
     """
 
-    def __init__(self, downstream: EventSink, report: Report) -> None:
+    MAX_PENDING_LOGS = 1000
+
+    def __init__(
+        self,
+        downstream: EventSink,
+        report: Report | None,
+        send_log: SendLog | None = None,
+        levels: frozenset[LogLevel] = frozenset(),
+    ) -> None:
         self._downstream = downstream
         self.report = report
+        self._send_log = send_log
+        self._levels = levels if send_log is not None else frozenset()
         self._latest: ToolProgressEvent | None = None
+        self._logs: deque[ToolLogEvent] = deque(maxlen=self.MAX_PENDING_LOGS)
         self._lock = threading.Lock()
         self._send, self._receive = anyio.create_memory_object_stream[None](1)
         self._loop_thread = threading.get_ident()
@@ -104,10 +167,14 @@ class ProgressRelay:
 
     def emit(self, event: Event) -> None:
         self._downstream.emit(event)
-        if not isinstance(event, ToolProgressEvent):
+        if isinstance(event, ToolProgressEvent) and self.report is not None:
+            with self._lock:
+                self._latest = event
+        elif isinstance(event, ToolLogEvent) and event.level in self._levels:
+            with self._lock:
+                self._logs.append(event)
+        else:
             return
-        with self._lock:
-            self._latest = event
         if threading.get_ident() == self._loop_thread:
             self._wake()
             return
@@ -122,10 +189,19 @@ class ProgressRelay:
     async def forward(self) -> None:
         with self._receive:
             async for _ in self._receive:
-                with self._lock:
-                    event, self._latest = self._latest, None
-                if event is not None:
-                    await self.report(event.progress, event.total, event.message)
+                await self.flush()
+        await self.flush()  # what came in after the last wake-up, before the call ended
+
+    async def flush(self) -> None:
+        with self._lock:
+            event, self._latest = self._latest, None
+            logs = list(self._logs)
+            self._logs.clear()
+        if self._send_log is not None:
+            for line in logs:
+                await self._send_log(line)
+        if event is not None and self.report is not None:
+            await self.report(event.progress, event.total, event.message)
 
     def close(self) -> None:
         self._send.close()
@@ -160,13 +236,32 @@ class McpToolServer:
         self._structured: dict[str, bool] = {}
         self._parked: dict[str, ParkedCall] = {}
         self._group: TaskGroup | None = None
-        self.server: Server[Any] = Server(
-            "toolrig",
-            version=__version__,
-            instructions=f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint.",
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-        )
+        self.log_levels = LogLevels()
+        self.resources = ServedResources(rig, self._read_call)
+        # Seconds a call's SSE stream stays open before the client is told to poll (reconnect with
+        # Last-Event-ID); None keeps it open. Only streamable HTTP with an event store can do this.
+        self.sse_poll_after: float | None = None
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        with warnings.catch_warnings():
+            # 2026-07-28 deprecates logging; 2025-era clients, most of those in use, still ask for it.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = Server(
+                "toolrig",
+                version=__version__,
+                instructions=f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint.",
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_set_logging_level=self._set_logging_level,
+                on_list_resources=self.resources.list_resources,
+                on_list_resource_templates=self.resources.list_templates,
+                on_read_resource=self.resources.read,
+                on_subscribe_resource=self.resources.subscribe,
+                on_unsubscribe_resource=self.resources.unsubscribe,
+                on_list_prompts=self.resources.list_prompts,
+                on_get_prompt=self.resources.get_prompt,
+                on_completion=self.resources.complete,
+            )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpToolServer]:
@@ -199,7 +294,41 @@ class McpToolServer:
             raise MCPError(INVALID_PARAMS, "Unknown cursor: toolrig lists every tool in one page, with no cursor.")
         return self.listing()
 
+    async def _read_call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
+        call_id = new_call_id()
+        with self._asking(call_id, None):
+            return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+
+    async def _set_logging_level(
+        self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        from mcp.types import EmptyResult
+
+        self.log_levels.set(ctx, params.level)
+        return EmptyResult()
+
     async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        close, after = ctx.close_sse_stream, self.sse_poll_after
+        try:
+            if close is None or after is None:
+                return await self._call_tool_now(ctx, params)
+            if after <= 0:
+                await close()
+                return await self._call_tool_now(ctx, params)
+            async with anyio.create_task_group() as group:
+                group.start_soon(_close_stream_after, after, close)
+                result = await self._call_tool_now(ctx, params)
+                group.cancel_scope.cancel()
+            return result
+        finally:
+            if self.resources.subscriptions.by_uri:
+                with anyio.CancelScope(shield=True):
+                    await self.resources.notify_changes()
+
+    async def _call_tool_now(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         self.listing()
@@ -215,14 +344,23 @@ class McpToolServer:
         return self.channel.asking(call_id, asker) if self.channel is not None else nullcontext()
 
     async def _invoke(
-        self, ctx: ServerRequestContext[Any, Any], name: str, args: dict[str, Any], report: Report, call_id: str
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        name: str,
+        args: dict[str, Any],
+        report: Report,
+        call_id: str,
+        *,
+        logs: bool = True,
     ) -> ToolResult:
         from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
         call = partial(self.rig.call, name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
-        if progress_token_from_params(ctx.params) is None:
+        progress = progress_token_from_params(ctx.params) is not None
+        levels = self.log_levels.allowed(ctx) if logs else frozenset()
+        if not progress and not levels:
             return await call()
-        relay = ProgressRelay(self.rig.events, report)
+        relay = CallRelay(self.rig.events, report if progress else None, partial(_send_log, ctx), levels)
         async with anyio.create_task_group() as group:
             group.start_soon(relay.forward)
             try:
@@ -249,7 +387,8 @@ class McpToolServer:
             if self._group is None:
                 raise RuntimeError("serve inside `async with server.running()`")
             call_id = new_call_id()
-            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id)
+            # Log lines are not relayed: the round that started the call may be over before they come.
+            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id, logs=False)
             self._group.start_soon(self._run_parked, parked, call_id, call)
         parked.report = ctx.session.report_progress
         try:
@@ -287,8 +426,13 @@ class McpToolServer:
         """A call with no progress token from a client that cannot elicit: ``_call_tool`` minus the SDK."""
         self.listing()
         call_id = new_call_id()
-        with self._asking(call_id, None):
-            return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        try:
+            with self._asking(call_id, None):
+                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        finally:
+            if self.resources.subscriptions.by_uri:
+                with anyio.CancelScope(shield=True):
+                    await self.resources.notify_changes()
 
 
 class FastToolCalls:
@@ -347,6 +491,7 @@ class FastToolCalls:
             and isinstance(capabilities, dict)
             and "elicitation" not in capabilities
             and "progressToken" not in meta
+            and _LOG_LEVEL_KEY not in meta  # a client that wants this call's log lines
         ):
             return None
         name, args = params["name"], params.get("arguments") or {}
@@ -362,7 +507,8 @@ class FastToolCalls:
             log.exception("tools/call %s failed outside the executor", name)
             error = {"code": -32603, "message": "Internal error"}
             return to_json({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
-        body: dict[str, Any] = {"content": [{"type": "text", "text": result.to_json()}], "isError": result.is_error}
+        content = [{"type": "text", "text": result.to_json()}, *content_json(result.content)]
+        body: dict[str, Any] = {"content": content, "isError": result.is_error}
         if not result.is_error and server._structured.get(name, False):
             body["structuredContent"] = result.output
         body["resultType"] = "complete"
@@ -374,6 +520,13 @@ _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CLIENT_KEY = "io.modelcontextprotocol/clientInfo"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+_LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+
+
+async def _close_stream_after(seconds: float, close: CloseSSEStreamCallback) -> None:
+    """Tell the client to poll: its stream ends, the call goes on, and the result waits in the event store."""
+    await anyio.sleep(seconds)
+    await close()
 
 
 def _report_to(parked: ParkedCall) -> Report:
@@ -384,6 +537,14 @@ def _report_to(parked: ParkedCall) -> Report:
             await parked.report(progress, total, message)
 
     return report
+
+
+async def _send_log(ctx: ServerRequestContext[Any, Any], line: ToolLogEvent) -> None:
+    """One log line on the call's own stream (``send_notification``: the SDK's log helper is deprecated)."""
+    from mcp.types import LoggingMessageNotification, LoggingMessageNotificationParams
+
+    params = LoggingMessageNotificationParams(level=line.level, data=line.message, logger=line.name)
+    await ctx.session.send_notification(LoggingMessageNotification(params=params), related_request_id=ctx.request_id)
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:

@@ -16,6 +16,7 @@ from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -65,20 +66,48 @@ async def run_calls(
     events: EventSink,
     pause: PauseChannel | None = None,
     steps: Steps | None = None,
+    agent_id: str | None = None,
+    parent_agent_id: str | None = None,
+    profile: Profile | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
     async def invoke(call: ToolCallBlock) -> ToolResult:
-        return await rig.executor.invoke(
-            call.name,
-            call.arguments,
+        face = profile.face(call.name) if profile is not None else None
+        if profile is None or face is None:
+            result = await rig.executor.invoke(
+                call.name,
+                call.arguments,
+                call_id=call.id,
+                origin="agent",
+                agent_id=agent_id,
+                parent_agent_id=parent_agent_id,
+                session_id=session_id,
+                events=events,
+                offered=offered,
+            )
+            if profile is None:
+                return result
+            from toolrig.adapters.faces import speak
+
+            return speak(profile, result)
+        from toolrig.adapters.faces import shape_result, speak, translate
+
+        # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
+        translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
+        result = await rig.executor.invoke(
+            translated.name,
+            translated.args,
             call_id=call.id,
             origin="agent",
-            agent_id=rig.agent,
+            agent_id=agent_id,
+            parent_agent_id=parent_agent_id,
             session_id=session_id,
             events=events,
             offered=offered,
+            called_as=call.name,
         )
+        return speak(profile, shape_result(translated, result))
 
     async def one(index: int) -> None:
         call = calls[index]

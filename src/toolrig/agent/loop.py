@@ -24,15 +24,19 @@ from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResult
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
 from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
 from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
+from toolrig.agent.subagents.hub import UNSET, Lineage, RunNode
+from toolrig.agent.subagents.prompt import agent_types_section, child_instructions
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
 from toolrig.approvals.channel import QuestionsApart
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
 from toolrig.approvals.questions import question_json
 from toolrig.approvals.routing import install_router
+from toolrig.content import parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -72,7 +76,17 @@ class _Progress:
 
 
 class _Run:
-    def __init__(self, rig: Rig, options: RunOptions, on_event: Callable[[Event], None] | None) -> None:
+    def __init__(
+        self,
+        rig: Rig,
+        options: RunOptions,
+        on_event: Callable[[Event], None] | None,
+        lineage: Lineage | None = None,  # a subagent's place under its parent (toolrig.agent.subagents)
+    ) -> None:
+        self.lineage = lineage
+        self.node: RunNode | None = None  # this run in the hub of runs, while it runs
+        self.resumed_children: dict[str, Any] = {}  # RunState.children of a resumed run
+        self.resume_decisions: Mapping[str, ApprovalDecision | Verdict] = {}
         self.rig = rig
         self.options = options
         self.sink = _Sink(on_event)
@@ -89,17 +103,23 @@ class _Run:
             log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
         system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
         self.system = system.replace("{root}", str(rig.workspace.root))
-        if not options.system_prompt:  # a program's own prompt stays as given; ours gets skills and capabilities
+        # A program's own prompt stays as given; ours gets skills and capabilities. A subagent's does not: the
+        # summary describes the Rig's agent, not the child's narrowed permissions (and costs ms per child).
+        if not options.system_prompt and lineage is None:
             from toolrig.agent.capabilities import prompt_sections
 
             self.system += prompt_sections(rig)
-        registry = rig.registry.select(options.tools_allow, options.tools_deny)
+        self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
+        registry = rig.registry_for(self.agent_id).select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         self.offered = {t.name: t for t in self.tools}
+        self.system += self._delegation_section()
         # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
         self.deferred = deferral(self.tools, rig.config.tools.deferred)
         if self.deferred is not None:
             self.tools = self.deferred.visible()
+        self.profile = run_profile(rig, options, lineage)
+        self.tools = self._faced(self.tools)
         warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
         if warning is not None:
             log.warning(warning)
@@ -112,9 +132,22 @@ class _Run:
         self.session_id = ""
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
+        self.progress: _Progress | None = None
         from toolrig.agent.capabilities import install_grouper
 
         install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
+
+    def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
+        """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
+        if self.profile.is_identity:
+            return tools
+        from toolrig.adapters.faces import faced
+
+        shown = faced(tools, self.profile)
+        for face in self.profile.faces:
+            if face.tool in self.offered:
+                self.offered.setdefault(face.name, self.offered[face.tool])
+        return shown
 
     def _make_provider(self) -> Provider:
         agent = self.rig.config.llm
@@ -130,6 +163,10 @@ class _Run:
     # ------------------------------------------------------------------------------ session
 
     def _open_session(self, title: str, session_id: str | None) -> list[Message]:
+        if self.lineage is not None:  # a subagent: a new session named by its task id (lineage in every row)
+            self.session_id = self.lineage.child.task_id
+            self._new_title = title if self.store is not None else None
+            return []
         if self.store is None:
             self.session_id = session_id or new_session_id()
             return []
@@ -165,7 +202,7 @@ class _Run:
         progress = _Progress(messages=history, new_from=len(history))
         progress.session_turn = self.store.next_turn(self.session_id) if self.store is not None else 0
         self.sink.emit(InitEvent(self.session_id))
-        await self._hook(HookEvent("before_prompt", self.session_id, self.rig.agent, message=prompt))
+        await self._hook(HookEvent("before_prompt", self.session_id, self.agent_id, message=prompt))
         first = Message.user(prompt)
         if closing is not None:
             first = Message("user", [*closing.content, *first.content])
@@ -202,7 +239,7 @@ class _Run:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
                 done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
-        channel = ReplayChannel(decisions, answers)
+        channel = ReplayChannel(self._resume_children(state, decisions), answers)
         return await self._guarded(progress, done, channel)
 
     def _channel(self) -> Any:
@@ -243,12 +280,16 @@ class _Run:
         if channel is not None:
             self.router.runs[self.session_id] = channel
         reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
+        self.progress = progress
+        node = None
         try:
             with anyio.CancelScope() as scope:
                 if self.options.timeout is not None:
                     scope.deadline = anyio.current_time() + self.options.timeout
                 failure: Exception | None = None
                 async with anyio.create_task_group() as tasks:
+                    node = self.hub.enter(self, self.lineage, progress.usage, tasks)
+                    self.node = node
                     if self.options.abort is not None:
                         tasks.start_soon(self._watch_abort, self.options.abort, scope)
                     try:
@@ -275,6 +316,8 @@ class _Run:
             self.sink.emit(ErrorEvent(exc.kind, exc.message))
             raise
         finally:
+            if node is not None:
+                self.hub.leave(node)
             self.router.runs.pop(self.session_id, None)
             current_hooks.reset(reset_hooks)
             if self.owns_provider:
@@ -303,7 +346,7 @@ class _Run:
             log.exception("could not record the interrupted turn of session %s", self.session_id)
 
     def _finish(self, result: RunResult) -> RunResult:
-        self.sink.emit(DoneEvent(result.session_id, result.response, result.stop_reason))
+        self.sink.emit(DoneEvent(result.session_id, result.response, result.stop_reason, output=result.output))
         return result
 
     # ------------------------------------------------------------------------------ the loop
@@ -318,7 +361,7 @@ class _Run:
             calls = complete.message.tool_calls
             if not calls:
                 response = complete.message.text
-                await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+                await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
                 return self._result(progress, response, _stop_of(complete))
             outcome = await self._tool_phase(progress, {})
             if outcome is not None:
@@ -390,9 +433,12 @@ class _Run:
             rig=self.rig,
             offered=self.offered,
             session_id=self.session_id,
+            agent_id=self.agent_id,
+            parent_agent_id=self.lineage.parent.agent_id if self.lineage is not None else None,
             events=self.sink,
             pause=self.pause,
             steps=self.options.steps,
+            profile=self.profile,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
@@ -408,12 +454,16 @@ class _Run:
             result = outcome.result
             if result is None:  # pragma: no cover - only a paused turn leaves calls unrun, handled above
                 raise RunError("state", f"tool call {call.id} did not run")
-            blocks.append(ToolResultBlock(call.id, call.name, result.to_json(), result.is_error))
+            blocks.append(
+                ToolResultBlock(
+                    call.id, call.name, result.to_json(), result.is_error, media=parts_to_json(result.content)
+                )
+            )
             records.append(_record_of(call, result, progress.session_turn - 1))
             if self.deferred is not None and self.deferred.reveal(call.name, result):
-                self.tools = self.deferred.visible()
+                self.tools = self._faced(self.deferred.visible())
             tool = self.offered.get(call.name)
-            if terminal is None and tool is not None and tool.terminal and not result.is_error:
+            if terminal is None and tool is not None and _ends_run(tool, result):
                 terminal = outcome
         message = Message("user", list(blocks))
         if terminal is None and progress.turns_used >= self.max_turns:
@@ -424,12 +474,12 @@ class _Run:
         if terminal is not None:
             output = (terminal.result.output if terminal.result else None) or {}
             response = _terminal_text(output)
-            await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+            await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
             return self._result(progress, response, "terminal", output=output)
         if progress.turns_used >= self.max_turns:
             complete = await self._model_turn(progress, tool_choice="none")
             response = complete.message.text
-            await self._hook(HookEvent("after_response", self.session_id, self.rig.agent, response=response))
+            await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
             return self._result(progress, response, "max_turns" if _stop_of(complete) == "completed" else "max_tokens")
         return None
 
@@ -466,6 +516,7 @@ class _Run:
             else:
                 results[call.id] = {"content": outcome.result.to_json(), "is_error": outcome.result.is_error}
         paused.pending.clear()
+        pending, children = self._children_paused(pending)
         s = self.provider.settings
         state = RunState(
             session_id=self.session_id,
@@ -479,12 +530,15 @@ class _Run:
             pending=pending,
             results=results,
             usage=progress.usage,
+            children=children,
         )
         progress.open_turn = False  # the calls stay open on purpose: the resumed run answers them
         self._record(progress, [], status="paused")
         return self._result(progress, "", "paused", state=state)
 
     def _result(self, progress: _Progress, response: str, stop: StopReason, **extra: Any) -> RunResult:
+        if self.node is not None and self.node.output is not UNSET:
+            extra["output"] = self.node.output  # set_output: the last valid value is the run's output
         return RunResult(
             response=response,
             new_messages=progress.messages[progress.new_from :],
@@ -498,6 +552,92 @@ class _Run:
     async def _hook(self, event: HookEvent) -> None:
         await self.rig.hooks.run(event)
         await self.hooks.run(event)
+
+    # ------------------------------------------------------------------------------ subagents (issue 14)
+
+    def _init_lineage(self) -> None:
+        """The run's agent id (``RunOptions.agent_id``, else the Rig's) and its place in the hub of runs.
+
+        A child's ``lineage`` and narrowed profile are set by the hub before the child starts
+        (``toolrig.agent.subagents.hub``); a root run has neither.
+        """
+        from toolrig.agent.subagents.hub import install_hub
+
+        self.agent_id: str | None = self.options.agent_id if self.options.agent_id is not None else self.rig.agent
+        self.hub = install_hub(self.rig)
+        if self.lineage is not None:
+            self.system += child_instructions(self.lineage.kind)
+
+    def _delegation_section(self) -> str:
+        """The agent types this run may spawn, when it is offered a tool that spawns."""
+        if not any(name in self.offered for name in ("spawn_agents", "Agent", "Task")):
+            return ""
+        return agent_types_section(self.hub, self.lineage.kind if self.lineage is not None else None)
+
+    def _children_paused(self, pending: list[PendingCall]) -> tuple[list[PendingCall], dict[str, Any]]:
+        """A pause that subagents share: their waiting calls join the run's pending list, their states its own."""
+        node = self.node
+        if node is None or not node.paused_spawns:
+            return pending, {}
+        spawns = dict(node.paused_spawns)
+        node.paused_spawns.clear()
+        out: list[PendingCall] = []
+        for call in pending:
+            saved = spawns.get(call.call_id)
+            if saved is None:
+                out.append(call)
+                continue
+            call.needs_approval, call.reason = False, "waits for its subagents' calls to be decided"
+            out.append(call)
+            for child in saved["children"]:
+                state = child.get("state")
+                for item in (state or {}).get("pending", []):
+                    out.append(PendingCall(**{**item, "task_id": item.get("task_id") or child["task_id"]}))
+        return out, {"counter": node.counter, "spawns": spawns}
+
+    def _resume_children(
+        self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]
+    ) -> Mapping[str, ApprovalDecision | Verdict]:
+        """Resuming: the paused spawns continue their children with the same decisions.
+
+        A spawning call passed the gate before it paused, so its replay is allowed; its children's calls are
+        decided by the person's decisions like the run's own.
+        """
+        self.resumed_children = state.children
+        self.resume_decisions = decisions
+        spawns = state.children.get("spawns", {}) if state.children else {}
+        return {**decisions, **dict.fromkeys(spawns, "allow_once")} if spawns else decisions
+
+    def spent(self) -> Usage:
+        """What the run has spent so far (a child cut short still reports its usage)."""
+        return self.progress.usage if self.progress is not None else Usage()
+
+
+def _ends_run(tool: AnyTool, result: ToolResult) -> bool:
+    """A terminal tool's success ends the run, unless the tool says this output does not (wait_task on children)."""
+    if not tool.terminal or result.is_error:
+        return False
+    ends = getattr(tool, "ends_run", None)
+    return bool(ends(result.output)) if callable(ends) else True
+
+
+def run_profile(rig: Rig, options: RunOptions, lineage: Lineage | None = None) -> Profile:
+    """The profile a run's model sees.
+
+    In order: the run's own, a subagent's type's ``profile:``, the rig's, the agent's ``profile:``, then
+    ``llm.tool_profile``.
+    """
+    from toolrig.profiles import get_profile
+
+    if options.profile is not None:
+        return get_profile(options.profile)
+    kind = getattr(getattr(lineage, "kind", None), "profile", None)  # the spawned agent type's settings
+    if getattr(kind, "profile", None):
+        return get_profile(kind.profile)  # type: ignore[union-attr]
+    if not rig.profile.is_identity:
+        return rig.profile
+    agent = rig.config.agents.get(rig.agent) if rig.agent else None
+    return get_profile(getattr(agent, "profile", None) or rig.config.llm.tool_profile)
 
 
 def _stop_of(complete: TurnComplete) -> StopReason:

@@ -64,6 +64,7 @@ class ToolResultBlock:
     content: str  # the ToolResult JSON the model reads
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
+    media: list[dict[str, Any]] = field(default_factory=list)  # content parts beside the JSON (toolrig.content)
 
 
 Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock
@@ -74,7 +75,7 @@ _BLOCKS: dict[str, type[Block]] = {
     "tool_result": ToolResultBlock,
 }
 
-_OPTIONAL = frozenset({"signature", "redacted", "provider"})  # left out of the JSON when empty
+_OPTIONAL = frozenset({"signature", "redacted", "provider", "media"})  # left out of the JSON when empty
 
 
 @dataclass(slots=True)
@@ -102,7 +103,7 @@ class Message:
         blocks = []
         for block in self.content:
             data = {name: getattr(block, name) for name in block.__slots__}
-            blocks.append({k: v for k, v in data.items() if v != "" or k not in _OPTIONAL})
+            blocks.append({k: v for k, v in data.items() if k not in _OPTIONAL or v not in ("", [])})
         return {"role": self.role, "content": blocks}
 
     @classmethod

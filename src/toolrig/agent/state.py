@@ -68,9 +68,13 @@ class RunOptions:
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
     steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    # The run's agent id (default: the Rig's agent): the key of its memory (agents/<id>/) and kv namespace,
+    # and the agent its audit rows and hooks name. A configured profile of that name also applies.
+    agent_id: str | None = None
     # ask_user's questions (approvals owns this field): "ask" them wherever approvals go; "pause" the run
     # with them in its RunState (`toolrig run` without a terminal); "skip" them (a scheduled task).
     questions: Literal["ask", "pause", "skip"] = "ask"
+    profile: str | None = None  # the tool profile the model sees; default the agent's, then llm.tool_profile
 
 
 @dataclass
@@ -83,6 +87,7 @@ class PendingCall:
     reason: str = ""
     subjects: list[str] = field(default_factory=list)
     needs_approval: bool = True
+    task_id: str | None = None  # set when the call is a subagent's (its task id); decide it like any other
     # ask_user: the questions this call waits to have answered (resume with `answers={call_id: [...]}`)
     questions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -103,6 +108,9 @@ class RunState:
     results: dict[str, dict[str, Any]]  # call id -> {"content": ..., "is_error": ...}
     usage: Usage = field(default_factory=Usage)
     version: int = STATE_VERSION
+    # Subagents paused with the run: {"counter": N, "spawns": {spawn call id: {"children": [...]}}}, each child
+    # either its finished result record or its own paused RunState (as JSON data), resumed with the run.
+    children: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = {
@@ -118,6 +126,7 @@ class RunState:
             "pending": [vars(p) for p in self.pending],
             "results": self.results,
             "usage": self.usage.to_json(),
+            "children": self.children,
         }
         return json.dumps(data, ensure_ascii=False)
 
@@ -139,6 +148,7 @@ class RunState:
                 pending=[PendingCall(**p) for p in data["pending"]],
                 results={str(k): dict(v) for k, v in data["results"].items()},
                 usage=Usage.from_json(data.get("usage", {})),
+                children=dict(data.get("children") or {}),
             )
         except RunError:
             raise
@@ -148,7 +158,11 @@ class RunState:
 
 @dataclass
 class RunResult:
-    """The outcome of a run. ``output`` is a terminal tool's output; ``state`` is set when the run paused."""
+    """The outcome of a run; ``state`` is set when the run paused.
+
+    ``output`` is the last valid ``set_output`` value (any JSON), else a terminal tool's output, else None.
+    ``usage`` includes what the run's subagents spent.
+    """
 
     response: str
     new_messages: list[Message]
@@ -156,5 +170,5 @@ class RunResult:
     session_id: str
     stop_reason: StopReason = "completed"
     turns: int = 0
-    output: dict[str, Any] | None = None
+    output: Any = None
     state: RunState | None = None

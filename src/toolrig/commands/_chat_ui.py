@@ -16,6 +16,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from toolrig.commands._agent_common import short_args
+from toolrig.commands._chat_subagents import SubagentLines
 from toolrig.events import Event
 
 if TYPE_CHECKING:
@@ -32,12 +33,19 @@ class ChatScreen:
         self._column = 0  # characters on the current streamed line (0 = at a line start)
         self._in_thinking = False
         self.turn_usage: list[Usage] = []
+        self.subagents = SubagentLines()  # live lines per child (issue 14), drawn with the spinners
         self.followups: list[str] = []  # the last answer's suggestions: typing a number sends one
 
     # ------------------------------------------------------------------------------ events
 
     def on_event(self, event: Event) -> None:
         with self._lock:
+            child = self.subagents.handle(event)
+            if child is not False:
+                if isinstance(child, Text):
+                    self.console.print(child)
+                self._refresh()
+                return
             if event.type == "stream_text":
                 self._text(event.text, "")
             elif event.type == "thinking":
@@ -118,10 +126,10 @@ class ChatScreen:
     # ------------------------------------------------------------------------------ spinners
 
     def _refresh(self) -> None:
-        if not self._running:
+        if not self._running and not self.subagents.active:
             self.stop_spinners()
             return
-        group = Group(*self._running.values())
+        group = Group(*self._running.values(), *self.subagents.renderables())
         if self._live is None:
             self._live = Live(group, console=self.console, refresh_per_second=12, transient=True)
             self._live.start()

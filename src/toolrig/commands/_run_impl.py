@@ -80,6 +80,7 @@ def run_once(
     thinking: Any,
     effort: Any,
     agent: str | None,
+    agent_id: str | None = None,
 ) -> None:
     from toolrig.agent.loop import run_agent
 
@@ -96,6 +97,7 @@ def run_once(
         thinking=thinking,
         effort=effort,
         max_budget_usd=max_budget,
+        agent_id=agent_id,
         # ask_user: a person at the terminal answers; without one the run pauses with the questions.
         questions="ask" if sys.stdin.isatty() else "pause",
     )

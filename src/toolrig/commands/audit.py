@@ -67,7 +67,7 @@ def command(since: str | None, tool: str | None, agent: str | None, limit: int, 
         (
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.ts)),
             row.agent or "-",
-            row.tool,
+            f"{row.tool} (as {row.called_as})" if row.called_as else row.tool,
             row.decision,
             _short(row.rule or "-", 28),
             row.approval or "-",

@@ -148,3 +148,65 @@ def keys(as_json: bool) -> None:
         default = f" (default {item.default})" if item.default else ""
         meaning = f"  {item.meaning}" if item.meaning else ""
         click.echo(f"{item.key:<{width}}  {item.type}{default}{meaning}")
+
+
+@command.group("import")
+def import_group() -> None:
+    """Bring another agent's configuration into toolrig's."""
+
+
+@import_group.command("camelagi")
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=Path("~/.camelagi").expanduser())
+@click.option(
+    "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Default: ~/.toolrig/config.yaml."
+)
+@click.option("--hooks-dir", type=click.Path(file_okay=False, path_type=Path), help="Default: ~/.toolrig/hooks.")
+@click.option("--force", is_flag=True, help="Replace an existing config file.")
+@click.option("--copy-key", is_flag=True, help="Copy a literal apiKey into the config (default: name the variable).")
+@click.option("--dry-run", is_flag=True, help="Print the converted config and notes; write nothing.")
+def import_camelagi(
+    path: Path, out_file: Path | None, hooks_dir: Path | None, force: bool, copy_key: bool, dry_run: bool
+) -> None:
+    """Convert CamelAGI's config.yaml (PATH: the file or ~/.camelagi) and its hooks into toolrig's.
+
+    The model keeps CamelAGI's tool names (llm.tool_profile: camelagi); tools.deny and the approvals
+    allowlist keep their meaning ("Bash:git *", "Edit:/src/*"); each hook {point}.{name}.sh|.js becomes a
+    toolrig hook that runs it with CAMELAGI_HOOK_* variables (.js with node).
+    """
+    import yaml
+
+    from toolrig.commands import _camelagi
+    from toolrig.config import config_from
+    from toolrig.errors import ConfigError
+    from toolrig.sandbox.atomic import atomic_write_text
+    from toolrig.sandbox.paths import toolrig_home
+
+    try:
+        data, hooks_source = _camelagi.load(path)
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # a YAML error names its line
+        click.echo(f"toolrig: error: cannot read {path}: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    converted = _camelagi.convert(data, copy_key=copy_key)
+    _camelagi.find_hooks(hooks_source, converted)
+    try:
+        config_from(converted.config)  # what is written must load
+    except ConfigError as exc:
+        click.echo(f"toolrig: error: the converted config does not hold: {exc}", err=True)
+        sys.exit(EXIT_CONFIG)
+    text = _camelagi.dump(converted.config)
+    target = out_file or toolrig_home() / "config.yaml"
+    hooks_target = hooks_dir or toolrig_home() / "hooks"
+    if dry_run:
+        click.echo(text, nl=False)
+    elif target.exists() and not force:
+        click.echo(f"toolrig: error: {target} exists: pass --force to replace it, or --out FILE", err=True)
+        sys.exit(EXIT_CONFIG)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, text)
+        target.chmod(0o600)
+        click.echo(f"wrote {target}")
+        for hook in _camelagi.install_hooks(converted, hooks_target):
+            click.echo(f"wrote hook {hook}")
+    for note in converted.notes:
+        click.echo(f"note: {note}", err=True)

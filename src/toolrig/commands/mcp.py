@@ -52,6 +52,11 @@ def approval_line(mode: str, fallback: str) -> str:
 @click.option("--port", type=int, default=8765, show_default=True, help="HTTP: port (0 picks a free one).")
 @click.option("--agent", default=None, help="Serve the tools this agent may use, as this agent.")
 @click.option(
+    "--profile",
+    default=None,
+    help="Serve the tools under a profile's names and shapes: toolrig, claude, codebuff, native, camelagi.",
+)
+@click.option(
     "--approval-fallback",
     type=click.Choice(["deny", "allow"]),
     default="deny",
@@ -67,17 +72,25 @@ def approval_line(mode: str, fallback: str) -> str:
 )
 @click.option("--allow-host", multiple=True, help="HTTP: another Host header value to accept (name:port).")
 @click.option("--allow-origin", multiple=True, help="HTTP: another browser Origin to accept.")
+@click.option(
+    "--sse-poll-after",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="HTTP: close a call's SSE stream after this many seconds; the client resumes it (Last-Event-ID).",
+)
 def serve(
     rig_root: Path,
     transport: str,
     host: str,
     port: int,
     agent: str | None,
+    profile: str | None,
     approval_fallback: str | None,
     approval_timeout: float | None,
     token_env: str,
     allow_host: tuple[str, ...],
     allow_origin: tuple[str, ...],
+    sse_poll_after: float | None,
 ) -> None:
     """Serve every tool this workspace offers to an MCP client (stdio by default, or streamable HTTP)."""
     import anyio
@@ -87,7 +100,7 @@ def serve(
     from toolrig.cli import make_rig
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="toolrig: %(levelname)s: %(message)s")
-    rig = make_rig(rig_root, agent=agent)
+    rig = make_rig(rig_root, agent=agent, profile=profile)
     fallback: Fallback | None = "allow" if approval_fallback == "allow" else "deny" if approval_fallback else None
     server = McpToolServer(rig, approval_fallback=fallback, approval_timeout=approval_timeout)
     approvals = approval_line(rig.governance.policy.mode(agent), fallback or "deny")
@@ -117,7 +130,14 @@ def serve(
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
             partial(
-                serve_http, server, sock, token=token, extra_hosts=allow_host, extra_origins=allow_origin, ready=ready
+                serve_http,
+                server,
+                sock,
+                token=token,
+                extra_hosts=allow_host,
+                extra_origins=allow_origin,
+                ready=ready,
+                poll_after=sse_poll_after,
             )
         )
 

@@ -30,6 +30,12 @@ class _JsonErrors(click.Command):
 @click.argument("prompt")
 @click.option("--json", "as_json", is_flag=True, help="Stream every event as one JSON line (for scripts).")
 @click.option("--max-budget", "max_budget", type=float, help="Stop the run when it has cost more than this (USD).")
+@click.option(
+    "--agent-id",
+    "agent_id",
+    metavar="ID",
+    help="The run's agent id: its memory (agents/ID/MEMORY.md), kv namespace and audit rows.",
+)
 @agent_options
 def command(prompt: str, as_json: bool, max_budget: float | None, rig_root: Path, **options: Any) -> None:
     """Run the agent once on PROMPT and print its answer.

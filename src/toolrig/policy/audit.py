@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 FILE_NAME = "audit.db"
 COLUMNS = (
     "ts", "session", "agent", "parent_agent", "call_id", "origin", "tool", "subjects", "args", "decision",
-    "rule", "approval", "duration_ms", "is_error", "error_type", "output_bytes",
+    "rule", "approval", "duration_ms", "is_error", "error_type", "output_bytes", "called_as",
 )  # fmt: skip
 MIGRATIONS = [
     """
@@ -39,7 +39,9 @@ MIGRATIONS = [
         tool TEXT NOT NULL, subjects TEXT, args TEXT, decision TEXT, rule TEXT, approval TEXT,
         duration_ms REAL, is_error INTEGER NOT NULL, error_type TEXT, output_bytes INTEGER
     )
-    """  # no secondary index: each would add a page write per call; reads walk back from the newest row
+    """,  # no secondary index: each would add a page write per call; reads walk back from the newest row
+    # The name the model used when it differs from the tool's (a profile's Bash for run_command, an alias).
+    "ALTER TABLE calls ADD COLUMN called_as TEXT",
 ]
 _INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
 
@@ -63,6 +65,7 @@ class AuditRow:
     is_error: bool
     error_type: str | None
     output_bytes: int
+    called_as: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,7 +83,7 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         call.parent_agent_id,
         call.call_id,
         call.origin,
-        call.name,
+        call.tool.name if call.tool is not None else call.name,
         _json(redact(call.subjects)) if call.subjects else "[]",
         _json(redact(call.raw_args)),
         decision,
@@ -90,7 +93,15 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         int(result.is_error),
         result.error_type.value if result.error_type else None,
         meta.output_bytes,
+        _called_as(call),
     )
+
+
+def _called_as(call: ToolCall) -> str | None:
+    """The name the model used, when it was not the tool's own (a profile's name, a display name or alias)."""
+    used = call.called_as or call.name
+    canonical = call.tool.name if call.tool is not None else call.name
+    return used if used != canonical else None
 
 
 def _json(value: Any) -> str:
@@ -155,15 +166,15 @@ class AuditLog:
         agent: str | None = None,
         limit: int | None = 100,
     ) -> list[AuditRow]:
-        """The newest ``limit`` rows that match, oldest first. ``tool`` is a glob."""
+        """The newest ``limit`` rows that match, oldest first. ``tool`` is a glob on either name of the tool."""
         where: list[str] = []
         params: list[Any] = []
         if since is not None:
             where.append("ts >= ?")
             params.append(since)
         if tool:
-            where.append("tool GLOB ?")
-            params.append(tool)
+            where.append("(tool GLOB ? OR called_as GLOB ?)")
+            params.extend((tool, tool))
         if agent:
             where.append("agent = ?")
             params.append(agent)

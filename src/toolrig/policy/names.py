@@ -1,5 +1,8 @@
 """Tool names in config that match no tool: a warning naming the closest tools, an error in strict mode.
 
+Every profile's names count as names of their tools (``Bash`` is run_command's, ``read_file`` read_files'),
+through ``registry.matches_any``; only a name no tool answers to under any profile is warned about.
+
 A user who writes ``tools.deny: [Bash]`` (the spelling other agents use) believes the shell is off; a
 pattern that matches nothing must say so, or the belief is wrong in silence. Every place a tool name or
 glob is written is checked: ``tools``, ``rules``, ``approvals`` allowlists, ``agents`` and ``rate_limits``.
@@ -8,11 +11,13 @@ glob is written is checked: ``tools``, ``rules``, ``approvals`` allowlists, ``ag
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolrig.profiles import Face, aliases_of, canonical_name
 from toolrig.registry import AnyTool, Registry, matches_any
 
 if TYPE_CHECKING:
@@ -38,7 +43,8 @@ def unmatched_names(config: Config, loaded: LoadedConfig | None, catalog: Regist
         return []  # nothing to check: do not import the whole catalog to find that out
     tools = catalog.load_local()  # an MCP server's tools are not listed here: that would start it
     remote = catalog.has_remote_pending
-    names = sorted({n for t in tools for n in (t.name, t.display_name) if n})
+    # A profile's name (Bash, read_file) is a name of its tool too: suggested, and matched by _matches.
+    names = sorted({n for t in tools for n in (t.name, t.display_name, *aliases_of(t.name)) if n})
     groups = sorted({t.group for t in tools})
     warnings: list[ConfigWarning] = []
     for keys, pattern in patterns:
@@ -137,3 +143,44 @@ def _patterns(config: Config) -> Iterator[tuple[tuple[str, ...], str]]:
             yield ("agents", agent, "approvals", "allow", str(i)), _allow_tool(pattern)
         for name in profile.rate_limits:
             yield ("agents", agent, "rate_limits", name), name
+
+
+# ------------------------------------------------------------------------------ other systems' allowlists
+
+
+def seed_subjects(tool: str, subject: str, root: Path | None) -> list[str | None]:
+    """An allowlist subject written for another system's tool name, as toolrig globs meaning the same.
+
+    CamelAGI (and Claude Code's ``Edit(...)`` rules) match ``Edit:/src/*`` with a ``*`` that crosses
+    directories: "any file under /src/". Under such a name a path glob's ``*`` becomes ``**``; an absolute
+    pattern inside the workspace becomes relative to it, and one outside keeps its absolute meaning and
+    also reads as rooted at the workspace (``/src/*`` -> ``/src/**`` and ``src/**``), the two ways the
+    seed's examples use it. ``apply_patch:*`` allows every patch (the only pattern the seed accepts there).
+    Toolrig's own names keep toolrig's glob rules. None stands for "every call".
+    """
+    face = _seed_face(tool)
+    if face is None or face.subject_style == "command":
+        return [subject]
+    if face.subject_style == "blanket":
+        return [None] if subject.strip() in ("*", "**") else [subject]
+    crossing = re.sub(r"(?<!\*)\*(?!\*)", "**", subject)
+    if not crossing.startswith("/"):
+        return [crossing]
+    if root is not None:
+        base = root.as_posix().rstrip("/") + "/"
+        if crossing.startswith(base):
+            return [crossing[len(base) :] or "**"]
+    return [crossing, crossing.lstrip("/") or "**"]
+
+
+def _seed_face(tool: str) -> Face | None:
+    """The face of another system whose allowlist syntax ``tool`` is written in (Bash, Edit, apply_patch)."""
+    from toolrig.profiles import NAMES, get_profile
+
+    if canonical_name(tool) is None and tool != "apply_patch":
+        return None  # a toolrig name: toolrig's rules
+    for name in NAMES:
+        face = get_profile(name).face(tool)
+        if face is not None and face.subject_style is not None:
+            return face
+    return None

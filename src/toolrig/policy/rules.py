@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from toolrig.config import ApprovalMode, Config, RuleConfig
+from toolrig.config import AgentConfig, ApprovalMode, Config, RuleConfig
 from toolrig.errors import ConfigError
+from toolrig.policy.names import seed_subjects
 from toolrig.policy.subjects import SubjectView, kind_of, matches, view
 from toolrig.registry import AnyTool, matches_any
 
@@ -138,19 +139,41 @@ class Policy:
         rules = []
         for i, pattern in enumerate(patterns):
             try:
-                rules.append(allow_pattern(pattern, f"{label}[{i}] ({pattern})", (*keys, str(i))))
+                rule = allow_pattern(pattern, f"{label}[{i}] ({pattern})", (*keys, str(i)))
             except ValueError as exc:
                 file, line = self.loaded.where(*keys, str(i)) if self.loaded else (None, None)
                 raise ConfigError(str(exc), file=file, key=f"{label}[{i}]", line=line) from None
+            rules.extend(self._seed_meaning(rule))
         return rules
+
+    def _seed_meaning(self, rule: Rule) -> list[Rule]:
+        """A pattern written under another system's name (``Edit:/src/*``) with that system's meaning."""
+        if rule.subject is None:
+            return [rule]
+        return [replace(rule, subject=s) for s in seed_subjects(rule.tool, rule.subject, self.workspace.root)]
 
     def add_allow(self, patterns: Sequence[str], source: str, agent: str | None = None) -> list[Rule]:
         """Add allowlist patterns at run time ("allow always"); they hold from the next call on."""
-        rules = [allow_pattern(p, f"{source} ({p})") for p in patterns]
+        rules = [r for p in patterns for r in self._seed_meaning(allow_pattern(p, f"{source} ({p})"))]
         target = self._agent_rules.setdefault(agent, []) if agent else self._rules
         target.extend(rules)
         self._plans.clear()
         return rules
+
+    def set_profile(self, name: str, profile: AgentConfig | None) -> None:
+        """Add (or with None drop) an agent profile at run time: a subagent's narrowed permissions."""
+        if profile is None:
+            self.config.agents.pop(name, None)
+            self._agent_rules.pop(name, None)
+        else:
+            self.config.agents[name] = profile
+            keys = ("agents", name)
+            self._agent_rules[name] = [
+                *self._from_config(profile.rules, (*keys, "rules")),
+                *self._from_allowlist(profile.approvals.allow, (*keys, "approvals", "allow")),
+            ]
+        for key in [k for k in self._plans if k[1] == name]:
+            del self._plans[key]
 
     def mode(self, agent: str | None) -> ApprovalMode:
         profile = self.config.agents.get(agent) if agent else None

@@ -77,9 +77,23 @@ class ParsedPatch:
     notes: list[str] = field(default_factory=list)  # slips that were forgiven, for the model to see
 
 
+def _trimmed(lines: list[str]) -> list[str]:
+    """Blank lines around the patch go, but not the trailing spaces of its last line.
+
+    Without '*** End Patch' the last line is content, and a whole-text ``strip()`` would change what it adds.
+    """
+    first, last = 0, len(lines)
+    while last > 1 and not lines[last - 1].strip():
+        last -= 1
+    while first < last - 1 and not lines[first].strip():
+        first += 1
+    kept = lines[first:last]
+    return [kept[0].lstrip(), *kept[1:]] if kept else [""]
+
+
 def unwrap(text: str) -> str:
     """Strip a Markdown fence or an ``apply_patch <<'EOF'`` shell wrapper around a patch, if present."""
-    lines = text.strip().split("\n")
+    lines = _trimmed(text.split("\n"))
     if len(lines) >= 2 and _FENCE_OPEN.match(lines[0]):
         lines = lines[1:-1] if _FENCE_CLOSE.match(lines[-1]) else lines[1:]
         text = "\n".join(lines)
@@ -94,8 +108,7 @@ def parse(text: str) -> list[Hunk]:
 
 def parse_patch(text: str) -> ParsedPatch:
     """Parse a patch; the envelope lines and a fence are optional, as the seed strips both (issue 18)."""
-    lines = unwrap(text).strip().split("\n")
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    lines = _trimmed([line[:-1] if line.endswith("\r") else line for line in unwrap(text).split("\n")])
     try:
         first, last = _boundaries(lines)
     except PatchError:

@@ -7,6 +7,7 @@ outside the workspace (``--ignore-file`` elsewhere, ``--follow`` into an outside
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -43,6 +44,46 @@ REFUSED = {
 }
 
 
+# Flags models add from habit (grep, rg on a terminal) that change nothing code_search returns: accepted and
+# ignored with a note, never an error. The valued ones take their value along (``--color never``).
+IGNORED = {
+    "-n": "line numbers are always shown", "--line-number": "line numbers are always shown",
+    "-N": "line numbers are always shown", "--no-line-number": "line numbers are always shown",
+    "-H": "paths are always shown", "--with-filename": "paths are always shown",
+    "--no-heading": "results are always one line each", "--heading": "results are always one line each",
+    "-r": "the search is always recursive", "-R": "the search is always recursive",
+    "--recursive": "the search is always recursive", "--column": "results show lines, not columns",
+    "-p": "the output is never coloured", "--pretty": "the output is never coloured",
+    "--no-messages": "errors are reported by the tool", "-q": "results are always returned",
+}  # fmt: skip
+IGNORED_VALUED = {"--color": "the output is never coloured", "--colour": "the output is never coloured"}
+
+
+def split_flags(flags: str | Sequence[str]) -> list[str]:
+    """Flags as argv items: a string is split like a shell does, list items stay whole.
+
+    A list item that holds a short or long option followed by its value (``"-g '*.ts'"``) is split too:
+    ripgrep would otherwise receive the quotes and the space as part of the glob and silently match nothing.
+    """
+    try:
+        if isinstance(flags, str):
+            return shlex.split(flags)
+        out: list[str] = []
+        for item in flags:
+            head = item.strip()
+            if head.startswith("-") and any(ch.isspace() for ch in head) and "=" not in head.split(None, 1)[0]:
+                out += shlex.split(head)
+            else:
+                out.append(item)
+        return out
+    except ValueError as err:  # an unbalanced quote
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The flags cannot be split like a shell command line: {err}.",
+            "Quote each value once, e.g. \"-g '*.test.ts' -i\", or pass a list such as ['-g', '*.test.ts'].",
+        ) from None
+
+
 @dataclass
 class Flags:
     """Allowlisted flags as trusted argv, plus what the caller must still check or apply."""
@@ -52,6 +93,13 @@ class Flags:
     follow: bool = False
     hidden: bool = False
     ignore_files: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+    def note(self) -> str:
+        """What was ignored and why, for the result's message; empty when nothing was."""
+        if not self.ignored:
+            return ""
+        return f"Ignored {', '.join(self.ignored)}."
 
 
 def _refuse(flag: str, why: str) -> ToolError:
@@ -91,10 +139,10 @@ def _expand(items: Sequence[str]) -> list[str]:
     return out
 
 
-def parse_flags(items: Sequence[str], rebase_glob: Callable[[str], str]) -> Flags:
+def parse_flags(items: str | Sequence[str], rebase_glob: Callable[[str], str]) -> Flags:
     """Turn model-given flags into trusted argv; ``rebase_glob`` maps a glob from the search dir to the root."""
     flags = Flags()
-    tokens = _expand(items)
+    tokens = _expand(split_flags(items))
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -105,6 +153,14 @@ def parse_flags(items: Sequence[str], rebase_glob: Callable[[str], str]) -> Flag
                 raise _refuse(name, why)
         if name.startswith("--pre"):
             raise _refuse(name, REFUSED["--pre"])
+        if name in IGNORED and not has_value:
+            flags.ignored.append(f"{name} ({IGNORED[name]})")
+            continue
+        if name in IGNORED_VALUED:
+            if not has_value and index < len(tokens) and not tokens[index].startswith("-"):
+                index += 1  # its value: --color never
+            flags.ignored.append(f"{name} ({IGNORED_VALUED[name]})")
+            continue
         if name in SWITCHES and not has_value:
             long = SWITCHES[name]
             flags.follow |= long == "--follow"

@@ -85,6 +85,21 @@ def decode(data: bytes) -> TextFile | None:
     return TextFile(text, encoding, newline)
 
 
+def text_encoding(name: str) -> str:
+    """A codec name that decodes bytes to text ('rot13' and 'zlib' are codecs too, but not text encodings)."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError, TypeError):
+        raise ValueError(f"{name[:40]!r} is not a known text encoding (e.g. 'utf-8', 'latin-1', 'utf-16')") from None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_FILE_ENCODINGS:
+        raise ValueError(f"{name[:40]!r} is a codec, not a text encoding")
+    return info.name
+
+
+# Text codecs that encode something other than a file's text (domain names, Python literals) or nothing.
+_NOT_FILE_ENCODINGS = frozenset({"idna", "punycode", "unicode-escape", "raw-unicode-escape", "undefined", "mbcs"})
+
+
 def new_file(text: str) -> TextFile:
     """How a file that does not exist yet is written: UTF-8, and CRLF only if the model wrote CRLF throughout."""
     crlf = text.count("\r\n")

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.schema import budget_schema
+from toolrig.schema import budget_schema, schema_checker
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -101,33 +101,7 @@ class McpToolOutput(ToolOutput):
 
 def _schema_checker(schema: dict[str, Any]) -> Callable[[dict[str, Any]], list[str]] | None:
     """A JSON Schema check naming every bad field; None when the schema itself cannot be used."""
-    from jsonschema import validators
-    from jsonschema.exceptions import SchemaError
-
-    def skip(*_: Any) -> None:
-        return None
-
-    base = validators.validator_for(schema, default=validators.Draft202012Validator)
-    try:
-        base.check_schema(schema)
-    except SchemaError:
-        return None
-    # A hostile regex must not stall the process; the server checks its own patterns and formats.
-    lenient = validators.extend(base, {"pattern": skip, "patternProperties": skip, "format": skip})  # type: ignore[no-untyped-call]
-    checker = lenient(schema)
-
-    def check(args: dict[str, Any]) -> list[str]:
-        try:
-            errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
-        except Exception:  # an unresolvable $ref and the like: leave the check to the server
-            return []
-        out = []
-        for error in errors[:20]:
-            where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
-            out.append(f"- '{where}': {error.message[:300]}")
-        return out
-
-    return check
+    return schema_checker(schema)  # one checker for foreign schemas: MCP tools and schema_tool()
 
 
 class McpTool(Tool[McpArguments, McpToolOutput]):

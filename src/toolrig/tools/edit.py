@@ -7,16 +7,28 @@ the file's encoding, line endings and mode; ``expected_hash`` refuses to overwri
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.text import TextFile, decode, divergence, hash_matches, new_file, sha256, unified_diff
+from toolrig.narrowing import Narrow
+from toolrig.sandbox.allowed import AllowedPathsSettings
+from toolrig.sandbox.text import (
+    TextFile,
+    decode,
+    divergence,
+    hash_matches,
+    new_file,
+    sha256,
+    text_encoding,
+    unified_diff,
+)
 
 HASH_FIELD = Field(
     default=None, description="sha256 of the file as you last read it (from read_files); refused if it changed since."
@@ -28,6 +40,7 @@ class EditOutput(ToolOutput):
     message: str
     unified_diff: str
     hash: str = Field(description="sha256 of the file's new content, for a following edit's expected_hash.")
+    bytes_written: int = Field(description="Bytes written to the file (its whole new size); 0 for a dry run.")
 
 
 @dataclass
@@ -67,8 +80,19 @@ def load(ctx: ToolContext, spelled: str, expected_hash: str | None, *, must_exis
     return Current(path, shown, data, text)
 
 
-def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, created: bool) -> EditOutput:
+def commit(
+    ctx: ToolContext,
+    current: Current,
+    new_text: str,
+    *,
+    write: bool,
+    created: bool,
+    encoding: str | None = None,
+    max_bytes: int | None = None,
+) -> EditOutput:
     encoder = current.text or new_file(new_text)
+    if encoding is not None:
+        encoder = dataclasses.replace(encoder, encoding=encoding)
     try:
         data = encoder.encode(new_text)
     except UnicodeEncodeError as exc:  # a lone surrogate (valid JSON, not text), or a char the encoding lacks
@@ -78,8 +102,21 @@ def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, cr
             f"The new text of '{current.shown}' cannot be written as {encoder.encoding}: {exc.reason} ({bad!r}).",
             "Send well-formed text the file's encoding can hold.",
         ) from None
+    except UnicodeError as exc:  # a codec's own complaint
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The new text of '{current.shown}' cannot be written as {encoder.encoding}: {str(exc)[:200]}.",
+        ) from None
     old_text = current.text.text if current.text is not None else ""
     diff = unified_diff(old_text, encoder.text if created else new_text, current.shown)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ToolError(
+            ErrorType.TOO_LARGE,
+            f"The new content of '{current.shown}' is {len(data):,} bytes, over the {max_bytes:,}-byte limit for "
+            "a write (tool_config.write_file.max_bytes).",
+            "Write a smaller file, or split the content across several files.",
+            retryable=False,
+        )
     if write:
         ctx.workspace.write_bytes(current.path, data)
     if created:
@@ -88,7 +125,13 @@ def commit(ctx: ToolContext, current: Current, new_text: str, *, write: bool, cr
         message = "No change: the content is identical" if write else "Would not change the file"
     else:
         message = "Updated file" if write else "Would update file"
-    return EditOutput(file=current.shown, message=message, unified_diff=diff, hash=sha256(data))
+    return EditOutput(
+        file=current.shown,
+        message=message,
+        unified_diff=diff,
+        hash=sha256(data),
+        bytes_written=len(data) if write else 0,
+    )
 
 
 def _plain(text: str, file: TextFile) -> str:
@@ -146,6 +189,15 @@ def _match_lines(text: str, needle: str) -> list[int]:
 # ------------------------------------------------------------------------------------------ tools
 
 
+class WriteFileConfig(AllowedPathsSettings):
+    """Settings under ``tool_config.write_file`` (the dry run, propose_write_file, checks the same ones)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=10_000_000, ge=1, description="Largest file write_file may leave (the whole file after an append)."
+    )
+
+
 class WriteFileInput(ToolInput):
     path: Annotated[str, Subject("path")] = Field(
         description="File to write, relative to the workspace; missing parent directories are made."
@@ -153,6 +205,23 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content (or the text to append).")
     mode: Literal["overwrite", "append"] = "overwrite"
     expected_hash: str | None = HASH_FIELD
+    on_conflict: Literal["error", "overwrite"] = Field(
+        default="overwrite",
+        description=(
+            "What to do when the file already exists (mode 'overwrite'): 'overwrite' replaces it (the default); "
+            "'error' refuses with error_type 'path_conflict' and writes nothing."
+        ),
+    )
+    encoding: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Write in this encoding ('latin-1', 'utf-16', ...); default: the file's own, UTF-8 for a new file.",
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _text_encoding(cls, value: str | None) -> str | None:
+        return None if value is None else text_encoding(value)
 
 
 class WriteFile(Tool[WriteFileInput, EditOutput]):
@@ -160,6 +229,7 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
     group = "edit"
     destructive = True
     sequential = True  # two edits of one file side by side would lose one of them
+    config_model = WriteFileConfig
     description = (
         "Create a file or replace its whole content (mode 'append' adds to its end). Prefer str_replace for "
         "changing part of an existing file. Keeps the file's line endings (CRLF stays CRLF), encoding and mode; "
@@ -171,20 +241,36 @@ class WriteFile(Tool[WriteFileInput, EditOutput]):
 
 
 def write_file(ctx: ToolContext, input: WriteFileInput, *, write: bool) -> EditOutput:
+    config = ctx.settings(WriteFileConfig)
     current = load(ctx, input.path, input.expected_hash, must_exist=False)
+    if (allowed := config.allowed()) is not None:
+        allowed.check(ctx.workspace, input.path, current.path, "write_file")
     if current.data is None:
-        return commit(ctx, current, input.content, write=write, created=True)
+        return commit(
+            ctx, current, input.content, write=write, created=True, encoding=input.encoding, max_bytes=config.max_bytes
+        )
+    if input.on_conflict == "error" and input.mode == "overwrite":
+        raise ToolError(
+            ErrorType.PATH_CONFLICT,
+            f"'{current.shown}' already exists ({len(current.data):,} bytes, sha256 {sha256(current.data)[:16]}…); "
+            "on_conflict='error' keeps it.",
+            f"Read it with read_files(paths=['{current.shown}']) and change it with str_replace, or write again "
+            "with on_conflict='overwrite' to replace it.",
+        )
     if current.text is None:
         current.text = new_file("")  # overwriting a binary file with text: write the text as given
     content = _plain(input.content, current.text)
     new_text = current.text.text + content if input.mode == "append" else content
-    return commit(ctx, current, new_text, write=write, created=False)
+    return commit(
+        ctx, current, new_text, write=write, created=False, encoding=input.encoding, max_bytes=config.max_bytes
+    )
 
 
 class ProposeWriteFile(Tool[WriteFileInput, EditOutput]):
     name = "propose_write_file"
     group = "edit"
     read_only = True
+    config_model = WriteFileConfig
     description = (
         "Dry run of write_file: checks the same things and returns the unified diff it would make, "
         "writing nothing. Use it to show a change for review before making it."

@@ -6,6 +6,7 @@ ignored, binary, oversized and out-of-bounds files come back as markers, so one 
 
 from __future__ import annotations
 
+import base64
 import difflib
 import itertools
 import os
@@ -13,16 +14,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolrig.content import DEFAULT_MAX_IMAGE_BYTES, ImagePart
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
+from toolrig.documents import MAX_IMAGE_SIDE, image_size, image_type, is_pdf, notebook, pdf_text, render_pdf
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
+from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.gitignore import IgnoreRules
 from toolrig.sandbox.listing import Entry, visible_names, walk
 from toolrig.sandbox.patterns import PatternSet
-from toolrig.sandbox.text import decode, numbered, sha256
+from toolrig.sandbox.text import TextFile, decode, numbered, sha256, text_encoding
 
 DOES_NOT_EXIST = "[FILE DOES NOT EXIST]"
 IGNORED = "[FILE IGNORED]"
@@ -31,16 +35,62 @@ OUTSIDE = "[OUTSIDE PROJECT]"
 TEMPLATE = "[TEMPLATE FILE]"
 BINARY = "[BINARY FILE]"
 NOT_A_FILE = "[NOT A FILE]"
+IMAGE = "[IMAGE]"
+NOTEBOOK = "[NOTEBOOK]"
+UNREADABLE = "[CANNOT READ]"
 TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".tmpl", ".dist")
 MAX_TREE_ENTRIES = 2000
 MAX_LISTED = 1000  # list_directory entries per call: about 90 characters each, within the default output cap
 
 
-class FilesConfig(BaseModel):
+class FilesConfig(AllowedPathsSettings):
     model_config = ConfigDict(extra="forbid")
     max_file_bytes: Annotated[int, Narrow.MIN] = Field(
         default=1_000_000, ge=1, description="Larger files are reported as too large."
     )
+    max_image_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=DEFAULT_MAX_IMAGE_BYTES, ge=1, description="Larger images are refused (providers cap them too)."
+    )
+    max_images: Annotated[int, Narrow.MIN] = Field(
+        default=20, ge=0, le=100, description="Images attached per call, at most."
+    )
+    max_document_bytes: Annotated[int, Narrow.MIN] = Field(
+        default=20_000_000, ge=1, description="Larger PDFs are reported as too large."
+    )
+    max_pdf_pages: Annotated[int, Narrow.MIN] = Field(
+        default=20, ge=1, le=500, description="PDF pages read per call, at most."
+    )
+
+
+def _attach_image(data: bytes, media_type: str, shown: str, config: FilesConfig, images: list[ImagePart]) -> str:
+    """Attach an image within the limits (bytes, pixels a side, images per call), or say why it was not."""
+    size = image_size(data, media_type)
+    if size is None:
+        return f"{BINARY} '{shown}' starts like a {media_type} image but its header is damaged ({_size(len(data))})."
+    if max(size) > MAX_IMAGE_SIDE:
+        return (
+            f"{TOO_LARGE} '{shown}' is a {size[0]}x{size[1]} image; models take at most {MAX_IMAGE_SIDE} pixels a side."
+        )
+    if len(data) > config.max_image_bytes:
+        return (
+            f"{TOO_LARGE} '{shown}' is a {_size(len(data))} image, over the {_size(config.max_image_bytes)} "
+            "limit for images (tool_config.read_files.max_image_bytes)."
+        )
+    if len(images) >= config.max_images:
+        return f"{IMAGE} '{shown}' was not attached: {config.max_images} images per call at most."
+    images.append(ImagePart.of(data, media_type))
+    return (
+        f"{IMAGE} '{shown}' ({media_type}, {size[0]}x{size[1]}, {_size(len(data))}) is attached as image {len(images)}."
+    )
+
+
+def _larger_limit(data: bytes, config: FilesConfig) -> int:
+    """The size limit for a file whose first bytes say it is an image or a PDF (0 for anything else)."""
+    if image_type(data) is not None:
+        return config.max_image_bytes
+    if is_pdf(data):
+        return config.max_document_bytes
+    return 0
 
 
 def is_template(name: str) -> bool:
@@ -83,6 +133,22 @@ class ReadFilesInput(ToolInput):
     )
     offset: int | None = Field(default=None, ge=1, description="First line to show (1-based); default 1.")
     limit: int | None = Field(default=None, ge=1, le=20_000, description="How many lines per file; default 2000.")
+    pages: str | None = Field(
+        default=None, max_length=200, description="PDF pages to read: '3', '1-5', '10-' or '1-3,7'; default first 20."
+    )
+    encoding: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Decode text with this encoding ('latin-1', 'cp1252', 'utf-16') instead of detecting it.",
+    )
+    binary: bool = Field(
+        default=False, description="Return each file's raw bytes as base64 instead of text (to pass a file on)."
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _text_encoding(cls, value: str | None) -> str | None:
+        return None if value is None else text_encoding(value)
 
 
 class ReadFilesOutput(ToolOutput):
@@ -97,31 +163,38 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
     config_model = FilesConfig
     description = (
         "Read one or more text files, with line numbers ('     N<TAB>text'). Read every file you need in one "
-        "call. Use offset/limit (lines) to page through long files; the default shows 2000 lines. A file that "
-        "cannot be shown comes back as a marker instead: [FILE DOES NOT EXIST], [FILE IGNORED] (gitignored), "
-        "[FILE TOO LARGE], [OUTSIDE PROJECT], [BINARY FILE] or [NOT A FILE]; [TEMPLATE FILE] heads files like "
-        ".env.example whose values are placeholders. Also returns each file's sha256 for expected_hash."
+        "call. Use offset/limit (lines) to page through long files; the default shows 2000 lines. Images (PNG, "
+        "JPEG, GIF, WebP) come back as image content you can see; PDFs as text per page (pages='1-5'); Jupyter "
+        "notebooks as their cells with outputs (image outputs attached). encoding decodes text in a given "
+        "encoding; binary=true returns raw bytes as base64. A file that cannot be shown comes back as a marker "
+        "instead: [FILE DOES NOT EXIST], [FILE IGNORED] (gitignored), [FILE TOO LARGE], [OUTSIDE PROJECT], "
+        "[BINARY FILE], [CANNOT READ] or [NOT A FILE]; [TEMPLATE FILE] heads files like .env.example whose "
+        "values are placeholders. Also returns each file's sha256 for expected_hash."
     )
 
     def execute(self, input: ReadFilesInput, ctx: ToolContext) -> ReadFilesOutput:
         config = ctx.settings(FilesConfig)
+        allowed = config.allowed()
         rules = ctx.workspace.ignore_rules()
         files: dict[str, str] = {}
         hashes: dict[str, str] = {}
         denied: list[str] = []
+        images: list[ImagePart] = []
         for spelled in input.paths:
             if spelled in files:
                 continue
             try:
                 path = ctx.workspace.resolve(spelled)
+                if allowed is not None:
+                    allowed.check(ctx.workspace, spelled, path, self.name)
             except ToolError as err:
                 files[spelled] = f"{OUTSIDE} {err.message}"
                 denied.append(err.message)
                 continue
-            files[spelled] = self._read_one(ctx, path, input, config, rules, hashes, spelled)
+            files[spelled] = self._read_one(ctx, path, input, config, rules, hashes, spelled, images)
         if len(denied) == len(files):
             raise ToolError(ErrorType.DENIED, " ".join(denied))
-        return ReadFilesOutput(files=files, hashes=hashes)
+        return ReadFilesOutput(files=files, hashes=hashes).attach_content(*images)
 
     def _read_one(
         self,
@@ -132,6 +205,7 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
         rules: IgnoreRules,
         hashes: dict[str, str],
         spelled: str,
+        images: list[ImagePart],
     ) -> str:
         shown = ctx.workspace.display(path)
         if not os.path.lexists(path):
@@ -148,17 +222,41 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
             return _missing(ctx, path)
         except OSError as exc:
             return f"{NOT_A_FILE} '{shown}' cannot be read: {exc.strerror}."
-        if len(data) > config.max_file_bytes:
+        if len(data) > config.max_file_bytes and not input.binary:
+            larger = _larger_limit(data, config)
+            if larger > config.max_file_bytes:
+                try:
+                    data = ctx.workspace.read_bytes(path, limit=larger)
+                except (OSError, ToolError):
+                    return f"{NOT_A_FILE} '{shown}' cannot be read."
+        if len(data) > max(config.max_file_bytes, _larger_limit(data, config)):
             size = os.stat(path).st_size
+            limit = max(config.max_file_bytes, _larger_limit(data, config))
             return (
-                f"{TOO_LARGE} '{shown}' is {_size(size)}, over the {_size(config.max_file_bytes)} limit. "
+                f"{TOO_LARGE} '{shown}' is {_size(size)}, over the {_size(limit)} limit. "
                 "Use code_search to find the part you need."
             )
         hashes[spelled] = sha256(data)
-        text = decode(data)
+        if input.binary:
+            return base64.b64encode(data).decode("ascii")
+        if input.encoding is None:
+            special = self._special(path, data, shown, input, config, images)
+            if special is not None:
+                return special
+            text = decode(data)
+        else:
+            try:
+                text = TextFile(data.decode(input.encoding), input.encoding, "\n")
+            except UnicodeError as exc:  # UnicodeDecodeError, or a codec's own complaint
+                where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+                reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)[:200]
+                return f"{UNREADABLE} '{shown}' is not valid {input.encoding}: {reason}{where}."
         if text is None:
-            return f"{BINARY} '{shown}' is a binary file ({_size(len(data))})."
-        view, total, last = numbered(text.text, input.offset or 1, input.limit or 2000)
+            return f"{BINARY} '{shown}' is a binary file ({_size(len(data))}); binary=true returns it as base64."
+        return self._numbered(text.text, path, input, shown)
+
+    def _numbered(self, text: str, path: Path, input: ReadFilesInput, shown: str, head: str = "") -> str:
+        view, total, last = numbered(text, input.offset or 1, input.limit or 2000)
         if not view and total:
             view = f"[The file has {total} lines; offset {input.offset} is past its end.]"
         elif last < total:
@@ -167,7 +265,31 @@ class ReadFiles(Tool[ReadFilesInput, ReadFilesOutput]):
             view = "[The file is empty.]"
         if is_template(path.name):
             view = f"{TEMPLATE} '{shown}' is a template: its values are placeholders, not real settings.\n{view}"
-        return view
+        return f"{head}\n{view}" if head else view
+
+    def _special(
+        self, path: Path, data: bytes, shown: str, input: ReadFilesInput, config: FilesConfig, images: list[ImagePart]
+    ) -> str | None:
+        """An image, a PDF or a notebook, read as such; None for any other file."""
+        media_type = image_type(data)
+        if media_type is not None:
+            return _attach_image(data, media_type, shown, config, images)
+        try:
+            if is_pdf(data):
+                return render_pdf(pdf_text(data, input.pages, config.max_pdf_pages, shown), shown)
+            if path.suffix.lower() == ".ipynb":
+                book = notebook(data, shown)
+                attached = [_attach_image(image, kind, shown, config, images) for kind, image in book.images]
+                left_out = [line for line in attached if not line.startswith(IMAGE) or "not attached" in line]
+                head = (
+                    f"{NOTEBOOK} '{shown}': cells with their outputs; {len(attached) - len(left_out)} images attached"
+                )
+                head += f" ({len(left_out)} left out: {left_out[0]})." if left_out else "."
+                return self._numbered(book.text, path, input, shown, head)
+        except ToolError as err:
+            hint = f" {err.next_action_hint}" if err.next_action_hint else ""
+            return f"{UNREADABLE} {err.message}{hint}"
+        return None
 
 
 # ------------------------------------------------------------------------------------------ read_subtree

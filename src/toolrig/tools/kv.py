@@ -17,7 +17,7 @@ _NAMESPACE_HELP = "Namespace to use; defaults to your agent id (or 'default'). L
 
 
 def _namespace(given: str | None, ctx: ToolContext) -> str:
-    return given or ctx.agent_id or "default"
+    return given or ctx.memory_owner() or "default"
 
 
 class KeyValueGetInput(ToolInput):

@@ -12,18 +12,29 @@ from pydantic import Field
 
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
+from toolrig.stores.librarian import split_path
 
 MAX_GET_CHARS = 2_000_000
 
 
+def _spelled(asked: str, canonical: str) -> str:
+    """A path as the caller writes them: '/db/agents/greeter/x.xml' for an eXist-db style caller."""
+    return f"/db/{canonical}" if asked.strip().startswith("/db") else canonical
+
+
 class LibrarianStoreInput(ToolInput):
-    collection: str = Field(description="Collection name: letters, digits, '_' or '-', starting with a letter.")
+    collection: str = Field(
+        description=(
+            "Collection path: 'contracts', or nested like '/db/agents/greeter' ('/db' is the root, as in eXist-db). "
+            "Each name: letters, digits, '_' or '-', starting with a letter."
+        )
+    )
     document_name: str = Field(description="Document name within the collection, e.g. 'lease-2024.xml'.")
     content: str = Field(description="The whole XML document; it must be well-formed.")
 
 
 class LibrarianStoreOutput(ToolOutput):
-    path: str = Field(description="The document's path, 'collection/document_name'.")
+    path: str = Field(description="The document's path, 'collection/document_name' ('/db/...' if you gave one).")
     bytes: int
     replaced: bool = Field(description="True when a document of that name was replaced.")
 
@@ -39,7 +50,9 @@ class LibrarianStore(Tool[LibrarianStoreInput, LibrarianStoreOutput]):
 
     def execute(self, input: LibrarianStoreInput, ctx: ToolContext) -> LibrarianStoreOutput:
         stored = ctx.stores.librarian.store(input.collection, input.document_name, input.content)
-        return LibrarianStoreOutput(path=stored.path, bytes=stored.bytes, replaced=stored.replaced)
+        return LibrarianStoreOutput(
+            path=_spelled(input.collection, stored.path), bytes=stored.bytes, replaced=stored.replaced
+        )
 
     def subjects(self, input: LibrarianStoreInput) -> list[str]:
         return [f"{input.collection}/{input.document_name}"]  # computed from two fields: one document path
@@ -47,7 +60,10 @@ class LibrarianStore(Tool[LibrarianStoreInput, LibrarianStoreOutput]):
 
 class LibrarianGetInput(ToolInput):
     path: Annotated[str, Subject("text")] = Field(
-        description="'collection/document_name', as librarian_store or librarian_search gave it."
+        description=(
+            "'collection/document_name', as librarian_store or librarian_search gave it, or an eXist-db path "
+            "such as '/db/agents/greeter/conversation-001.xml'."
+        )
     )
 
 
@@ -60,29 +76,38 @@ class LibrarianGet(Tool[LibrarianGetInput, LibrarianGetOutput]):
     name = "librarian_get"
     group = "librarian"
     read_only = True
-    description = "Fetch a stored XML document whole by its path 'collection/document_name'."
+    description = (
+        "Fetch a stored XML document whole by its path 'collection/document_name' "
+        "(or '/db/agents/greeter/conversation-001.xml')."
+    )
 
     def execute(self, input: LibrarianGetInput, ctx: ToolContext) -> LibrarianGetOutput:
-        content = ctx.stores.librarian.get(input.path)
-        return LibrarianGetOutput(path=input.path.strip().strip("/"), content=content)
+        collection, name = split_path(input.path)
+        content = ctx.stores.librarian.get(f"{collection}/{name}")
+        return LibrarianGetOutput(path=_spelled(input.path, f"{collection}/{name}"), content=content)
 
 
 class LibrarianQueryInput(ToolInput):
     query: Annotated[str, Subject("text")] = Field(
         description=(
-            "An XQuery 3.1 main module. Read documents with collection() (the chosen collection, or all), "
-            "collection('name') or doc('collection/document'). Declare inputs as "
-            "'declare variable $name external;' and pass their values in variables."
+            "An XQuery 3.1 main module. Its context is the chosen collection's documents (all documents when "
+            "none is chosen), so '//message[@from=\"greeter\"]' searches them; collection() reads the same, "
+            "collection('name') or collection('/db/a/b') another (with its sub-collections), "
+            "doc('collection/document') one document. Use $name for each value passed in variables "
+            "(declaring it 'external' is optional)."
         )
     )
-    collection: str | None = Field(default=None, description="The collection that collection() without a name reads.")
+    collection: str | None = Field(
+        default=None,
+        description="The collection the query reads by default, e.g. '/db/agents/greeter'; omit (or '/db') for all.",
+    )
     variables: dict[str, Any] = Field(
         default_factory=dict, description="Values for external variables: strings, numbers or booleans by name."
     )
 
 
 class LibrarianQueryOutput(ToolOutput):
-    items: list[str] = Field(description="The result sequence: nodes serialized as XML, other values as text.")
+    results: list[str] = Field(description="The result sequence: nodes serialized as XML, other values as text.")
     count: int
 
 
@@ -98,15 +123,17 @@ class LibrarianQuery(Tool[LibrarianQueryInput, LibrarianQueryOutput]):
     )
 
     def execute(self, input: LibrarianQueryInput, ctx: ToolContext) -> LibrarianQueryOutput:
-        items = ctx.stores.librarian.query(input.query, input.collection, input.variables)
-        return LibrarianQueryOutput(items=items, count=len(items))
+        results = ctx.stores.librarian.query(input.query, input.collection, input.variables)
+        return LibrarianQueryOutput(results=results, count=len(results))
 
 
 class LibrarianSearchInput(ToolInput):
     query: Annotated[str, Subject("text")] = Field(
         description='Words to find in the documents\' text; "quoted phrases" match exactly.'
     )
-    collection: str | None = Field(default=None, description="Search only this collection; omit for all.")
+    collection: str | None = Field(
+        default=None, description="Search only this collection and those below it; omit for all."
+    )
     num_results: int = Field(default=10, ge=1, le=100, description="How many documents to return.")
 
 

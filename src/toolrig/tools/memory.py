@@ -26,11 +26,12 @@ _NOT_MEMORY_HINT = "Memory tools only touch MEMORY.md, memory.md and memory/...;
 
 def _memory_scope(ctx: ToolContext) -> tuple[str, str]:
     """The memory root as a workspace-relative prefix, and the name of its index."""
-    if ctx.agent_id is None:
+    owner = ctx.memory_owner()  # the agent's own, or its parent's for a subagent with shared_memory
+    if owner is None:
         return "", "workspace"
-    if not _AGENT_ID.match(ctx.agent_id):
-        raise ToolError(ErrorType.INVALID_INPUT, f"The agent id {ctx.agent_id[:80]!r} cannot name a memory folder.")
-    return f"agents/{ctx.agent_id}/", f"agent-{ctx.agent_id}"
+    if not _AGENT_ID.match(owner):
+        raise ToolError(ErrorType.INVALID_INPUT, f"The agent id {owner[:80]!r} cannot name a memory folder.")
+    return f"agents/{owner}/", f"agent-{owner}"
 
 
 def _memory_root(ctx: ToolContext) -> Path:

@@ -102,9 +102,13 @@ def _links_escape(workspace: Workspace, start: Path, limit: int = 200_000) -> st
 
 class CodeSearchInput(ToolInput):
     pattern: str = Field(min_length=1, description="A regular expression (Rust regex syntax), or literal text with -F.")
-    flags: list[str] = Field(
+    flags: str | list[str] = Field(
         default_factory=list,
-        description="ripgrep flags, e.g. ['-i'], ['-w'], ['-F'], ['--type', 'py'], ['-g', '!tests/**'].",
+        description=(
+            "ripgrep flags as one string split like a shell ('-i -w', '-t ts', \"-g '*.test.ts'\") or a list "
+            "(['-F'], ['--type', 'py'], ['-g', '!tests/**']). -n, --no-heading, --color=never and similar "
+            "display flags are ignored."
+        ),
     )
     cwd: Annotated[str | None, Subject("path", missing=".")] = Field(
         default=None, description="Directory (or file) to search; default the workspace root."
@@ -140,7 +144,7 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
 
     def execute(self, input: CodeSearchInput, ctx: ToolContext) -> CodeSearchOutput:
         _check_arguments("pattern", [input.pattern])
-        _check_arguments("flags", input.flags)
+        _check_arguments("flags", [input.flags] if isinstance(input.flags, str) else input.flags)
         _check_arguments("glob", input.glob or [])
         start, root, rel = _start(ctx, input.cwd)
         flags = parse_flags(input.flags, lambda glob: rebase_glob(glob, rel))
@@ -176,8 +180,12 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
         # Opened last, right before ripgrep starts (which closes them): nothing in between can raise.
         run = RgRun(argv, root, input.timeout_seconds, confine_to(root, start, ignore_files))
         if input.output_mode == "content":
-            return self._content(ctx, root, run, input, selection)
-        return self._listing(ctx, root, run, input, selection)
+            out = self._content(ctx, root, run, input, selection)
+        else:
+            out = self._listing(ctx, root, run, input, selection)
+        if note := flags.note():
+            out.message = f"{out.message} {note}"
+        return out
 
     def _content(
         self, ctx: ToolContext, root: Path, run: RgRun, input: CodeSearchInput, selection: GlobFilter

@@ -133,33 +133,67 @@ class FailTask(Tool[FailTaskInput, FailTaskOutput]):
 
 
 class WaitTaskInput(ToolInput):
+    task_ids: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Wait now, in this run, for these tasks to end: subagent task ids (spawn_agents) or queued "
+        "tasks (tasks add). Omitted with no 'until'/'for_task': every subagent of this run.",
+    )
+    timeout_seconds: float = Field(
+        default=300.0, gt=0, le=3600, description="Longest to wait (task_ids); what has not ended by then is listed."
+    )
+    mode: Literal["any", "all"] = Field(
+        default="any", description="any: return when one has ended; all: when every one has (task_ids)."
+    )
     until: str | None = Field(
         default=None,
         max_length=64,
-        description="Resume at this time: ISO 8601 ('2026-05-01T09:00', naive is UTC) or '+30s', '+20m', '+2h', '+1d'.",
+        description="End this queued task's run and resume it at this time: ISO 8601 ('2026-05-01T09:00', naive is "
+        "UTC) or '+30s', '+20m', '+2h', '+1d'.",
     )
-    for_task: str | None = Field(default=None, max_length=120, description="Resume when this other task has ended.")
+    for_task: str | None = Field(
+        default=None, max_length=120, description="End this queued task's run and resume it when this task has ended."
+    )
 
 
 class WaitTaskOutput(ToolOutput):
-    task_status: Literal["waiting"] = "waiting"
-    task_id: str
+    task_status: Literal["waiting", "waited"] = "waiting"
+    task_id: str | None = None
     until: str | None = None
     until_epoch: float | None = None
     for_task: str | None = None
     summary: str
+    ended: list[dict[str, Any]] = Field(default_factory=list, description="Tasks that ended: their result records.")
+    pending: list[str] = Field(default_factory=list, description="Tasks still running when the wait ended.")
 
 
 class WaitTask(Tool[WaitTaskInput, WaitTaskOutput]):
+    """One tool for both kinds of waiting, because models know one name for it.
+
+    ``until`` / ``for_task`` end a queued task's run (terminal: the worker resumes the conversation later,
+    perhaps in another process). ``task_ids`` (or nothing) wait inside the live run for subagents or queued
+    tasks and return their results; that output does not end the run (``ends_run``).
+    """
+
     name = "wait_task"
     group = "tasks"
     terminal = True
+    read_only = True
+    timeout_seconds = 3700.0
     description = (
-        "Pause this task's run and resume it later in the same conversation: at a time ('until') or when another "
-        "task ends ('for_task'). Give exactly one. Call it last."
+        "Wait for tasks. With task_ids (or nothing): wait here for subagents (spawn_agents background) or queued "
+        "tasks to end, mode any|all, up to timeout_seconds, and get their results. With 'until' or 'for_task' "
+        "(inside a queued task's run): pause this run and resume it later; call that last."
     )
 
-    def execute(self, input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
+    def ends_run(self, output: dict[str, Any] | None) -> bool:
+        return bool(output) and output.get("task_status") == "waiting"  # type: ignore[union-attr]
+
+    async def execute(self, input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
+        if input.until is None and input.for_task is None:
+            return await _wait_here(input, ctx)
+        if input.task_ids is not None:
+            raise ToolError(ErrorType.INVALID_INPUT, "Give either task_ids or one of 'until'/'for_task', not both.")
         task_id = _current_task(ctx, self.name)
         if (input.until is None) == (input.for_task is None):
             raise ToolError(ErrorType.INVALID_INPUT, "Give exactly one of 'until' and 'for_task'.")
@@ -176,6 +210,63 @@ class WaitTask(Tool[WaitTaskInput, WaitTaskOutput]):
             until_epoch=when.timestamp(),
             summary=f"waiting until {when.isoformat()}",
         )
+
+
+_QUEUED_ENDED = frozenset({"done", "failed", "cancelled", "missed"})
+QUEUED_POLL_SECONDS = 0.5
+
+
+async def _wait_here(input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
+    """Wait inside the run: subagents through the runtime, queued tasks by their recorded status."""
+    import anyio
+
+    ids = list(dict.fromkeys(input.task_ids or []))
+    agents = ctx.subagents
+    children = [t for t in ids if agents is not None and agents.owns(ctx.session_id, t)]
+    queued = [t for t in ids if t not in children]
+    for task_id in queued:
+        if ctx.durable is None or ctx.durable.tasks.task(task_id) is None:
+            raise ToolError(
+                ErrorType.NOT_FOUND,
+                f"No subagent of this run and no queued task has the id {task_id[:120]!r}.",
+                next_action_hint="Use the task ids spawn_agents or tasks returned; subagent_list lists this run's.",
+            )
+    if not ids:
+        if agents is None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                "There is nothing to wait for.",
+                next_action_hint="Give task_ids, or (in a queued task's run) 'until' or 'for_task'.",
+            )
+        children = [c["task_id"] for c in agents.children(ctx.session_id)]
+        if not children:
+            raise ToolError(ErrorType.INVALID_INPUT, "This run has no subagents to wait for; give task_ids.")
+    deadline = anyio.current_time() + input.timeout_seconds
+    while True:
+        ended: list[dict[str, Any]] = []
+        pending: list[str] = []
+        left = max(deadline - anyio.current_time(), 0.0)
+        if children:
+            # With queued tasks to watch too, wake up now and then to look at them.
+            slice_ = min(left, QUEUED_POLL_SECONDS) if queued else left
+            done, running = await agents.wait(  # type: ignore[union-attr]
+                ctx.session_id, children, within=slice_, mode=input.mode if not queued else "any"
+            )
+            ended += done
+            pending += running
+        for task_id in queued:
+            found = ctx.durable.tasks.task(task_id) if ctx.durable is not None else None
+            status = str(found["status"]) if found else "failed"
+            if status in _QUEUED_ENDED:
+                ended.append({"task_id": task_id, "status": status, "output": (found or {}).get("result")})
+            else:
+                pending.append(task_id)
+        satisfied = not pending if input.mode == "all" else bool(ended)
+        if satisfied or anyio.current_time() >= deadline:
+            summary = f"{len(ended)} ended, {len(pending)} still running"
+            return WaitTaskOutput(task_status="waited", summary=summary, ended=ended, pending=pending)
+        if not children:
+            await anyio.sleep(min(QUEUED_POLL_SECONDS, max(deadline - anyio.current_time(), 0.0)))
 
 
 def _when(text: str) -> datetime:

@@ -134,3 +134,86 @@ def test_librarian_stops_a_query_that_overruns_its_timeout_and_keeps_working(
         assert librarian.query("count(collection('books'))", None, {}) == ["1"]
     finally:
         librarian.close()
+
+
+# Issue 18 item 3: the seed's eXist-db contract, on both backends.
+
+CONVERSATION = (
+    "<conversation><message from='greeter'>Hello</message><message from='user'>Hi</message>"
+    "<message from='greeter'>How can I help?</message></conversation>"
+)
+
+
+def converse(librarian: Librarian) -> None:
+    librarian.store("/db/agents/greeter", "conversation-001.xml", CONVERSATION)
+    librarian.store("/db/agents/critic", "review-001.xml", "<review><message from='critic'>Meh</message></review>")
+    librarian.store("books", "moby.xml", BOOKS["moby.xml"])
+
+
+def test_nested_collections_store_and_get_by_their_exist_db_paths(librarian: Librarian) -> None:
+    stored = librarian.store("/db/agents/greeter", "conversation-001.xml", CONVERSATION)
+    assert stored.path == "agents/greeter/conversation-001.xml"
+    for path in ("/db/agents/greeter/conversation-001.xml", "agents/greeter/conversation-001.xml"):
+        assert "How can I help?" in librarian.get(path)
+    with pytest.raises(ToolError) as caught:
+        librarian.get("/db/agents/conversation-001.xml")
+    assert caught.value.error_type is ErrorType.NOT_FOUND
+
+
+@pytest.mark.parametrize("collection", ["/db/agents/greeter", "agents/greeter", "db/agents/greeter"])
+def test_a_querys_context_is_the_collections_documents(librarian: Librarian, collection: str) -> None:
+    converse(librarian)
+    found = librarian.query('//message[@from="greeter"]/string()', collection, {})
+    assert found == ["Hello", "How can I help?"]
+    assert librarian.query("count(//message)", collection, {}) == ["3"]
+
+
+def test_without_a_collection_the_context_is_every_document(librarian: Librarian) -> None:
+    converse(librarian)
+    assert librarian.query('//message[@from="greeter"]/string()', None, {}) == ["Hello", "How can I help?"]
+    assert librarian.query("count(//message)", None, {}) == ["4"]
+    assert librarian.query("count(//message)", "/db", {}) == ["4"]
+
+
+def test_a_parent_collection_reads_its_sub_collections_too(librarian: Librarian) -> None:
+    converse(librarian)
+    assert librarian.query("count(collection('/db/agents')//message)", None, {}) == ["4"]
+    assert librarian.query("count(//message)", "/db/agents", {}) == ["4"]
+    assert librarian.query("count(doc('/db/agents/critic/review-001.xml')//message)", None, {}) == ["1"]
+
+
+def test_variables_bind_without_being_declared(librarian: Librarian) -> None:
+    converse(librarian)
+    found = librarian.query("//message[@from = $who]/string()", "/db/agents", {"who": "critic"})
+    assert found == ["Meh"]
+    declared = "declare variable $who external; declare variable $n := 1; //message[@from = $who][$n]/string()"
+    assert librarian.query(declared, None, {"who": "greeter"}) == ["Hello"]
+
+
+def test_a_leading_slash_inside_a_predicate_or_a_constructor_keeps_its_meaning(librarian: Librarian) -> None:
+    converse(librarian)
+    query = "for $m in collection()//message[count(//message) = 3] return <m>{$m/@from/string()}</m>"
+    assert librarian.query(query, "/db/agents/greeter", {}) == ["<m>greeter</m>", "<m>user</m>", "<m>greeter</m>"]
+
+
+def test_search_in_a_collection_covers_its_sub_collections(librarian: Librarian) -> None:
+    converse(librarian)
+    hits = librarian.search("help", "/db/agents", 10)
+    assert [hit.path for hit in hits] == ["agents/greeter/conversation-001.xml"]
+    assert librarian.search("help", "/db/agents/critic", 10) == []
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "/db/../etc/x.xml", "/db/a//b.xml", "agents/greeter/../x.xml", "/db/x.xml"]
+)
+def test_paths_outside_the_library_or_malformed_are_invalid(librarian: Librarian, path: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        librarian.get(path)
+    assert caught.value.error_type is ErrorType.INVALID_INPUT
+
+
+def test_a_collection_and_a_document_cannot_share_a_path(librarian: Librarian) -> None:
+    librarian.store("a", "b", "<x/>")
+    with pytest.raises(ToolError) as caught:
+        librarian.store("a/b", "c.xml", "<x/>")
+    assert caught.value.error_type is ErrorType.CONFLICT

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolrig.adapters.anthropic import tool_params
+from toolrig.adapters.anthropic import content_blocks, tool_params
 from toolrig.agent.messages import (
     Block,
     Message,
@@ -28,6 +28,7 @@ from toolrig.agent.providers.base import (
     provider_error,
 )
 from toolrig.agent.usage import Usage
+from toolrig.content import parts_from_json
 from toolrig.events import (
     Event,
     StreamTextEvent,
@@ -63,7 +64,10 @@ def _user_content(blocks: list[Block]) -> list[dict[str, Any]]:
     texts: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, ToolResultBlock):
-            item: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id, "content": block.content}
+            content: str | list[dict[str, Any]] = block.content
+            if block.media:
+                content = [{"type": "text", "text": block.content}, *content_blocks(parts_from_json(block.media))]
+            item: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id, "content": content}
             if block.is_error:
                 item["is_error"] = True
             results.append(item)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from toolrig.adapters.openai import function_tools
+from toolrig.adapters.openai import function_tools, media_parts
 from toolrig.agent.messages import Block, Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock, merged
 from toolrig.agent.providers.base import (
     ProviderName,
@@ -22,6 +22,7 @@ from toolrig.agent.providers.base import (
     provider_error,
 )
 from toolrig.agent.usage import Usage
+from toolrig.content import parts_from_json
 from toolrig.events import Event, StreamTextEvent, ThinkingDeltaEvent, ThinkingEvent, ToolCallDeltaEvent, ToolCallEvent
 from toolrig.registry import AnyTool
 
@@ -37,9 +38,13 @@ def wire_messages(system: str | None, messages: Sequence[Message]) -> list[dict[
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in merged(list(messages)):
         if message.role == "user":
+            media: list[dict[str, Any]] = []
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
                     out.append({"role": "tool", "tool_call_id": block.call_id, "content": block.content})
+                    media += media_parts(parts_from_json(block.media), f"the {block.name} call {block.call_id}")
+            if media:  # after every tool message of the turn: the API wants those right after the calls
+                out.append({"role": "user", "content": media})
             text = message.text
             if text:
                 out.append({"role": "user", "content": text})

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.stores.librarian.guard import COLLECTION_NAME, DOCUMENT_NAME
+from toolrig.stores.librarian.names import collection_path, document_path
 
 if TYPE_CHECKING:
     from toolrig.config import LibrarianStoreConfig
@@ -42,25 +42,35 @@ class Librarian(Protocol):
 
     def get(self, path: str) -> str: ...
 
-    def query(self, query: str, collection: str | None, variables: dict[str, Any]) -> list[str]: ...
+    def query(self, query: str, collection: str | None, variables: dict[str, Any]) -> list[str]:
+        """Run ``query``; its context (a leading '/') and bare ``collection()`` are ``collection``'s documents."""
 
     def search(self, query: str, collection: str | None, num_results: int) -> list[SearchHit]: ...
 
     def close(self) -> None: ...
 
 
-def check_collection(name: str) -> str:
-    if not COLLECTION_NAME.match(name):
-        raise ToolError(
-            ErrorType.INVALID_INPUT,
-            f"{name[:80]!r} is not a valid collection name.",
-            "Use 1-64 letters, digits, '_' or '-', starting with a letter (e.g. 'contracts').",
-        )
-    return name
+_COLLECTION_HINT = (
+    "Use a collection path like 'contracts' or '/db/agents/greeter': up to 8 names of 1-64 letters, digits, "
+    "'_' or '-', each starting with a letter, separated by '/'."
+)
+
+
+def check_collection(name: str, *, root: bool = False) -> str:
+    """The canonical collection path ('agents/greeter'); '' (the root, /db) only where ``root`` allows it."""
+    canonical = collection_path(name)
+    if canonical is None or (not canonical and not root):
+        raise ToolError(ErrorType.INVALID_INPUT, f"{name[:80]!r} is not a valid collection name.", _COLLECTION_HINT)
+    return canonical
+
+
+def scope(collection: str | None) -> str | None:
+    """A query's or search's collection: None (every document) for no collection or the root '/db'."""
+    return check_collection(collection, root=True) or None if collection is not None else None
 
 
 def check_document_name(name: str) -> str:
-    if not DOCUMENT_NAME.match(name) or ".." in name:
+    if "/" in name or document_path(f"c/{name}") is None:
         raise ToolError(
             ErrorType.INVALID_INPUT,
             f"{name[:80]!r} is not a valid document name.",
@@ -70,14 +80,16 @@ def check_document_name(name: str) -> str:
 
 
 def split_path(path: str) -> tuple[str, str]:
-    collection, slash, name = path.strip().strip("/").partition("/")
-    if not slash:
+    """(collection, name) of 'collection/document' or '/db/agents/greeter/document.xml'."""
+    found = document_path(path)
+    if found is None:
         raise ToolError(
             ErrorType.INVALID_INPUT,
             f"{path[:80]!r} is not a document path.",
-            "Give 'collection/document', as librarian_store or librarian_search returned it.",
+            "Give 'collection/document' (or '/db/collection/document'), as librarian_store or librarian_search "
+            "returned it.",
         )
-    return check_collection(collection), check_document_name(name)
+    return found
 
 
 def check_variables(variables: dict[str, Any]) -> dict[str, Any]:

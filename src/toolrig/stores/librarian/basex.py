@@ -26,6 +26,7 @@ from toolrig.stores.librarian import (
     check_collection,
     check_document_name,
     check_variables,
+    scope,
     split_path,
 )
 from toolrig.stores.librarian.guard import guard
@@ -231,25 +232,36 @@ class BaseXLibrarian:
     # --------------------------------------------------------------- documents
 
     def store(self, collection: str, name: str, content: str) -> StoredDocument:
-        check_collection(collection)
+        collection = check_collection(collection)
         check_document_name(name)
         check_document(content)
         data = content.encode("utf-8")
+        # One database per top-level collection; nested collections are directories inside it.
+        database, _, below = collection.partition("/")
+        inner = f"{below}/{name}" if below else name
 
         def action(session: BaseXSession) -> bool:
-            if collection not in self._collections(session, refresh=collection not in self._known):
+            if database not in self._collections(session, refresh=database not in self._known):
                 for option in ("FTINDEX true", "AUTOOPTIMIZE true", "UPDINDEX true", "CHOP false"):
                     session.command(f"SET {option}")
-                session.command(f"CREATE DB {collection}")
-                self._known.add(collection)
-            exists = session.query(
-                "declare variable $db external; declare variable $p external; db:exists($db, $p)",
-                {"db": (collection, "xs:string"), "p": (name, "xs:string")},
-            ) == ["true"]
-            session.command(f"OPEN {collection}")
-            session.replace(name, data)
+                session.command(f"CREATE DB {database}")
+                self._known.add(database)
+            clash = session.query(
+                "declare variable $db external; declare variable $p external; declare variable $dirs external; "
+                "(some $d in tokenize($dirs, '\\|') satisfies db:exists($db, $d), "
+                "exists(db:list($db, $p)[. != $p]), db:exists($db, $p))",
+                {"db": (database, "xs:string"), "p": (inner, "xs:string"), "dirs": (_prefixes(below), "xs:string")},
+            )
+            if clash[:2] != ["false", "false"]:
+                raise ToolError(
+                    ErrorType.CONFLICT,
+                    f"'{collection}/{name}' clashes with a stored path: a collection and a document cannot share one.",
+                    "Choose another document or collection name.",
+                )
+            session.command(f"OPEN {database}")
+            session.replace(inner, data)
             session.command("CLOSE")
-            return exists
+            return clash[2] == "true"
 
         try:
             replaced = self._call(action)
@@ -259,14 +271,16 @@ class BaseXLibrarian:
 
     def get(self, path: str) -> str:
         collection, name = split_path(path)
+        database, _, below = collection.partition("/")
+        inner = f"{below}/{name}" if below else name
 
         def action(session: BaseXSession) -> list[str]:
-            if collection not in self._collections(session, refresh=collection not in self._known):
+            if database not in self._collections(session, refresh=database not in self._known):
                 return []
             return session.query(
                 "declare variable $db external; declare variable $p external; "
                 "if (db:exists($db, $p)) then serialize(db:open($db, $p), map { 'indent': 'no' }) else ()",
-                {"db": (collection, "xs:string"), "p": (name, "xs:string")},
+                {"db": (database, "xs:string"), "p": (inner, "xs:string")},
             )
 
         found = self._call(action)
@@ -280,26 +294,28 @@ class BaseXLibrarian:
 
     def query(self, query: str, collection: str | None, variables: dict[str, Any]) -> list[str]:
         check_variables(variables)
-        if collection is not None:
-            check_collection(collection)
+        chosen = scope(collection)
         known = self._call(lambda session: set(self._collections(session, refresh=True)))
 
         def exists(name: str) -> str:
-            if name not in known:
+            database, _, below = name.partition("/")
+            if database not in known or (below and not self._call(lambda session: _has_directory(session, name))):
                 raise ToolError(
                     ErrorType.NOT_FOUND, f"There is no collection '{name}'.", "Store a document in it first."
                 )
             return name
 
         def rewrite_collection(name: str | None) -> str:
-            names = [exists(name)] if name is not None else ([exists(collection)] if collection else sorted(known))
+            target = chosen or "" if name is None else name
+            names = [exists(target)] if target else sorted(known)
             return "(" + ", ".join(f"collection('{n}')" for n in names) + ")"
 
         def rewrite_document(coll: str, name: str) -> str:
             return f"doc('{exists(coll)}/{name}')"
 
         guarded = guard(query, rewrite_collection=rewrite_collection, rewrite_document=rewrite_document)
-        bindings: dict[str, tuple[str, str]] = {"query": (guarded.text, "xs:string")}
+        inner = guarded.with_declarations(guarded.externals(list(variables)))
+        bindings: dict[str, tuple[str, str]] = {"query": (inner, "xs:string")}
         declarations: list[str] = []
         entries: list[str] = []
         for number, (name, value) in enumerate(variables.items()):
@@ -334,10 +350,12 @@ class BaseXLibrarian:
                 ErrorType.INVALID_INPUT, "The search has no words.", 'Search for words or a "quoted phrase".'
             )
 
+        chosen = scope(collection)
+
         def action(session: BaseXSession) -> list[str]:
             known = self._collections(session, refresh=True)
-            names = [check_collection(collection)] if collection else sorted(known)
-            if not names or (collection and collection not in known):
+            names = [chosen] if chosen else sorted(known)
+            if not names or (chosen and chosen.partition("/")[0] not in known):
                 return []
             return session.query(
                 _SEARCH,
@@ -372,6 +390,21 @@ class BaseXLibrarian:
             if self._session is not None:
                 self._session.close()
                 self._session = None
+
+
+def _prefixes(below: str) -> str:
+    """'a/b' -> 'a|a/b': the directories on the way, each of which must not be a document."""
+    parts = below.split("/") if below else []
+    return "|".join("/".join(parts[: depth + 1]) for depth in range(len(parts)))
+
+
+def _has_directory(session: BaseXSession, collection: str) -> bool:
+    database, _, below = collection.partition("/")
+    found = session.query(
+        "declare variable $db external; declare variable $p external; exists(db:list($db, $p)[starts-with(., $p)])",
+        {"db": (database, "xs:string"), "p": (below + "/", "xs:string")},
+    )
+    return found == ["true"]
 
 
 def _typed(value: Any) -> tuple[str, str]:

@@ -31,9 +31,11 @@ from toolrig.stores.librarian import (
     check_collection,
     check_document_name,
     check_variables,
+    scope,
     split_path,
 )
-from toolrig.stores.librarian.guard import COLLECTION_NAME, guard
+from toolrig.stores.librarian.guard import guard
+from toolrig.stores.librarian.names import MAX_DEPTH, SEGMENT
 from toolrig.stores.librarian.xml import check_document
 from toolrig.stores.memory.chunking import fts_query, snippet
 from toolrig.stores.sqlite import Database
@@ -75,17 +77,19 @@ class EmbeddedLibrarian:
     # ------------------------------------------------------------------ documents
 
     def store(self, collection: str, name: str, content: str) -> StoredDocument:
-        check_collection(collection)
+        collection = check_collection(collection)
         check_document_name(name)
         parsed = check_document(content)  # refuses lone surrogates too, so the encoding below cannot fail
         data = content.encode("utf-8")
-        replaced = self.state.lstat(collection, name) is not None
+        parts = collection.split("/")
+        self._check_free(parts, name)
+        replaced = self.state.lstat(*parts, name) is not None
 
         # The file is replaced inside the index transaction: if we die in between, _reconcile repairs it.
         def body(conn: Any) -> None:
             conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
-            self.state.write_bytes(collection, name, data=data)
-            written = self.state.lstat(collection, name)
+            self.state.write_bytes(*parts, name, data=data)
+            written = self.state.lstat(*parts, name)
             conn.execute(
                 "INSERT INTO documents (collection, name, text, mtime_ns) VALUES (?, ?, ?, ?)",
                 (collection, name, parsed.text, written.st_mtime_ns if written else 0),
@@ -97,41 +101,65 @@ class EmbeddedLibrarian:
     def get(self, path: str) -> str:
         collection, name = split_path(path)
         try:
-            return self.state.read_bytes(collection, name).decode("utf-8")
-        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            return self.state.read_bytes(*collection.split("/"), name).decode("utf-8")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnicodeDecodeError):
             raise ToolError(
                 ErrorType.NOT_FOUND, f"No document '{collection}/{name}'.", "librarian_search finds what is stored."
             ) from None
 
-    def collections(self) -> list[str]:
-        return sorted(
-            name for name, info in self.state.entries() if stat.S_ISDIR(info.st_mode) and COLLECTION_NAME.match(name)
-        )
+    def _check_free(self, parts: list[str], name: str) -> None:
+        """A collection and a document cannot share a path: refuse before anything is written."""
+        for depth in range(1, len(parts) + 1):
+            info = self.state.lstat(*parts[:depth])
+            if info is None:
+                return
+            if not stat.S_ISDIR(info.st_mode):
+                raise ToolError(
+                    ErrorType.CONFLICT,
+                    f"'{'/'.join(parts[:depth])}' is a document, so it cannot hold a collection.",
+                    "Store the document in another collection.",
+                )
+        info = self.state.lstat(*parts, name)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise ToolError(
+                ErrorType.CONFLICT,
+                f"'{'/'.join((*parts, name))}' is a collection, so no document can have that path.",
+                "Choose another document name.",
+            )
 
-    def _documents(self, collection: str) -> list[tuple[str, os.stat_result]]:
-        return [
-            (name, info)
-            for name, info in self.state.entries(collection)
-            if not name.startswith(".") and stat.S_ISREG(info.st_mode)
-        ]
+    def collections(self) -> list[str]:
+        """Every collection that holds documents, nested ones as 'agents/greeter'."""
+        return sorted({collection for collection, _, _ in self._walk("")})
+
+    def _walk(self, collection: str) -> list[tuple[str, str, os.stat_result]]:
+        """(collection, name, status) of every document in ``collection`` ('' for all) and below it."""
+        found: list[tuple[str, str, os.stat_result]] = []
+        pending = [collection]
+        while pending:
+            current = pending.pop()
+            parts = current.split("/") if current else []
+            for name, info in self.state.entries(*parts):
+                if stat.S_ISDIR(info.st_mode) and SEGMENT.match(name) and len(parts) < MAX_DEPTH:
+                    pending.append(f"{current}/{name}" if current else name)
+                elif current and stat.S_ISREG(info.st_mode) and not name.startswith("."):
+                    found.append((current, name, info))
+        return found
 
     def _paths(self, collection: str) -> list[str]:
         """Paths relative to ``state.base`` (the worker walks them without following links)."""
-        info = self.state.lstat(collection)
-        if info is None or not stat.S_ISDIR(info.st_mode):
-            raise _no_collection(collection)
-        prefix = "/".join((*self.state.parts, collection))
-        return sorted(f"{prefix}/{name}" for name, _ in self._documents(collection))
+        if collection:
+            info = self.state.lstat(*collection.split("/"))
+            if info is None or not stat.S_ISDIR(info.st_mode):
+                raise _no_collection(collection)
+        prefix = "/".join(self.state.parts)
+        return sorted(f"{prefix}/{c}/{name}" for c, name, _ in self._walk(collection))
 
     def _reconcile(self) -> None:
         """Bring the full-text index in line with the files (after a crash between the two, or a fresh index)."""
         indexed = self.db.read(
             lambda conn: {(c, n): m for c, n, m in conn.execute("SELECT collection, name, mtime_ns FROM documents")}
         )
-        on_disk: dict[tuple[str, str], int] = {}
-        for collection in self.collections():
-            for name, info in self._documents(collection):
-                on_disk[(collection, name)] = info.st_mtime_ns
+        on_disk = {(collection, name): info.st_mtime_ns for collection, name, info in self._walk("")}
         stale = [key for key, mtime in on_disk.items() if indexed.get(key) != mtime]
         gone = [key for key in indexed if key not in on_disk]
         if not stale and not gone:
@@ -142,7 +170,7 @@ class EmbeddedLibrarian:
                 conn.execute("DELETE FROM documents WHERE collection = ? AND name = ?", (collection, name))
             for collection, name in stale:
                 try:
-                    text = check_document(self.state.read_bytes(collection, name).decode("utf-8")).text
+                    text = check_document(self.state.read_bytes(*collection.split("/"), name).decode("utf-8")).text
                 except (ToolError, OSError, UnicodeDecodeError):
                     continue
                 conn.execute(
@@ -156,18 +184,19 @@ class EmbeddedLibrarian:
 
     def query(self, query: str, collection: str | None, variables: dict[str, Any]) -> list[str]:
         check_variables(variables)
-        if collection is not None:
-            check_collection(collection)
+        chosen = scope(collection)
         bindings: dict[str, list[str]] = {}
+        named: dict[str, str] = {}  # collection -> its variable
 
         def rewrite_collection(name: str | None) -> str:
-            names = [name] if name is not None else ([collection] if collection else self.collections())
-            variable = f"toolrig_c_{name}" if name is not None else "toolrig_default"
-            bindings[variable] = [path for each in names for path in self._paths(each)]
-            return f"${variable}"
+            target = chosen or "" if name is None else name
+            if target not in named:
+                named[target] = f"toolrig_c_{len(named)}"
+                bindings[named[target]] = self._paths(target)
+            return f"${named[target]}"
 
         def rewrite_document(coll: str, name: str) -> str:
-            info = self.state.lstat(coll, name)
+            info = self.state.lstat(*coll.split("/"), name)
             if info is None or not stat.S_ISREG(info.st_mode):
                 raise ToolError(ErrorType.NOT_FOUND, f"No document '{coll}/{name}'.")
             variable = f"toolrig_d_{len(bindings)}"
@@ -178,7 +207,7 @@ class EmbeddedLibrarian:
         declarations = [
             f"declare variable ${name} external;" if paths else f"declare variable ${name} := ();"
             for name, paths in bindings.items()
-        ]
+        ] + guarded.externals(list(variables))
         request = {
             "query": guarded.with_declarations(declarations),
             "root": str(self.state.base),
@@ -205,9 +234,11 @@ class EmbeddedLibrarian:
             "JOIN documents d ON d.id = documents_fts.rowid WHERE documents_fts MATCH ?"
         )
         params: list[Any] = [match]
-        if collection is not None:
-            sql += " AND d.collection = ?"
-            params.append(check_collection(collection))
+        chosen = scope(collection)
+        if chosen is not None:
+            # The collection and every collection below it; substr, not LIKE: '_' is a LIKE wildcard.
+            sql += " AND (d.collection = ? OR substr(d.collection, 1, ?) = ?)"
+            params += [chosen, len(chosen) + 1, chosen + "/"]
         sql += " ORDER BY bm25(documents_fts) LIMIT ?"
         params.append(num_results)
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.stores.librarian.names import COLLECTION_NAME, DOCUMENT_NAME, collection_path, document_path
 
-COLLECTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-DOCUMENT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+__all__ = ["COLLECTION_NAME", "DOCUMENT_NAME", "GuardedQuery", "guard", "tokenize"]
 
 # Prefixes whose functions only compute: the standard library and the query's own local: functions.
 ALLOWED_PREFIXES = frozenset({"fn", "math", "map", "array", "xs", "local"})
@@ -79,7 +79,10 @@ class GuardedQuery:
     text: str
     collections: set[str] = field(default_factory=set)
     documents: set[tuple[str, str]] = field(default_factory=set)
-    prolog_end: int = 0  # where the prolog ends in ``text``: declarations the backend adds go here
+    # Where the prolog's setters, imports and namespace declarations end in ``text``: variable declarations the
+    # backend adds go here, before any declaration of the query's own that might use them.
+    prolog_end: int = 0
+    declared: set[str] = field(default_factory=set)  # variables the query declares itself
 
     def with_declarations(self, declarations: list[str]) -> str:
         if not declarations:
@@ -87,6 +90,13 @@ class GuardedQuery:
         insert = " ".join(declarations)
         before = self.text[: self.prolog_end]
         return f"{before}{' ' if before else ''}{insert} {self.text[self.prolog_end :].lstrip()}"
+
+    def externals(self, names: list[str]) -> list[str]:
+        """Declarations for the variables passed in that the query uses without declaring (as eXist-db binds them).
+
+        The names were checked (``check_variables``): letters, digits, '_', '-' and '.', so they are inlined.
+        """
+        return [f"declare variable ${name} external;" for name in names if name not in self.declared]
 
 
 def _refuse(reason: str, hint: str | None = None) -> ToolError:
@@ -166,10 +176,24 @@ def guard(
             raise _refuse(reason, hint)
     result = GuardedQuery(query)
     replacements: list[tuple[int, int, str]] = []
+    predicates = 0  # depth of '[...]': inside one, a leading '/' is the root of the node being tested
     index = 0
     while index < len(tokens):
         token = tokens[index]
         following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if token.text == "[":
+            predicates += 1
+        elif token.text == "]":
+            predicates = max(0, predicates - 1)
+        elif token.text == "/" and not predicates and _starts_path(tokens, index):
+            # eXist-db reads '//message' against the chosen collection's documents: say so in standard XQuery.
+            context = rewrite_collection(None)
+            step = following is not None and following.start == token.end and _begins_step(following)
+            replacements.append((token.start, token.start if step else token.end, context))
+            index += 2 if following is not None and following.text == "/" and following.start == token.end else 1
+            continue
+        if _declares_variable(tokens, index):
+            result.declared.add(tokens[index + 1].text)
         if token.kind == "eqname":
             raise _refuse("uses a Q{...} name", "Use prefixed names; only the standard library is callable.")
         if token.kind == "string":
@@ -187,10 +211,10 @@ def guard(
             _check_function(token.text)
         index += 1
     text = query
-    prolog_end = _prolog_end(tokens)
+    prolog_end = _prolog_end(tokens, setters_only=True)
     for start, end, replacement in sorted(replacements, reverse=True):
         text = text[:start] + replacement + text[end:]
-        if end <= prolog_end:
+        if start < prolog_end:  # inside the prolog (an insertion right at its end belongs to the body)
             prolog_end += len(replacement) - (end - start)
     result.text = text
     result.prolog_end = prolog_end
@@ -201,14 +225,59 @@ _PROLOG_STARTS = frozenset({"declare", "import", "xquery"})
 _OPEN = {"(": ")", "{": "}", "[": "]"}
 
 
-def _prolog_end(tokens: list[Token]) -> int:
-    """The offset just after the last ';' of the leading declarations (0 when there are none)."""
+# Prolog declarations that may only come before variable and function declarations.
+_SETTERS = frozenset(
+    {"namespace", "default", "boundary-space", "ordering", "construction", "copy-namespaces", "decimal-format"}
+)
+# What may come before a '/' that starts a path at the top of an expression (not a step of another path).
+_PATH_STARTERS = frozenset({"(", ",", "{", ";", "=", "|"})
+_PATH_STARTER_WORDS = frozenset(
+    {"return", "in", "then", "else", "satisfies", "where", "and", "or", "by", "to", "union", "intersect",
+     "except", "eq", "ne", "lt", "le", "gt", "ge", "is", "div", "idiv", "mod"}
+)  # fmt: skip
+
+
+def _starts_path(tokens: list[Token], index: int) -> bool:
+    """Whether the '/' at ``index`` is a leading '/' or '//' (the root of the context), not a step separator."""
+    if index == 0:
+        return True
+    before = tokens[index - 1]
+    if before.kind == "punct":
+        # ':=' and '!=' end in '='; '<' and '>' are left out: they also open and close direct element constructors.
+        return before.text in _PATH_STARTERS
+    return before.kind == "name" and before.text in _PATH_STARTER_WORDS
+
+
+def _declares_variable(tokens: list[Token], index: int) -> bool:
+    """Whether the '$' at ``index`` names the variable of a 'declare variable $name' (3 tokens before it)."""
+    return (
+        tokens[index].text == "$"
+        and index >= 2
+        and tokens[index - 1].text == "variable"
+        and tokens[index - 2].text == "declare"
+        and index + 1 < len(tokens)
+        and tokens[index + 1].kind == "name"
+        and tokens[index + 1].start == tokens[index].end
+    )
+
+
+def _begins_step(token: Token) -> bool:
+    return token.kind in ("name", "eqname") or token.text in ("/", "*", "@", "(", ".")
+
+
+def _prolog_end(tokens: list[Token], *, setters_only: bool = False) -> int:
+    """The offset just after the last ';' of the leading declarations (0 when there are none).
+
+    With ``setters_only``, stop before the first variable, function, context or option declaration.
+    """
     end = 0
     index = 0
     while (
         index + 1 < len(tokens) and tokens[index].text in _PROLOG_STARTS and tokens[index + 1].kind in ("name", "punct")
     ):
         if tokens[index + 1].kind == "punct" and tokens[index + 1].text != "%":
+            break
+        if setters_only and tokens[index].text == "declare" and tokens[index + 1].text not in _SETTERS:
             break
         depth = 0
         while index < len(tokens):
@@ -270,16 +339,16 @@ def _document_call(
         return index + 3
     if len(rest) == 2 and rest[0].kind == "string" and rest[1].text == ")":
         value = rest[0].text[1:-1]
-        if local == "collection" and COLLECTION_NAME.match(value):
-            result.collections.add(value)
-            replacements.append((call.start, rest[1].end, rewrite_collection(value)))
+        canonical = collection_path(value) if local == "collection" else None
+        if canonical is not None:
+            result.collections.add(canonical)
+            replacements.append((call.start, rest[1].end, rewrite_collection(canonical)))
             return index + 4
-        if local == "doc":
-            collection, _, document = value.partition("/")
-            if COLLECTION_NAME.match(collection) and DOCUMENT_NAME.match(document):
-                result.documents.add((collection, document))
-                replacements.append((call.start, rest[1].end, rewrite_document(collection, document)))
-                return index + 4
+        found = document_path(value) if local == "doc" else None
+        if found is not None:
+            result.documents.add(found)
+            replacements.append((call.start, rest[1].end, rewrite_document(*found)))
+            return index + 4
     if local == "collection":
         raise _refuse(
             "calls collection() with something other than a library collection's name",

@@ -1,0 +1,174 @@
+"""A profile applied: the tools a consumer sees under a profile's names, and its calls and results translated.
+
+Trust model: a face call's arguments are the model's, as hostile as any; translating them only renames and
+converts, and whatever cannot be converted is passed on as it came so that the executor's validation
+refuses it (and the audit records it) under the tool's own name. Nothing here runs a tool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from toolrig.definition import Tool
+from toolrig.errors import ErrorType, ToolError
+from toolrig.profiles import Face, Profile, Shaped
+from toolrig.registry import AnyTool
+from toolrig.result import ToolResult
+from toolrig.schema import json_kinds
+
+
+class FaceTool(Tool[BaseModel, BaseModel]):
+    """A toolrig tool as a profile shows it: the face's name, description and schema, the tool's flags.
+
+    Adapters render it like any tool (Anthropic, OpenAI, MCP, JSON); it is never registered or executed:
+    calls of it go through ``translate`` to the tool it stands for.
+    """
+
+    def __init__(self, face: Face, tool: AnyTool) -> None:
+        self.face = face
+        self.canonical = tool
+        self.name = face.name
+        self.description = face.description
+        self.group = tool.group
+        self.input_model = tool.input_model
+        self.output_model = tool.output_model
+        for flag in ("read_only", "destructive", "open_world", "terminal", "sequential"):
+            setattr(self, flag, getattr(tool, flag))
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.face.input_schema()
+
+    def output_schema(self) -> dict[str, Any] | None:
+        return None  # the face's results follow the foreign system's shape, which toolrig does not publish
+
+
+def faced(tools: Iterable[AnyTool], profile: Profile) -> list[AnyTool]:
+    """The tools as ``profile`` shows them: each tool once per face, tools without one under their own name.
+
+    A tool that no face stands for is left out when the profile has no ``extras``, or when its own name is
+    taken by a face (codebuff's ``write_file`` is toolrig's, reshaped).
+    """
+    tools = list(tools)
+    if profile.is_identity:
+        return tools
+    out: list[AnyTool] = []
+    face_names = {face.name for face in profile.faces}
+    for tool in tools:
+        faces = profile.faces_of(tool.name)
+        if faces:
+            out.extend(FaceTool(face, tool) for face in faces)
+        elif profile.extras and tool.name not in face_names:
+            out.append(tool)
+    return out
+
+
+@dataclass(slots=True)
+class Translated:
+    """A call in toolrig's terms: the tool's name and arguments, the face it came through, notes to add."""
+
+    name: str
+    args: Any
+    face: Face | None = None
+    face_args: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> Translated:
+    """A call of ``name`` under ``profile`` as a call of the toolrig tool (``tool``: that tool, if known)."""
+    face = profile.face(name)
+    if face is None:
+        return Translated(name, args)
+    parsed = args
+    if isinstance(args, str | bytes):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return Translated(face.tool, args, face)  # the executor explains the bad JSON
+    if parsed is None:
+        parsed = {}
+    if not isinstance(parsed, dict):
+        return Translated(face.tool, args, face)
+    # OpenAI strict mode sends every optional parameter, null when unused: null means "not given" here.
+    parsed = {key: value for key, value in parsed.items() if value is not None}
+    notes: list[str] = []
+    converted = face.args_in(dict(parsed), notes)
+    if tool is not None:
+        schema = tool.input_schema()
+        converted = _fit(converted, schema)
+        converted = _unsupported(converted, schema, face, notes)
+        known = schema.get("properties", {})
+        for key, value in face.tool_defaults.items():
+            if key in known and key not in converted:
+                converted[key] = value
+    return Translated(face.tool, converted, face, dict(parsed), notes)
+
+
+def _unsupported(args: dict[str, Any], schema: dict[str, Any], face: Face, notes: list[str]) -> dict[str, Any]:
+    """Drop, with a note, the face's documented parameters the tool does not take (yet): Read's ``pages``.
+
+    Only the face's own parameters: anything else the model sent goes on and the executor refuses it, so a
+    misspelt argument is an error, never silently lost.
+    """
+    known = schema.get("properties", {})
+    documented = face.schema.get("properties", {})
+    if schema.get("additionalProperties", True) is not False:
+        return args
+    for key in [k for k in args if k not in known and k in documented]:
+        args.pop(key)
+        notes.append(f"'{key}' is not supported by toolrig's {face.tool} yet; it was not used")
+    return args
+
+
+def _fit(args: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Join a list of strings into one command-line string where the tool takes a string (ripgrep flags)."""
+    properties = schema.get("properties", {})
+    defs = schema.get("$defs", {})
+    for key, value in list(args.items()):
+        node = properties.get(key)
+        if isinstance(value, list) and isinstance(node, dict) and all(isinstance(v, str) for v in value):
+            kinds = json_kinds(node, defs)
+            if kinds and "array" not in kinds and "string" in kinds:
+                args[key] = shlex.join(value)
+    return args
+
+
+def speak(profile: Profile, result: ToolResult) -> ToolResult:
+    """An error's hint in the profile's names: "call one of: read_files, run_command" names Read and Bash."""
+    hint = result.next_action_hint
+    if profile.is_identity or not result.is_error or not hint:
+        return result
+
+    def name(match: re.Match[str]) -> str:
+        faces = profile.faces_of(match.group(0))
+        return "/".join(face.name for face in faces) if faces else match.group(0)
+
+    spoken = re.sub(r"\b[a-z][a-z0-9_]*\b", name, hint)
+    return result if spoken == hint else result.model_copy(update={"next_action_hint": spoken})
+
+
+def shape_result(call: Translated, result: ToolResult) -> ToolResult:
+    """The tool's result in the face's shape; errors keep toolrig's contract, with the notes of translation."""
+    notes = [*call.notes, *result.notes]
+    if call.face is not None and result.is_error and result.error_type == ErrorType.INVALID_INPUT:
+        # The executor named the tool's own parameters; the model called the face, so name the face's too.
+        params = ", ".join(f"'{p}'" for p in call.face.schema.get("properties", {}))
+        hint = f"Fix the arguments and call {call.face.name} again. Its parameters are: {params}."
+        return result.model_copy(
+            update={"notes": [*notes, f"{call.face.name} stands for toolrig's {call.name}"], "next_action_hint": hint}
+        )
+    if call.face is None or call.face.result_out is None or result.is_error:
+        return result.model_copy(update={"notes": notes}) if call.notes else result
+    shaped = Shaped(result.output or {}, call.face_args, call.args if isinstance(call.args, dict) else {})
+    shaped.duration_ms = result.meta.duration_ms
+    try:
+        output = call.face.result_out(shaped)
+    except ToolError as err:
+        return ToolResult.from_error(err, notes=notes, meta=result.meta)
+    return result.model_copy(update={"output": output, "notes": notes})

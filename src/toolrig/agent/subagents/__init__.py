@@ -1,0 +1,1 @@
+"""Subagents: agent types, a child's narrowed permissions, and the hub that runs children (docs/agents.md)."""

@@ -1,0 +1,606 @@
+"""The runs of one Rig and their children: spawning, waiting, cancelling, results, lineage.
+
+A child is the same agent loop as its parent, on the same Rig, under its own agent id whose profile is the
+intersection of its type and its parent (``narrowing.py``); its calls go through the one gate like any
+other, audited with the child's agent id and task id. Ids are lineage: a root run's task id is its session
+id, and a child's is its parent's task id plus ``.N`` (``20261124-010203-abc123.2.1``), so an audit row's
+session column names the task and, by its prefix, every ancestor.
+
+The hub is installed once per Rig as ``executor.subagents``: the tools reach it only through
+``ToolContext.subagents``, never by importing the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolrig.agent.errors import RunError
+from toolrig.agent.subagents.narrowing import child_profile, min_or_none
+from toolrig.agent.subagents.types import AgentType, AgentTypes, load_agent_types
+from toolrig.agent.usage import Usage
+from toolrig.errors import ErrorType, ToolError
+from toolrig.events import (
+    ApprovalRequestEvent,
+    ApprovalResolvedEvent,
+    ChunkEvent,
+    Event,
+    SubagentDoneEvent,
+    SubagentProgressEvent,
+    SubagentStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from toolrig.agent.state import RunResult, RunState
+    from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.agent")
+
+UNSET: Any = object()
+STATUSES = ("started", "running", "done", "failed", "cancelled", "timed_out")
+ENDED = frozenset({"done", "failed", "cancelled", "timed_out"})
+SUMMARY_CHARS = 300
+PREVIEW_CHARS = 120
+
+
+@dataclass(eq=False)
+class RunNode:
+    """One live run known to the hub: a root run or a child."""
+
+    run: Any  # the loop's _Run
+    task_id: str
+    agent_id: str | None
+    depth: int
+    parent: RunNode | None = None
+    agent_type: str | None = None
+    spawns: tuple[str, ...] | None = None  # None: any type (a root run)
+    output_schema: dict[str, Any] | None = None
+    output: Any = UNSET
+    children: dict[str, Child] = field(default_factory=dict)
+    background: TaskGroup | None = None  # the run's own task group: background children end with the run
+    usage: Usage | None = None  # the run's running total (children's spend is added to it)
+    counter: int = 0
+    paused_spawns: dict[str, dict[str, Any]] = field(default_factory=dict)  # spawn call id -> saved children
+    resuming: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, read back from a RunState
+    decisions: Mapping[str, Any] = field(default_factory=dict)  # a person's decisions, for resumed children
+    limit: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))  # set on entering
+
+    @property
+    def root(self) -> RunNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+
+@dataclass(eq=False)
+class Child:
+    task_id: str
+    agent_id: str
+    agent_type: str
+    parent_task_id: str
+    prompt: str
+    started: float = field(default_factory=time.monotonic)
+    status: str = "started"
+    tool_calls: int = 0
+    last_tool: str | None = None
+    record: dict[str, Any] | None = None
+    paused: RunState | None = None  # the child stopped for approvals (a root run that pauses)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope | None = None
+    cancel_requested: bool = False
+    background: bool = False
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "agent_id": self.agent_id,
+            "agent_type": self.agent_type,
+            "status": self.status,
+            "tool_calls": self.tool_calls,
+            "elapsed_ms": round(self.elapsed_ms() if self.record is None else self.record["usage"]["duration_ms"]),
+            "prompt_preview": self.prompt[:PREVIEW_CHARS],
+        }
+
+
+@dataclass
+class Lineage:
+    """What a child's _Run is told about where it sits, before it starts."""
+
+    parent: RunNode
+    child: Child
+    kind: AgentType
+
+
+class SubagentHub:
+    """``ToolContext.subagents`` for every run on one Rig."""
+
+    def __init__(self, rig: Rig) -> None:
+        self.rig = rig
+        self.nodes: dict[str, RunNode] = {}
+        self._types: AgentTypes | None = None
+        self.children_started: dict[str, int] = {}  # per root task id
+        self.shared_memory: dict[str, str | None] = {}  # a child's agent id -> whose memory it uses
+
+    # ------------------------------------------------------------------ types
+
+    @property
+    def types(self) -> AgentTypes:
+        if self._types is None:
+            self._types = load_agent_types(self.rig.workspace.root, self.rig.loaded)
+        return self._types
+
+    def agent_types(self) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "source": t.source} for t in self.types.types.values()]
+
+    # ------------------------------------------------------------------ runs entering and leaving
+
+    def enter(self, run: Any, lineage: Lineage | None, usage: Usage, background: TaskGroup | None) -> RunNode:
+        if lineage is None:
+            node = RunNode(run, run.session_id, run.agent_id, 0, usage=usage, background=background)
+        else:
+            parent, child, kind = lineage.parent, lineage.child, lineage.kind
+            node = RunNode(
+                run,
+                child.task_id,
+                child.agent_id,
+                parent.depth + 1,
+                parent=parent,
+                agent_type=kind.name,
+                spawns=tuple(kind.profile.spawns),
+                output_schema=kind.profile.output_schema,
+                usage=usage,
+                background=background,
+            )
+        node.limit = anyio.Semaphore(self.rig.config.subagents.max_parallel)
+        resumed = getattr(run, "resumed_children", None)
+        if resumed:
+            node.counter = int(resumed.get("counter", 0))
+            node.resuming = dict(resumed.get("spawns", {}))
+            node.decisions = getattr(run, "resume_decisions", {})
+        self.nodes[node.task_id] = node
+        return node
+
+    def leave(self, node: RunNode) -> None:
+        self.nodes.pop(node.task_id, None)
+        if node.parent is None:
+            self.children_started.pop(node.task_id, None)
+
+    def node(self, session_id: str | None) -> RunNode:
+        found = self.nodes.get(session_id or "")
+        if found is None:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "Subagents are available only inside an agent run.",
+                next_action_hint="Do the work yourself with your other tools.",
+            )
+        return found
+
+    def memory_owner(self, agent_id: str | None) -> str | None:
+        if agent_id is None or not self.shared_memory:
+            return agent_id
+        return self.shared_memory.get(agent_id, agent_id)
+
+    # ------------------------------------------------------------------ set_output
+
+    def set_output(self, session_id: str | None, value: Any) -> None:
+        node = self.node(session_id)
+        if node.output_schema is not None:
+            problem = schema_problem(node.output_schema, value)
+            if problem is not None:
+                raise ToolError(
+                    ErrorType.INVALID_INPUT,
+                    f"The output does not match this agent's output schema: {problem}",
+                    next_action_hint="Call set_output again with a value that matches the schema; the last valid "
+                    "value is the result.",
+                )
+        node.output = value
+
+    # ------------------------------------------------------------------ spawning
+
+    async def spawn(
+        self, session_id: str | None, requests: list[dict[str, Any]], *, background: bool, call_id: str = ""
+    ) -> list[dict[str, Any]]:
+        node = self.node(session_id)
+        if call_id and call_id in node.resuming:
+            return await self._resume_spawn(node, call_id, node.resuming.pop(call_id))
+        settings = self.rig.config.subagents
+        if node.depth >= settings.max_depth:
+            raise ToolError(
+                ErrorType.DENIED,
+                f"Refused by policy: subagents may nest only {settings.max_depth} deep (subagents.max_depth), "
+                "and this run is that deep already.",
+                next_action_hint="Do the work yourself with your other tools.",
+            )
+        kinds = [self._kind_for(node, request) for request in requests]
+        root = node.root
+        started = self.children_started.get(root.task_id, 0)
+        if started + len(requests) > settings.max_children:
+            raise ToolError(
+                ErrorType.DENIED,
+                f"Refused by policy: this run may start {settings.max_children} subagents in all "
+                f"(subagents.max_children); {started} have started.",
+            )
+        self.children_started[root.task_id] = started + len(requests)
+        children = [self._new_child(node, kind, request) for kind, request in zip(kinds, requests, strict=True)]
+        if background:
+            if node.background is None:  # pragma: no cover - every run enters with its task group
+                raise ToolError(ErrorType.UNAVAILABLE, "Background subagents are not available in this run.")
+            for child, kind in zip(children, kinds, strict=True):
+                child.background = True
+                node.background.start_soon(self._run_child, node, child, kind)
+            return [
+                {"task_id": c.task_id, "agent_id": c.agent_id, "agent_type": c.agent_type, "status": c.status}
+                for c in children
+            ]
+        async with anyio.create_task_group() as group:
+            for child, kind in zip(children, kinds, strict=True):
+                group.start_soon(self._run_child, node, child, kind)
+        return self._collected(node, call_id, children)
+
+    def _collected(self, node: RunNode, call_id: str, children: list[Child]) -> list[dict[str, Any]]:
+        """The records in order; if a child paused for approvals, the parent's call pauses with it."""
+        if not any(c.paused is not None for c in children):
+            return [dict(c.record or {}) for c in children]
+        node.paused_spawns[call_id] = {
+            "children": [
+                {"task_id": c.task_id, "agent_id": c.agent_id, "agent_type": c.agent_type}
+                | ({"state": json.loads(c.paused.to_json())} if c.paused is not None else {"record": c.record})
+                for c in children
+            ]
+        }
+        pause_for_children(node.run, call_id)
+        raise ToolError(ErrorType.DENIED, "Paused: a subagent waits for a person's decision.")
+
+    async def _resume_spawn(self, node: RunNode, call_id: str, saved: dict[str, Any]) -> list[dict[str, Any]]:
+        """Finish a spawn that paused: finished children keep their records, paused ones resume."""
+        from toolrig.agent.state import RunState
+
+        children: list[Child] = []
+        async with anyio.create_task_group() as group:
+            for item in saved.get("children", []):
+                child = Child(str(item["task_id"]), str(item["agent_id"]), str(item["agent_type"]), node.task_id, "")
+                node.children[child.task_id] = child
+                children.append(child)
+                if "state" not in item:
+                    child.record, child.status = item.get("record") or {}, "done"
+                    child.done.set()
+                    continue
+                kind = self.types.get(child.agent_type)
+                if kind is None:
+                    raise ToolError(ErrorType.NOT_FOUND, f"The agent type {child.agent_type!r} is gone.")
+                state = RunState.from_json(json.dumps(item["state"]))
+                group.start_soon(self._run_child, node, child, kind, state)
+        return self._collected(node, call_id, children)
+
+    def _kind_for(self, node: RunNode, request: dict[str, Any]) -> AgentType:
+        name = str(request.get("agent_type") or "")
+        kind = self.types.get(name)
+        if kind is None:
+            known = ", ".join(self.types.names())
+            raise ToolError(
+                ErrorType.NOT_FOUND,
+                f"No agent type {name[:80]!r}.",
+                next_action_hint=f"Use one of: {known}.",
+            )
+        if node.spawns is not None and name not in node.spawns:
+            allowed = ", ".join(node.spawns) or "none"
+            raise ToolError(
+                ErrorType.DENIED,
+                f"Refused by policy: an agent of type {node.agent_type!r} may not spawn {name!r} "
+                f"(it may spawn: {allowed}).",
+            )
+        return kind
+
+    def _new_child(self, node: RunNode, kind: AgentType, request: dict[str, Any]) -> Child:
+        node.counter += 1
+        task_id = f"{node.task_id}.{node.counter}"
+        agent_id = f"{kind.name}-{secrets.token_hex(3)}"
+        while agent_id in self.rig.config.agents:  # pragma: no cover - 24 random bits
+            agent_id = f"{kind.name}-{secrets.token_hex(3)}"
+        prompt = str(request.get("prompt") or "")
+        params = request.get("params")
+        if params:
+            prompt += "\n\nParameters (JSON):\n" + json.dumps(params, ensure_ascii=False, indent=1)
+        child = Child(task_id, agent_id, kind.name, node.task_id, prompt)
+        node.children[task_id] = child
+        return child
+
+    async def _run_child(self, parent: RunNode, child: Child, kind: AgentType, resume: RunState | None = None) -> None:
+        root_emit = parent.run.sink.emit
+        result: RunResult | None = None
+        error: str | None = None
+        usage = Usage()
+        profile_set = False
+        try:
+            async with parent.limit:
+                with anyio.CancelScope() as scope:
+                    child.scope = scope
+                    if child.cancel_requested:
+                        scope.cancel()
+                    child.status = "running"
+                    root_emit(
+                        SubagentStartEvent(
+                            child.agent_id,
+                            child.task_id,
+                            child.agent_type,
+                            child.parent_task_id,
+                            child.prompt[:PREVIEW_CHARS],
+                        )
+                    )
+                    profile_set = True
+                    run = self._child_run(parent, child, kind)
+                    async with anyio.create_task_group() as ticker:
+                        ticker.start_soon(self._tick, child, root_emit)
+                        try:
+                            if resume is None:
+                                result = await run.start(child.prompt)
+                            else:
+                                result = await run.resume(resume, parent.decisions)
+                        except RunError as exc:
+                            usage = run.spent()
+                            child.status = "timed_out" if exc.kind == "timeout" else "failed"
+                            error = exc.message
+                        else:
+                            usage = result.usage
+                            child.status = "done"
+                            if result.stop_reason == "paused" and result.state is not None:
+                                child.status, child.paused = "paused", result.state
+                        finally:
+                            ticker.cancel_scope.cancel()
+                if scope.cancelled_caught:
+                    child.status = "cancelled"
+                    error = "cancelled"
+                    usage = run.spent()
+        except anyio.get_cancelled_exc_class():
+            child.status = "cancelled"
+            error = "the parent run was cancelled"
+            raise
+        finally:
+            if profile_set:
+                self.rig.set_agent_profile(child.agent_id, None)
+                self.shared_memory.pop(child.agent_id, None)
+            if result is None and child.status not in ENDED:
+                child.status = "failed"
+            record = self._record(parent, child, kind, result, usage, error)
+            child.record = record
+            if parent.usage is not None:
+                parent.usage.add(usage)  # the parent's budget covers what its children spend
+            root_emit(SubagentDoneEvent(child.task_id, child.status, dict(record["usage"]), error))
+            child.done.set()
+
+    def _child_run(self, parent: RunNode, child: Child, kind: AgentType) -> Any:
+        from toolrig.agent.loop import _Run
+        from toolrig.agent.state import RunOptions
+
+        prun = parent.run
+        settings = self.rig.config.subagents
+        own = kind.profile
+        parent_profile = self.rig.config.agents.get(prun.agent_id) if prun.agent_id else None
+        profile = child_profile(parent_profile, self.rig.governance.policy.mode(prun.agent_id), prun.offered, own)
+        remaining = None
+        if prun.budget is not None and parent.usage is not None:
+            remaining = max(prun.budget - parent.usage.cost_usd, 0.0)
+        same_model = own.model is None or own.model == prun.provider.settings.model
+        options = RunOptions(
+            model=None if same_model else own.model,
+            provider=prun.provider if same_model else None,
+            system_prompt=own.system_prompt,
+            max_turns=min(own.max_turns or settings.max_turns, settings.max_turns),
+            timeout=min_or_none(own.timeout_seconds, settings.timeout_seconds),
+            max_budget_usd=min_or_none(own.max_budget_usd, remaining),
+            approvals=root_channel(parent, child),
+            persist=prun.options.persist,
+            hooks=prun.options.hooks,
+            agent_id=child.agent_id,
+        )
+        # Registered before the run is built: the run's offered tools are read from its profile.
+        self.rig.set_agent_profile(child.agent_id, profile)
+        if own.shared_memory:
+            self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
+        return _Run(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind))
+
+    def _forwarder(self, parent: RunNode, child: Child) -> Any:
+        """The child's event sink: its tool events and text, tagged with its task id, go up to the parent."""
+        emit = parent.run.sink.emit
+        hide_text = self.rig.config.subagents.hide_child_text
+
+        def forward(event: Event) -> None:
+            if isinstance(event, ToolCallEvent) and event.task_id is None:
+                child.tool_calls += 1
+                child.last_tool = event.name
+                emit(replace(event, task_id=child.task_id))
+            elif isinstance(event, ToolResultEvent) and event.task_id is None:
+                emit(replace(event, task_id=child.task_id))
+            elif isinstance(event, ChunkEvent) and event.task_id is None:
+                if not hide_text:
+                    emit(replace(event, task_id=child.task_id))
+            elif isinstance(event, _PASSED_UP) or getattr(event, "task_id", None) is not None:
+                emit(event)  # a grandchild's, already tagged; approvals the root's front end must show
+
+        return forward
+
+    async def _tick(self, child: Child, emit: Any) -> None:
+        period = self.rig.config.subagents.progress_seconds
+        while True:
+            await anyio.sleep(period)
+            emit(SubagentProgressEvent(child.task_id, child.tool_calls, round(child.elapsed_ms(), 1), child.last_tool))
+
+    def _record(
+        self,
+        parent: RunNode,
+        child: Child,
+        kind: AgentType,
+        result: RunResult | None,
+        usage: Usage,
+        error: str | None,
+    ) -> dict[str, Any]:
+        """The result record, exactly: task_id, agent_type, status, output, summary, usage, error?"""
+        response = result.response if result is not None else ""
+        output: Any = None
+        node_output = result.output if result is not None else None
+        mode = kind.profile.output_mode
+        if result is not None:
+            if mode == "structured":
+                output = node_output
+                if output is None and child.status == "done":
+                    child.status = "failed"
+                    error = "the agent ended without a valid set_output value (its type's output is structured)"
+            elif mode == "all_messages":
+                from toolrig.agent.messages import messages_to_json
+
+                output = messages_to_json(result.new_messages)
+            else:
+                output = node_output if node_output is not None else response
+        summary = response.strip()[:SUMMARY_CHARS] if response else (error or "")
+        record: dict[str, Any] = {
+            "task_id": child.task_id,
+            "agent_type": child.agent_type,
+            "status": child.status,
+            "output": output,
+            "summary": summary,
+            "usage": {
+                "input": usage.input,
+                "output": usage.output,
+                "cost_usd": round(usage.cost_usd, 6),
+                "tool_calls": child.tool_calls,
+                "duration_ms": round(child.elapsed_ms(), 1),
+            },
+        }
+        if error is not None:
+            record["error"] = error
+        return record
+
+    # ------------------------------------------------------------------ list, wait, cancel
+
+    def children(self, session_id: str | None, status: str | None = None) -> list[dict[str, Any]]:
+        node = self.node(session_id)
+        return [c.row() for c in node.children.values() if status is None or c.status == status]
+
+    def owns(self, session_id: str | None, task_id: str) -> bool:
+        node = self.nodes.get(session_id or "")
+        return node is not None and task_id in node.children
+
+    async def wait(
+        self, session_id: str | None, task_ids: list[str], *, within: float, mode: str
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        node = self.node(session_id)
+        wanted = [node.children[t] for t in task_ids] if task_ids else list(node.children.values())
+        if not wanted:
+            return [], []
+
+        def satisfied() -> bool:
+            ended = [c for c in wanted if c.done.is_set()]
+            return len(ended) == len(wanted) if mode == "all" else bool(ended)
+
+        with anyio.move_on_after(within):
+            while not satisfied():
+                async with anyio.create_task_group() as group:
+                    for c in wanted:
+                        if not c.done.is_set():
+                            group.start_soon(_first_of, c.done, group)
+        ended = [dict(c.record or {}) for c in wanted if c.done.is_set()]
+        pending = [c.task_id for c in wanted if not c.done.is_set()]
+        return ended, pending
+
+    def cancel(self, session_id: str | None, task_id: str) -> dict[str, Any]:
+        node = self.node(session_id)
+        child = node.children.get(task_id)
+        if child is None:
+            raise ToolError(ErrorType.NOT_FOUND, f"No subagent task {task_id[:120]!r} of this run.")
+        if child.status not in ENDED:
+            child.cancel_requested = True
+            if child.scope is not None:
+                child.scope.cancel()
+        return {"task_id": task_id, "status": "cancelled" if child.status not in ENDED else child.status}
+
+
+_PASSED_UP = (ApprovalRequestEvent, ApprovalResolvedEvent, SubagentStartEvent, SubagentProgressEvent, SubagentDoneEvent)
+
+
+async def _first_of(event: anyio.Event, group: TaskGroup) -> None:
+    await event.wait()
+    group.cancel_scope.cancel()
+
+
+def root_channel(parent: RunNode, child: Child) -> Any:
+    """Where a child's approval requests go: the ROOT run's channel (terminal, MCP elicitation, callback).
+
+    The one place the child -> root routing lives. Under a root run that pauses for approvals
+    (``approvals="pause"``) a foreground child pauses too: its waiting calls travel in the root's RunState
+    and resume with it (``pause_for_children``). A background child cannot pause with the run (nobody waits
+    on it): its call is refused with that reason.
+    """
+    root = parent.root.run
+    channel = root._channel()
+    if channel is None:
+        return None  # the Rig's own channel (the router's fallback), as for the root
+    if root.pause is not None and channel is root.pause:
+        if child.background:
+            return _RefuseChannel(
+                "a background subagent's call needs approval, and this run pauses for approvals: "
+                "run the subagent in the foreground to have its call decided"
+            )
+        return "pause"
+    return channel
+
+
+def pause_for_children(run: Any, call_id: str) -> None:
+    """Mark the parent's spawning call as waiting, so the parent pauses at the end of its turn too."""
+    from toolrig.approvals import ApprovalRequest
+
+    if run.pause is None:  # pragma: no cover - a child pauses only under a run that pauses
+        return
+    reason = "waits for its subagents' calls to be decided"
+    run.pause.pending[call_id] = ApprovalRequest(call_id, "spawn_agents", {}, reason=reason)
+
+
+class _RefuseChannel:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def decide(self, requests: Any) -> list[Any]:
+        from toolrig.approvals import ApprovalDecision
+
+        return [ApprovalDecision("deny", self.reason) for _ in requests]
+
+
+def schema_problem(schema: dict[str, Any], value: Any) -> str | None:
+    """The first way ``value`` breaks ``schema`` (a JSON Schema), as a sentence; None when it fits."""
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        cls = validators.validator_for(schema)
+        cls.check_schema(schema)
+        error = next(iter(sorted(cls(schema).iter_errors(value), key=lambda e: list(e.path))), None)
+    except SchemaError as exc:
+        return f"the agent type's output schema is itself invalid ({exc.message[:200]})"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.path) or "(the value)"
+    return f"at {where}: {error.message[:300]}"
+
+
+def install_hub(rig: Rig) -> SubagentHub:
+    """The Rig's hub, created on its first agent run."""
+    hub = rig.executor.subagents
+    if isinstance(hub, SubagentHub):
+        return hub
+    hub = SubagentHub(rig)
+    rig.executor.subagents = hub
+    return hub

@@ -1,0 +1,74 @@
+"""``toolrig agents list|show``: the agent types a run may spawn here, and where each was defined."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from toolrig.cli import ToolGroup
+
+if TYPE_CHECKING:
+    from toolrig.agent.subagents.types import AgentTypes
+
+command = ToolGroup("agents")
+command.help = (
+    "Agent types (config `agents:`, .toolrig/agents, .agents/agents, .claude/agents, ~/.toolrig/agents): "
+    "list and show them; the delegation tools are here too."
+)
+
+_root = click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+
+
+def _types(rig_root: Path) -> AgentTypes:
+    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.cli import make_rig
+
+    rig = make_rig(rig_root)
+    try:
+        return load_agent_types(rig.workspace.root, rig.loaded, log_warnings=False)
+    finally:
+        rig.close()
+
+
+@command.command("list")
+@_root
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per agent type.")
+def list_agents(rig_root: Path, as_json: bool) -> None:
+    """The agent types, first definition of a name winning: config, project (trusted only), user, built-in."""
+    found = _types(rig_root)
+    for kind in found.types.values():
+        if as_json:
+            item = {"name": kind.name, "description": kind.description, "source": kind.source}
+            click.echo(json.dumps({**item, "location": kind.location}, ensure_ascii=False))
+        else:
+            click.echo(f"{kind.name:24} {kind.source:8} {kind.description[:70]}  ({kind.location})")
+    for warning in found.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@command.command("show")
+@click.argument("name")
+@_root
+@click.option("--json", "as_json", is_flag=True, help="The type's settings as JSON.")
+def show(name: str, rig_root: Path, as_json: bool) -> None:
+    """One agent type: where it came from, its settings and its system prompt."""
+    found = _types(rig_root)
+    kind = found.get(name)
+    if kind is None:
+        click.echo(f"toolrig: error: no agent type {name!r} (known: {', '.join(found.names())})", err=True)
+        raise SystemExit(1)
+    settings = kind.profile.model_dump(mode="json", exclude_defaults=True)
+    prompt = settings.pop("system_prompt", None)
+    if as_json:
+        data = {"name": kind.name, "source": kind.source, "location": kind.location, **settings}
+        click.echo(json.dumps({**data, "system_prompt": prompt}, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"{kind.name} ({kind.source}: {kind.location})")
+    for key, value in settings.items():
+        click.echo(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+    if prompt:
+        click.echo("")
+        click.echo(prompt)

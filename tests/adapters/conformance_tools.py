@@ -1,0 +1,281 @@
+"""The MCP conformance suite's fixture tools, as an ordinary toolrig tool plugin.
+
+The suite (``@modelcontextprotocol/conformance``) calls tools by fixed names and checks what comes back.
+These are plain toolrig tools: the test installs them the way a user installs a plugin (an entry point
+in the ``toolrig.tools`` group), and they reach the client only through their ToolContext (progress,
+log lines), so what the suite checks is toolrig's own path from a tool to an MCP client.
+
+The suite's resources are served by read-only tools that declare a ``resource_uri``, and its prompts
+are Agent Skills (``SKILLS``), so they too are what a user would write.
+
+Results beyond text (image, audio, an embedded resource, all three mixed) attach content parts to an
+ordinary output, as a tool reading an image file does.
+
+Left out: the binary resource (a resource read carries text only), sampling (a tool has no way to ask
+the client's model through its ToolContext), and the two elicitation-schema ones (``ask_user`` builds
+its own form from its options; a tool cannot send a JSON Schema with defaults or the five enum shapes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from tests.media_tools import WAV, tiny_png
+from toolrig import Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from toolrig.content import AudioPart, ImagePart, ResourcePart
+from toolrig.errors import ErrorType
+
+SIMPLE_TEXT = "This is a simple text response for testing."
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class Text(ToolOutput):
+    text: str
+
+
+class SimpleText(Tool[NoInput, Text]):
+    name = "test_simple_text"
+    group = "conformance"
+    description = "Returns a simple text response (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text=SIMPLE_TEXT)
+
+
+class ErrorHandling(Tool[NoInput, Text]):
+    name = "test_error_handling"
+    group = "conformance"
+    description = "Always fails (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        raise ToolError(ErrorType.INVALID_INPUT, "This tool intentionally returns an error for testing")
+
+
+class WithProgress(Tool[NoInput, Text]):
+    name = "test_tool_with_progress"
+    group = "conformance"
+    description = "Reports progress 0, 50 and 100 of 100 (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        for step in (0, 50, 100):
+            ctx.progress(step, 100)
+            await anyio.sleep(0.05)
+        return Text(text="Progress reported.")
+
+
+class WithLogging(Tool[NoInput, Text]):
+    name = "test_tool_with_logging"
+    group = "conformance"
+    description = "Logs three lines at info level while it runs (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        ctx.log("info", "Tool execution started")
+        await anyio.sleep(0.05)
+        ctx.log("info", "Tool processing data")
+        await anyio.sleep(0.05)
+        ctx.log("info", "Tool execution completed")
+        return Text(text="Logged three lines.")
+
+
+class Reconnection(Tool[NoInput, Text]):
+    """A call long enough for the server to close its SSE stream (``--sse-poll-after 0``) and be resumed."""
+
+    name = "test_reconnection"
+    group = "conformance"
+    description = "Takes a moment, so the client has to resume the stream for the result (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        await anyio.sleep(0.1)
+        return Text(text="Reconnection test completed.")
+
+
+class MessageIn(ToolInput):
+    message: str
+
+
+class Elicitation(Tool[MessageIn, Text]):
+    """Asks its user through ``ctx.approvals.ask_user``; over MCP that is an ``elicitation/create`` form."""
+
+    name = "test_elicitation"
+    group = "conformance"
+    description = "Asks the user a question and returns the answer (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: MessageIn, ctx: ToolContext) -> Text:
+        question = {"question": input.message, "header": "Your details", "allow_other_text": True}
+        answers = await ctx.approvals.ask_user(
+            [question], call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id
+        )
+        return Text(text=f"User response: {answers!r}")
+
+
+class Address(BaseModel):
+    street: str | None = None
+    city: str | None = None
+
+
+class Person(ToolInput):
+    name: str | None = None
+    address: Address | None = None
+
+
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "additionalProperties": False,
+}
+
+
+class JsonSchema202012(Tool[Person, Text]):
+    """A tool whose published schema uses 2020-12 keywords ($schema, $defs, $ref) that must reach the client."""
+
+    name = "json_schema_2020_12_tool"
+    group = "conformance"
+    description = "Tool with JSON Schema 2020-12 features (MCP conformance fixture)."
+    read_only = True
+
+    def input_schema(self) -> dict[str, Any]:
+        return SCHEMA_2020_12
+
+    async def execute(self, input: Person, ctx: ToolContext) -> Text:
+        return Text(text=f"Hello {input.name or 'nobody'}.")
+
+
+class StaticText(Tool[NoInput, Text]):
+    """A resource the plugin serves: ``resource_uri`` makes the MCP server read it by calling the tool."""
+
+    name = "test_static_text"
+    group = "conformance"
+    description = "The static text resource (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://static-text"
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="This is the content of the static text resource.")
+
+
+class Watched(Tool[NoInput, Text]):
+    name = "test_watched_resource"
+    group = "conformance"
+    description = "A resource clients subscribe to (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://watched-resource"
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Watched resource content.")
+
+
+class TemplateIn(ToolInput):
+    id: str
+
+
+class TemplateData(ToolOutput):
+    id: str
+    templateTest: bool  # the suite's field name
+    data: str
+
+
+class Template(Tool[TemplateIn, TemplateData]):
+    name = "test_template_data"
+    group = "conformance"
+    description = "Data for an id, as the resource template test://template/{id}/data (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://template/{id}/data"
+
+    async def execute(self, input: TemplateIn, ctx: ToolContext) -> TemplateData:
+        return TemplateData(id=input.id, templateTest=True, data=f"Data for ID: {input.id}")
+
+
+class ImageContent(Tool[NoInput, Text]):
+    name = "test_image_content"
+    group = "conformance"
+    description = "Returns a small PNG as image content (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="A red square.").attach_content(ImagePart.of(tiny_png(), "image/png"))
+
+
+class AudioContent(Tool[NoInput, Text]):
+    name = "test_audio_content"
+    group = "conformance"
+    description = "Returns a silent WAV as audio content (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Silence.").attach_content(AudioPart.of(WAV, "audio/wav"))
+
+
+EMBEDDED = ResourcePart(
+    uri="test://embedded-resource", media_type="text/plain", text="This is an embedded resource content."
+)
+
+
+class EmbeddedResource(Tool[NoInput, Text]):
+    name = "test_embedded_resource"
+    group = "conformance"
+    description = "Returns an embedded text resource (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="An embedded resource.").attach_content(EMBEDDED)
+
+
+class MixedContent(Tool[NoInput, Text]):
+    name = "test_multiple_content_types"
+    group = "conformance"
+    description = "Returns text, an image and a resource in one result (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="Multiple content types test.").attach_content(ImagePart.of(tiny_png(), "image/png"), EMBEDDED)
+
+
+TOOLS = [
+    ImageContent,
+    AudioContent,
+    EmbeddedResource,
+    MixedContent,
+    SimpleText,
+    ErrorHandling,
+    WithProgress,
+    WithLogging,
+    Reconnection,
+    JsonSchema202012,
+    Elicitation,
+    StaticText,
+    Watched,
+    Template,
+]
+
+# The suite's prompts are skills in the user's skill folder (see conformance_peers.install_skills).
+SKILLS = {
+    "test_simple_prompt": """---
+name: test_simple_prompt
+description: A simple prompt without arguments (MCP conformance fixture).
+---
+This is a simple prompt for testing.
+""",
+    "test_prompt_with_arguments": """---
+name: test_prompt_with_arguments
+description: A prompt with two arguments (MCP conformance fixture).
+arguments:
+  - {name: arg1, description: First test argument, required: true, values: [paris, park, party]}
+  - {name: arg2, description: Second test argument, required: true}
+---
+Prompt with arguments: arg1='${arg1}', arg2='${arg2}'
+""",
+}

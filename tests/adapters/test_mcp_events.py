@@ -1,0 +1,171 @@
+"""Resumable streamable HTTP: the event store, and a raw HTTP client that loses its stream and resumes it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp.types import JSONRPCNotification, JSONRPCRequest
+
+from tests.adapters.conformance_peers import fixture_server
+from toolrig.adapters.mcp_events import MemoryEventStore
+
+pytestmark = pytest.mark.anyio
+
+VERSION = "2025-11-25"
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def note(method: str) -> JSONRPCNotification:
+    return JSONRPCNotification(jsonrpc="2.0", method=method)
+
+
+def test_an_empty_store_still_counts_as_a_store() -> None:
+    assert MemoryEventStore()  # the SDK turns resumability off for a falsy store
+
+
+async def test_replay_sends_only_the_later_events_of_the_same_stream() -> None:
+    store = MemoryEventStore()
+    priming = await store.store_event("a", None)
+    first = await store.store_event("a", note("one"))
+    await store.store_event("b", note("other stream"))
+    second = await store.store_event("a", note("two"))
+    sent: list[tuple[str | None, str]] = []
+
+    async def send(event: Any) -> None:
+        sent.append((event.event_id, event.message.method))
+
+    assert await store.replay_events_after(priming, send) == "a"
+    assert sent == [(first, "one"), (second, "two")]
+    sent.clear()
+    assert await store.replay_events_after(second, send) == "a"
+    assert sent == []
+
+
+async def test_an_event_id_the_store_never_gave_replays_nothing() -> None:
+    store = MemoryEventStore()
+    await store.store_event("a", note("one"))
+    sent: list[Any] = []
+
+    async def send(event: Any) -> None:
+        sent.append(event)
+
+    for bogus in ("", "1", "a:0", "../../etc", "x" * 10_000):
+        assert await store.replay_events_after(bogus, send) is None
+    assert sent == []
+
+
+async def test_event_ids_are_unguessable_and_the_store_keeps_only_the_newest() -> None:
+    store = MemoryEventStore(max_events=3)
+    ids = [await store.store_event("a", note(f"n{i}")) for i in range(5)]
+    assert len(set(ids)) == 5 and all(len(i) >= 16 for i in ids)
+    assert store.size == 3
+
+    async def send(event: Any) -> None:
+        pass
+
+    assert await store.replay_events_after(ids[0], send) is None  # evicted
+    assert await store.replay_events_after(ids[2], send) == "a"
+
+
+# ---------------------------------------------------------------------------------------- over the wire
+
+
+def sse_events(response: httpx2.Response) -> Iterator[dict[str, str]]:
+    """The events of an SSE body as they arrive: {'id', 'retry', 'data'} (fields that came)."""
+    event: dict[str, str] = {}
+    for line in response.iter_lines():
+        if not line:
+            if event:
+                yield event
+            event = {}
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        event[field] = event[field] + "\n" + value if field == "data" and field in event else value
+
+
+def rpc(method: str, params: dict[str, Any], id: int | None = None) -> str:
+    message = JSONRPCRequest(jsonrpc="2.0", id=id, method=method, params=params) if id is not None else None
+    body = message.model_dump(by_alias=True, exclude_none=True) if message else {"jsonrpc": "2.0", "method": method}
+    return json.dumps(body)
+
+
+def open_session(client: httpx2.Client, url: str) -> dict[str, str]:
+    """Initialize at 2025-11-25 (the version that resumes streams); the headers later requests carry."""
+    params = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    with client.stream("POST", url, content=rpc("initialize", params, 1), headers=HEADERS) as response:
+        assert response.status_code == 200
+        session = response.headers["mcp-session-id"]
+        response.read()
+    headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": VERSION}
+    assert client.post(url, content=rpc("notifications/initialized", {}), headers=headers).status_code == 202
+    return headers
+
+
+def result_of(events: Iterator[dict[str, str]], request_id: int) -> tuple[dict[str, Any] | None, str | None]:
+    """Read until the response to ``request_id`` (or the stream's end): (the response, the last event id)."""
+    last = None
+    for event in events:
+        last = event.get("id", last)
+        if event.get("data"):
+            message = json.loads(event["data"])
+            if message.get("id") == request_id:
+                return message, last
+    return None, last
+
+
+def resume(client: httpx2.Client, url: str, headers: dict[str, str], last_id: str, request_id: int) -> dict[str, Any]:
+    get_headers = {**headers, "accept": "text/event-stream", "last-event-id": last_id}
+    get_headers.pop("content-type")
+    with client.stream("GET", url, headers=get_headers) as response:
+        assert response.status_code == 200
+        message, _ = result_of(sse_events(response), request_id)
+    assert message is not None, "the resumed stream did not carry the call's result"
+    return message
+
+
+@pytest.mark.slow
+@pytest.mark.servers
+def test_a_stream_the_server_closes_mid_call_resumes_with_last_event_id_and_delivers_the_result(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    with (
+        fixture_server(workspace, toolrig_home, tmp_path / "site", "--sse-poll-after", "0") as url,
+        httpx2.Client(timeout=30) as client,
+    ):
+        headers = open_session(client, url)
+        call = rpc("tools/call", {"name": "test_reconnection", "arguments": {}}, 7)
+        with client.stream("POST", url, content=call, headers=headers) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            events = list(sse_events(response))
+        priming = events[0]
+        assert priming["id"] and priming.get("data", "") == "" and priming["retry"] == "1000"
+        message, last_id = result_of(iter(events), 7)
+        assert message is None, "the server was told to close the stream before the result"
+        assert last_id is not None
+        result = resume(client, url, headers, last_id, 7)
+        assert result["result"]["isError"] is False
+        assert "Reconnection test completed." in result["result"]["content"][0]["text"]
+
+
+@pytest.mark.slow
+@pytest.mark.servers
+def test_a_client_that_drops_its_stream_mid_call_gets_the_result_when_it_resumes(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    with (
+        fixture_server(workspace, toolrig_home, tmp_path / "site") as url,
+        httpx2.Client(timeout=30) as client,
+    ):
+        headers = open_session(client, url)
+        call = rpc("tools/call", {"name": "test_reconnection", "arguments": {}}, 8)
+        with client.stream("POST", url, content=call, headers=headers) as response:
+            priming = next(sse_events(response))  # then the connection goes away, mid-call
+        assert priming["id"]
+        result = resume(client, url, headers, priming["id"], 8)
+        assert "Reconnection test completed." in result["result"]["content"][0]["text"]

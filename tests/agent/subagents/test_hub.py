@@ -1,0 +1,475 @@
+"""Subagents against the scripted provider servers, on both wire protocols (the ``provider`` fixture)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.agent import sample_tools
+from tests.agent.fake_llm import Call, Text, reply
+from toolrig.agent import RunOptions, run_agent
+from toolrig.events import (
+    Event,
+    SubagentDoneEvent,
+    SubagentStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from toolrig.policy.audit import AuditLog
+
+pytestmark = pytest.mark.anyio
+
+
+def spawn(call_id: str, *children: tuple[str, str], background: bool = False) -> Call:
+    agents = [{"agent_type": t, "prompt": p} for t, p in children]
+    return Call(call_id, "spawn_agents", json.dumps({"agents": agents, "background": background}))
+
+
+def result_of(body_results: list[str], call: str) -> dict[str, Any]:
+    for text in body_results:
+        if call in text:
+            return dict(json.loads(text))
+    raise AssertionError(f"no result mentions {call}")
+
+
+async def test_three_children_run_in_parallel_and_return_in_order(
+    agent_tools_rig: Any, converse: Any, workspace: Any
+) -> None:
+    sample_tools.reset_probe(parties=3)
+    converse(
+        {
+            "PARENT": [
+                reply(spawn("p1", ("general", "job ALPHA"), ("general", "job BETA"), ("general", "job GAMMA"))),
+                reply(Text("all three done")),
+            ],
+            "ALPHA": [reply(Call("a1", "rendezvous", '{"name": "alpha"}')), reply(Text("alpha finished"))],
+            "BETA": [reply(Call("b1", "rendezvous", '{"name": "beta"}')), reply(Text("beta finished"))],
+            "GAMMA": [reply(Call("g1", "rendezvous", '{"name": "gamma"}')), reply(Text("gamma finished"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    result = await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    assert result.response == "all three done"
+    # rendezvous finishes only when all three are inside it at once: the children overlapped.
+    log = sample_tools.PROBE.log
+    assert {e for e in log if e.startswith("start:")} == {"start:alpha", "start:beta", "start:gamma"}
+    assert max(i for i, e in enumerate(log) if e.startswith("start:")) < min(
+        i for i, e in enumerate(log) if e.startswith("end:")
+    )
+    starts = [e for e in events if isinstance(e, SubagentStartEvent)]
+    dones = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert len(starts) == 3 and {d.status for d in dones} == {"done"}
+    root = result.session_id
+    assert sorted(s.task_id for s in starts) == [f"{root}.1", f"{root}.2", f"{root}.3"]
+    assert all(s.parent_task_id == root and s.agent_type == "general" for s in starts)
+    tagged = [e for e in events if isinstance(e, ToolCallEvent | ToolResultEvent) and e.task_id is not None]
+    assert {e.task_id for e in tagged} == {s.task_id for s in starts}
+    # The parent's tool result: one record per child, in the order asked.
+    [spawned] = [e for e in events if isinstance(e, ToolResultEvent) and e.task_id is None]
+    assert spawned.name == "spawn_agents" and not spawned.is_error
+    audit = AuditLog(workspace / ".toolrig")
+    rows = list(audit.query(tool="rendezvous"))
+    by_agent = {s.agent_id: s.task_id for s in starts}
+    assert {(r.agent, r.session) for r in rows} == set(by_agent.items())
+    audit.close()
+    rig.close()
+
+
+async def test_foreground_results_follow_the_record_shape_in_order(
+    agent_tools_rig: Any, converse: Any, llm: Any
+) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "say ONE"), ("general", "say TWO"))), reply(Text("ok"))],
+            "ONE": [reply(Text("one"))],
+            "TWO": [reply(Text("two"))],
+        }
+    )
+    rig = agent_tools_rig()
+    result = await run_agent("PARENT", RunOptions(), rig=rig)
+    last = [b for b in llm.bodies() if "PARENT" in json.dumps(b)[:20_000]][-1]
+    from tests.agent.subagents.conversations import tool_results
+
+    [text] = [t for t in tool_results(last) if "results" in t]
+    records = json.loads(text)["output"]["results"]
+    assert [r["output"] for r in records] == ["one", "two"]
+    assert [r["task_id"] for r in records] == [f"{result.session_id}.1", f"{result.session_id}.2"]
+    for record in records:
+        assert set(record) == {"task_id", "agent_type", "status", "output", "summary", "usage"}
+        assert set(record["usage"]) == {"input", "output", "cost_usd", "tool_calls", "duration_ms"}
+        assert record["status"] == "done"
+    # The parent's usage includes the children's: three model turns of 100 input tokens... plus the parent's two.
+    assert result.usage.input == 100 * 4
+    rig.close()
+
+
+async def test_a_child_cannot_call_a_tool_its_parent_lacks_and_the_refusal_is_audited_with_lineage(
+    agent_tools_rig: Any, converse: Any, workspace: Any
+) -> None:
+    probe = sample_tools.reset_probe()
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "try SNEAKY"))), reply(Text("done"))],
+            "SNEAKY": [reply(Call("s1", "note", '{"name": "x"}')), reply(Text("it was refused"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    result = await run_agent("PARENT", RunOptions(tools_deny=["note"]), rig=rig, on_event=events.append)
+    [refused] = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "note"]
+    assert refused.is_error and refused.task_id == f"{result.session_id}.1"
+    assert "not offered" in refused.preview or "denied" in refused.preview
+    [start] = [e for e in events if isinstance(e, SubagentStartEvent)]
+    audit = AuditLog(workspace / ".toolrig")
+    [row] = audit.query(tool="note")
+    assert row.decision == "deny" and row.agent == start.agent_id and row.session == start.task_id
+    assert row.session.rsplit(".", 1)[0] == result.session_id  # the parent task id is the prefix
+    audit.close()
+    assert probe.log.count("note:start:x") == 0
+    rig.close()
+
+
+async def test_structured_output_is_validated_and_the_child_repairs_it(
+    agent_tools_rig: Any, converse: Any, llm: Any
+) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("counter", "count COUNTME"))), reply(Text("done"))],
+            "COUNTME": [
+                reply(Call("c1", "set_output", '{"output": {"n": "three"}}')),
+                reply(Call("c2", "set_output", '{"output": {"n": 3}}')),
+                reply(Text("counted")),
+            ],
+        }
+    )
+    config = {"agents": {"counter": {"description": "counts", "output_mode": "structured", "output_schema": schema}}}
+    events: list[Event] = []
+    rig = agent_tools_rig(config=config)
+    await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    results = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "set_output"]
+    assert [r.is_error for r in results] == [True, False]
+    assert "output schema" in results[0].preview
+    child_bodies = [b for b in llm.bodies() if "COUNTME" in json.dumps(b.get("messages", [])[:2])]
+    assert any("set_output" in json.dumps(b.get("system", "")) or "JSON Schema" in json.dumps(b) for b in child_bodies)
+    [done] = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert done.status == "done"
+    parent_last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
+    from tests.agent.subagents.conversations import tool_results
+
+    [text] = [t for t in tool_results(parent_last) if "results" in t]
+    assert json.loads(text)["output"]["results"][0]["output"] == {"n": 3}
+    rig.close()
+
+
+async def test_set_output_sets_a_top_level_runs_output(agent_tools_rig: Any, converse: Any) -> None:
+    converse({"TOP": [reply(Call("o1", "set_output", '{"output": [1, 2]}')), reply(Text("done"))]})
+    rig = agent_tools_rig()
+    result = await run_agent("TOP", RunOptions(), rig=rig)
+    assert result.output == [1, 2] and result.response == "done"
+    rig.close()
+
+
+async def test_depth_limit_refuses_a_grandchild(agent_tools_rig: Any, converse: Any) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("manager", "manage DEEP"))), reply(Text("done"))],
+            "DEEP": [reply(spawn("d1", ("general", "go DEEPER"))), reply(Text("could not"))],
+            "DEEPER": [reply(Text("should never run"))],
+        }
+    )
+    config = {"agents": {"manager": {"description": "delegates", "spawns": ["general"]}}, "subagents": {"max_depth": 1}}
+    events: list[Event] = []
+    rig = agent_tools_rig(config=config)
+    await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    [refused] = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "spawn_agents" and e.task_id]
+    assert refused.is_error and "max_depth" in refused.preview
+    assert len([e for e in events if isinstance(e, SubagentStartEvent)]) == 1
+
+
+async def test_a_child_may_spawn_only_its_types_spawns(agent_tools_rig: Any, converse: Any) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "try NESTED"))), reply(Text("done"))],
+            "NESTED": [reply(spawn("n1", ("general", "go INNER"))), reply(Text("could not"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    [refused] = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "spawn_agents" and e.task_id]
+    assert refused.is_error and "may not spawn" in refused.preview
+
+
+async def test_background_children_are_waited_for_with_wait_task(agent_tools_rig: Any, converse: Any, llm: Any) -> None:
+    from toolrig.tools.tasks import TOOLS as TASK_TOOLS
+
+    converse(
+        {
+            "PARENT": [
+                reply(spawn("p1", ("general", "bg LEFT"), ("general", "bg RIGHT"), background=True)),
+                reply(Call("w1", "wait_task", '{"mode": "all", "timeout_seconds": 60}')),
+                reply(Call("l1", "subagent_list", "{}")),
+                reply(Text("both done")),
+            ],
+            "LEFT": [reply(Text("left"))],
+            "RIGHT": [reply(Text("right"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig(tools=TASK_TOOLS)
+    result = await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    assert result.response == "both done" and result.stop_reason == "completed"
+    from tests.agent.subagents.conversations import tool_results
+
+    last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
+    parsed = [json.loads(t) for t in tool_results(last)]
+    waited = next(p["output"] for p in parsed if p.get("output", {}).get("task_status") == "waited")
+    assert waited["pending"] == [] and sorted(r["output"] for r in waited["ended"]) == ["left", "right"]
+    listed = next(p["output"]["subagents"] for p in parsed if "subagents" in p.get("output", {}))
+    assert [c["status"] for c in listed] == ["done", "done"]
+    rig.close()
+
+
+async def test_claude_style_task_alias_runs_one_child(agent_tools_rig: Any, converse: Any) -> None:
+    converse(
+        {
+            "PARENT": [
+                reply(
+                    Call("t1", "Task", '{"description": "look", "prompt": "look ALIASED", "subagent_type": "general"}')
+                ),
+                reply(Text("done")),
+            ],
+            "ALIASED": [reply(Text("looked"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    [result] = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "Task"]
+    assert not result.is_error and "looked" in result.preview
+
+
+async def test_child_approval_requests_reach_the_root_runs_channel(agent_tools_rig: Any, converse: Any) -> None:
+    from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
+
+    probe = sample_tools.reset_probe()
+    asked: list[ApprovalRequest] = []
+
+    async def answer(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision("allow_once")
+
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "ask ASKER"))), reply(Text("done"))],
+            "ASKER": [reply(Call("a1", "note", '{"name": "asked"}')), reply(Text("noted"))],
+        }
+    )
+    config = {"approvals": {"mode": "always", "batch_window_seconds": 0}}
+    events: list[Event] = []
+    rig = agent_tools_rig(config=config)
+    result = await run_agent("PARENT", RunOptions(approvals=CallbackChannel(answer)), rig=rig, on_event=events.append)
+    tools_asked = [r.tool for r in asked]
+    assert "note" in tools_asked
+    [note_request] = [r for r in asked if r.tool == "note"]
+    assert note_request.session_id == f"{result.session_id}.1"
+    assert probe.log.count("note:start:asked") == 1
+    rig.close()
+
+
+@pytest.mark.slow  # starts processes by design
+async def test_cancelling_the_parent_mid_child_leaves_no_process_behind(
+    agent_tools_rig: Any, converse: Any, workspace: Any
+) -> None:
+    from pathlib import Path
+
+    from toolrig.tools.shell import TOOLS as SHELL
+
+    marker = "31.4159"
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "sleep SLEEPER"))), reply(Text("never"))],
+            "SLEEPER": [reply(Call("s1", "run_command", json.dumps({"command": f"sleep {marker}"}))), reply(Text("x"))],
+        }
+    )
+
+    def sleepers() -> list[int]:
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in cmdline and state != "Z":
+                found.append(int(proc.name))
+        return found
+
+    abort = anyio.Event()
+    rig = agent_tools_rig(tools=SHELL)
+    outcome: list[Any] = []
+
+    async def drive() -> None:
+        outcome.append(await run_agent("PARENT", RunOptions(abort=abort), rig=rig))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(drive)
+            while not sleepers():
+                await anyio.sleep(0.05)
+            abort.set()
+    assert outcome[0].stop_reason == "aborted"
+    assert sleepers() == []
+    rig.close()
+
+
+RESUME_SCRIPT = """
+import json, anyio
+from tests.agent import sample_tools
+from toolrig.agent import RunState, resume_run
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+from toolrig.tools.agents import TOOLS
+
+async def main():
+    tools = [*sample_tools.agent_tools(), *TOOLS]
+    rig = Rig({root!r}, config=json.loads({config!r}), registry=Registry(tools))
+    state = RunState.from_json(open({state!r}).read())
+    result = await resume_run(state, {{"a1": "allow_once"}}, rig=rig)
+    print(json.dumps({{"response": result.response, "stop_reason": result.stop_reason,
+                      "session_id": result.session_id, "log": sample_tools.PROBE.log}}))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow  # starts processes by design
+async def test_a_childs_approval_pauses_the_root_and_resumes_in_another_process(
+    agent_tools_rig: Any, converse: Any, llm: Any, provider: str, workspace: Any
+) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.agent.conftest import agent_config
+    from tests.agent.subagents.conversations import tool_results
+    from toolrig.agent import RunState
+
+    probe = sample_tools.reset_probe()
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "be QUICK"), ("general", "ask ASKER"))), reply(Text("all done"))],
+            "QUICK": [reply(Text("quick"))],
+            "ASKER": [reply(Call("a1", "note", '{"name": "asked"}')), reply(Text("noted"))],
+        }
+    )
+    extra = {"tools": {"rules": [{"tool": "note", "verdict": "ask", "reason": "notes need a yes"}]}}
+    rig = agent_tools_rig(config=extra)
+    result = await run_agent("PARENT", RunOptions(approvals="pause"), rig=rig)
+    assert result.stop_reason == "paused" and result.state is not None
+    state = result.state
+    root = result.session_id
+    assert [(p.call_id, p.tool, p.needs_approval, p.task_id) for p in state.pending] == [
+        ("p1", "spawn_agents", False, None),
+        ("a1", "note", True, f"{root}.2"),
+    ]
+    assert state.pending[1].reason == "notes need a yes"
+    assert probe.log == []
+    text = state.to_json()
+    assert RunState.from_json(text).to_json() == text
+    rig.close()
+
+    state_file = workspace / "state.json"
+    state_file.write_text(text)
+    config = {**agent_config(llm, provider), **extra}
+    script = RESUME_SCRIPT.format(root=str(workspace), state=str(state_file), config=json.dumps(config))
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60, cwd=repo
+        )
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {
+        "response": "all done",
+        "stop_reason": "completed",
+        "session_id": root,
+        "log": ["note:start:asked", "note:end:asked"],
+    }
+    last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
+    [spawned] = [json.loads(t) for t in tool_results(last) if "results" in t]
+    records = spawned["output"]["results"]
+    assert [(r["task_id"], r["status"], r["output"]) for r in records] == [
+        (f"{root}.1", "done", "quick"),
+        (f"{root}.2", "done", "noted"),
+    ]
+
+
+async def test_hook_calls_of_a_child_carry_its_agent_id_and_task_id(agent_tools_rig: Any, converse: Any) -> None:
+    from toolrig.hooks import HookEvent, Hooks
+
+    seen: list[HookEvent] = []
+
+    class Recorder(Hooks):
+        async def before_tool(self, event: HookEvent) -> None:
+            seen.append(event)
+
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "add ADDER"))), reply(Text("done"))],
+            "ADDER": [reply(Call("a1", "add", '{"a": 1, "b": 2}')), reply(Text("3"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig()
+    result = await run_agent("PARENT", RunOptions(hooks=[Recorder()]), rig=rig, on_event=events.append)
+    [start] = [e for e in events if isinstance(e, SubagentStartEvent)]
+    by_tool = {e.tool: e for e in seen}
+    assert (by_tool["spawn_agents"].session_id, by_tool["spawn_agents"].agent_id) == (result.session_id, None)
+    assert (by_tool["add"].session_id, by_tool["add"].agent_id) == (start.task_id, start.agent_id)
+    assert start.parent_task_id == result.session_id
+    rig.close()
+
+
+async def test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on(
+    agent_tools_rig: Any, converse: Any
+) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("slow", "wait HANGER"))), reply(Text("went on"))],
+            "HANGER": [reply(Call("h1", "hang", "{}")), reply(Text("never"))],
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig(config={"agents": {"slow": {"description": "hangs", "timeout_seconds": 0.5}}})
+    result = await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
+    [done] = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert done.status == "timed_out" and result.response == "went on"
+    rig.close()
+
+
+async def test_a_childs_turn_budget_comes_from_its_type(agent_tools_rig: Any, converse: Any, llm: Any) -> None:
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("brief", "loop LOOPER"))), reply(Text("done"))],
+            "LOOPER": [reply(Call("l1", "add", '{"a": 1, "b": 1}')), reply(Text("summary after one turn"))],
+        }
+    )
+    rig = agent_tools_rig(config={"agents": {"brief": {"description": "one turn", "max_turns": 1}}})
+    await run_agent("PARENT", RunOptions(), rig=rig)
+    from tests.agent.subagents.conversations import first_user_text
+
+    child = [b for b in llm.bodies() if "LOOPER" in first_user_text(b)]
+    assert len(child) == 2  # one turn with tools, then the summary request (no more tools)
+    assert "You have used all 1 turns" in json.dumps(child[-1]["messages"][-1])
+    rig.close()

@@ -1,0 +1,43 @@
+"""A tool's image reaches the model through the real provider SDKs (scripted servers speak their wire format)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import agent_config
+from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.media_tools import Snapshot, tiny_png
+from toolrig.agent import run_agent
+from toolrig.agent.messages import messages_from_json, messages_to_json
+from toolrig.content import ImagePart
+from toolrig.registry import Registry
+from toolrig.rig import Rig
+
+pytestmark = pytest.mark.anyio
+PNG = ImagePart.of(tiny_png(), "image/png").data
+
+
+async def test_an_image_a_tool_returns_is_shown_to_the_model(llm: FakeLLM, workspace: Path, provider: str) -> None:
+    llm.script(reply(Call("call_1", "snapshot", '{"kinds": ["image"]}')), reply(Text("A red square.")))
+    rig = Rig(workspace, config=agent_config(llm, provider), registry=Registry([Snapshot()]))
+    result = await run_agent("What is in the picture?", rig=rig)
+    assert result.response == "A red square."
+    messages = llm.bodies()[1]["messages"]
+    if provider == "anthropic":
+        (block,) = [b for b in messages[-1]["content"] if b["type"] == "tool_result"]
+        assert json.loads(block["content"][0]["text"])["output"] == {"attached": ["image"]}
+        assert block["content"][1] == {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+        }
+    else:
+        # Chat completions tool messages hold text only: the image follows in a user message.
+        tool, user = messages[-2], messages[-1]
+        assert tool["role"] == "tool" and json.loads(tool["content"])["output"] == {"attached": ["image"]}
+        assert user["role"] == "user" and user["content"][0]["type"] == "text"
+        assert user["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    stored = messages_from_json(messages_to_json(result.new_messages))
+    assert stored[2].tool_results[0].media[0]["data"] == PNG  # sessions keep the image with its result
