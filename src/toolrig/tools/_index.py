@@ -8,9 +8,12 @@ against the catalog; after adding or renaming a built-in tool, regenerate it wit
 from __future__ import annotations
 
 GROUP_OF = {
+    "Agent": "agents",
+    "Task": "agents",
     "apply_patch": "patch",
     "ask_user": "interact",
     "calculate": "calculator",
+    "cancel_task": "agents",
     "capabilities_refresh": "capabilities",
     "code_search": "search",
     "complete_task": "tasks",
@@ -43,8 +46,11 @@ GROUP_OF = {
     "read_subtree": "files",
     "run_command": "shell",
     "send_email": "notify",
+    "set_output": "agents",
     "skill": "skills",
+    "spawn_agents": "agents",
     "str_replace": "edit",
+    "subagent_list": "agents",
     "suggest_followups": "interact",
     "tasks": "tasks",
     "tool_info": "toolsearch",
