@@ -1,6 +1,6 @@
 """Agent-loop overhead per model turn against the raw SDK stream, both reading the same local server.
 
-The server (``tests/agent/fake_llm.py``) runs in its own process and answers every request with the same
+The server (``tests/support/fake_llm.py``) runs in its own process and answers every request with the same
 bytes. Peer: the official SDK's stream iterated to the end (Anthropic ``messages.create(stream=True)``,
 OpenAI ``chat.completions.create(stream=True)``), one request per turn. Ours: ``run_agent`` on the same
 provider, sessions on (SQLite writes included) and off. Scenario "text" is one turn of 50 text
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
 import httpx2  # noqa: E402
-from tests.agent.sample_tools import add  # noqa: E402
+from tests.support.sample_tools import add  # noqa: E402
 
 from _harness import Series, alternate_async, fmt_seconds, print_table, result_line  # noqa: E402
 from toolrig.agent import RunOptions, run_agent  # noqa: E402
@@ -70,7 +70,7 @@ class FirstByte(httpx2.AsyncBaseTransport):
 
 def start_server(scenario: str) -> tuple[subprocess.Popen[str], int]:
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.agent.fake_llm", scenario],
+        [sys.executable, "-m", "tests.support.fake_llm", scenario],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

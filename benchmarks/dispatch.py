@@ -2,7 +2,9 @@
 
 Peers, measured alternately in the same run: a direct call, pydantic ``validate_call``, the openai-agents
 ``FunctionTool.on_invoke_tool`` path and a FastMCP in-memory client call. Target: executor overhead
-(ours minus the direct call) below 25 µs, and below the fastest framework peer.
+(ours minus the direct call) below 25 µs, and below the fastest framework peer. Sync tools: the hop to a
+worker thread (``anyio.to_thread.run_sync``) and a sync tool declared ``blocking=False``, which runs on the
+loop (target for a sync tool: <= 60 µs).
 
     python benchmarks/dispatch.py [--rounds N]
 """
@@ -15,6 +17,7 @@ import logging
 import tempfile
 
 import anyio
+import anyio.to_thread
 from pydantic import validate_call
 
 from _harness import Series, alternate_async, fmt_seconds, print_table, result_line
@@ -42,7 +45,9 @@ async def main(rounds: int, per_round: int) -> None:
     rig = Rig(
         workspace,
         config={"audit": {"enabled": False}},  # the executor alone; benchmarks/governance.py measures the audit
-        registry=Registry([tool(name="add")(add_async), tool(name="add_sync")(add)]),
+        registry=Registry(
+            [tool(name="add")(add_async), tool(name="add_sync")(add), tool(name="add_inline", blocking=False)(add)]
+        ),
     )
     args = {"a": 2, "b": 3}
     raw = json.dumps(args)
@@ -73,6 +78,15 @@ async def main(rounds: int, per_round: int) -> None:
         async def toolrig_sync_tool() -> object:
             return await rig.call("add_sync", args)
 
+        async def toolrig_inline_tool() -> object:
+            return await rig.call("add_inline", args)
+
+        def noop() -> int:
+            return 5
+
+        async def hop_anyio() -> object:
+            return await anyio.to_thread.run_sync(noop, abandon_on_cancel=True)
+
         contenders = {
             "direct call": direct,
             "pydantic validate_call": pydantic_validate_call,
@@ -80,6 +94,8 @@ async def main(rounds: int, per_round: int) -> None:
             "FastMCP in-memory client": fastmcp_in_memory,
             "toolrig rig.call (async tool)": toolrig_async_tool,
             "toolrig rig.call (sync tool, worker thread)": toolrig_sync_tool,
+            "toolrig rig.call (sync tool, blocking=False)": toolrig_inline_tool,
+            "bare hop: anyio.to_thread.run_sync": hop_anyio,
         }
         for fn in contenders.values():  # warm up: imports, caches, first-call paths
             for _ in range(200):
@@ -99,7 +115,11 @@ async def main(rounds: int, per_round: int) -> None:
     rows = [(name, fmt_seconds(s.median), fmt_seconds(max(s.median - direct_cost, 0.0))) for name, s in series.items()]
     print_table("Per-call cost (median over rounds)", rows, ("path", "per call", "overhead vs direct"))
     ours = series["toolrig rig.call (async tool)"].median - direct_cost
-    peers = {k: series[k].median - direct_cost for k in series if k not in ("direct call",) and "toolrig" not in k}
+    peers = {
+        k: series[k].median - direct_cost
+        for k in series
+        if k not in ("direct call",) and "toolrig" not in k and not k.startswith("bare hop")
+    }
     fastest_name = min(peers, key=lambda k: peers[k])
     framework = {k: v for k, v in peers.items() if k != "pydantic validate_call"}
     fastest_framework = min(framework, key=lambda k: framework[k])
@@ -107,6 +127,11 @@ async def main(rounds: int, per_round: int) -> None:
     print(f"fastest peer: {fastest_name} at {fmt_seconds(peers[fastest_name])} overhead")
     print(f"fastest tool-framework peer: {fastest_framework} at {fmt_seconds(framework[fastest_framework])} overhead")
     print(result_line("dispatch", ours, framework[fastest_framework], peer_name=fastest_framework.replace(" ", "_")))
+    async_tool = series["toolrig rig.call (async tool)"].median
+    sync = series["toolrig rig.call (sync tool, worker thread)"].median
+    print(result_line("dispatch_sync", sync, async_tool, peer_name="async_tool"))
+    inline = series["toolrig rig.call (sync tool, blocking=False)"].median
+    print(result_line("dispatch_inline", inline, async_tool, peer_name="async_tool"))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ toolrig -> keeper -> bash -> keeper), so note ``uptime`` with any figure.
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import tempfile
+import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -22,7 +25,19 @@ from toolrig import Rig
 from toolrig.sandbox.process import PidsCgroup
 
 
-async def main(rounds: int, per_round: int) -> None:
+async def spaced(contenders: dict[str, Callable[[], Awaitable[object]]], calls: int, gap: float) -> dict[str, float]:
+    """Median of single calls, each after ``gap`` idle seconds, contenders interleaved call by call."""
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(calls):
+        for name, fn in contenders.items():
+            await anyio.sleep(gap)
+            start = time.perf_counter()
+            await fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int) -> None:
     rig = Rig(tempfile.mkdtemp(), config={})
     rig_no_cgroup = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"max_processes": None}}})
 
@@ -58,11 +73,20 @@ async def main(rounds: int, per_round: int) -> None:
     print(f"containment: {sample.output['containment']}")
     ours = series["toolrig run_command('true')"].median
     print(result_line("run_command", ours, peer, peer_name="subprocess.run_bash_-c_true"))
+    if spaced_calls:
+        medians = await spaced(contenders, spaced_calls, gap_ms / 1000)
+        peer = medians["subprocess.run(['bash', '-c', 'true'])"]
+        rows = [(name, fmt_seconds(m), f"{m / peer:.2f}x") for name, m in medians.items()]
+        print_table(f"the same, one call every {gap_ms:g} ms (median)", rows, ("path", "per call", "vs peer"))
+        ours = medians["toolrig run_command('true')"]
+        print(result_line("run_command_spaced", ours, peer, gap_ms=gap_ms))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--per-round", type=int, default=40)
+    parser.add_argument("--gap-ms", type=float, default=100.0, help="idle time before each spaced call")
+    parser.add_argument("--spaced", type=int, default=15, help="spaced calls per contender (0: none)")
     options = parser.parse_args()
-    anyio.run(main, options.rounds, options.per_round)
+    anyio.run(main, options.rounds, options.per_round, options.gap_ms, options.spaced)

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._harness import machine, print_table  # noqa: E402
-from tests.agent.fake_llm import FakeLLM, Text, reply  # noqa: E402
 from tests.durable.postgres import postgres_server  # noqa: E402
 from tests.durable.support import access_for, config, install_rig  # noqa: E402
+from tests.support.fake_llm import FakeLLM, Text, reply  # noqa: E402
 
 
 def _answer(body: dict[str, object]) -> object:

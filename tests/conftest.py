@@ -14,7 +14,7 @@ from tests.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
 
 if TYPE_CHECKING:
-    from tests.agent.fake_llm import FakeLLM
+    from tests.support.fake_llm import FakeLLM
 
 Call = Callable[..., dict[str, Any]]
 
@@ -149,8 +149,8 @@ def smtp_servers(tls_ca: tuple[ssl.SSLContext, str]) -> Iterator[dict[str, SmtpS
 
 @pytest.fixture(scope="session")
 def llm_server() -> Iterator[FakeLLM]:
-    """A local server speaking the Anthropic and OpenAI wire protocols (tests/agent/fake_llm.py)."""
-    from tests.agent.fake_llm import FakeLLM
+    """A local server speaking the Anthropic and OpenAI wire protocols (tests/support/fake_llm.py)."""
+    from tests.support.fake_llm import FakeLLM
 
     server = FakeLLM().start()
     yield server
@@ -186,7 +186,6 @@ SLOW_FILES = frozenset(
         "tests/hostile/test_mcp_http_guard.py",
         "tests/stores/test_nothing_lost.py",
         "tests/test_dependencies.py",
-        "tests/adapters/test_mcp_server.py",  # 12 of its tests start `toolrig mcp serve` as a subprocess
         "tests/stores/memory/test_semantic.py",  # loads an embedding model
     }
 )
@@ -194,6 +193,7 @@ SLOW_TESTS = frozenset(
     {
         "tests/test_cli.py::test_the_installed_console_script_works_end_to_end",
         "tests/test_cli.py::test_help_does_not_import_provider_sdks_or_tool_modules",
+        "tests/test_cli.py::test_call_imports_only_the_called_tools_module_and_no_provider_sdk",
         "tests/test_readme.py::test_the_main_command_starts_the_mcp_server_it_promises",
         "tests/commands/test_mcp.py::test_serve_names_the_approval_mode_in_force_when_it_starts",
         # measured with --durations (load average ~10): each over 4 s

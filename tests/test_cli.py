@@ -132,6 +132,22 @@ def test_help_does_not_import_provider_sdks_or_tool_modules() -> None:
     assert "HEAVY []" in out.stderr, out.stderr
 
 
+def test_call_imports_only_the_called_tools_module_and_no_provider_sdk(workspace: Path) -> None:
+    argv = ["toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}', "--root", str(workspace)]
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('toolrig', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai', 'mcp')"
+        " or (m.startswith('toolrig.tools.') and m != 'toolrig.tools._index'))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert '"result": 42' in out.stdout, out
+    assert "LOADED ['toolrig.tools.calculator']" in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("args", [["--version"], ["tools", "--help"]])
 def test_other_entry_points_answer(args: list[str]) -> None:
     assert run(*args)[0] == 0

@@ -148,7 +148,7 @@ def test_untrusted_workspace_cannot_point_stores_at_another_server(
 def test_tool_settings_are_validated_by_the_tools_own_model(workspace: Path, toolrig_home: Path) -> None:
     from pydantic import BaseModel, ConfigDict
 
-    from tests.sample_tools import TextIn, TextOut
+    from tests.support.sample_tools import TextIn, TextOut
     from toolrig import Tool, ToolContext
     from toolrig.registry import Registry
 

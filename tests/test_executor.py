@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.sample_tools import WriteLater, all_tools
-from toolrig import Rig
+from tests.support.sample_tools import WriteLater, all_tools
+from toolrig import Rig, tool
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
@@ -76,6 +77,24 @@ async def test_an_unexpected_exception_is_internal_and_logged_with_traceback(
     assert "ZeroDivisionError" in (result.message or "")
     record = next(r for r in caplog.records if "boom" in r.getMessage())
     assert record.exc_info is not None
+
+
+async def test_a_sync_tool_declared_non_blocking_runs_on_the_event_loop_thread(workspace: Path) -> None:
+    @tool(name="where", blocking=False)
+    def where() -> int:
+        """Say which thread ran the call."""
+        return threading.get_ident()
+
+    @tool(name="where_blocking")
+    def where_blocking() -> int:
+        """Say which thread ran the call."""
+        return threading.get_ident()
+
+    rig = Rig(workspace, config={}, registry=Registry([where, where_blocking]))
+    inline = await rig.call("where", {})
+    hopped = await rig.call("where_blocking", {})
+    assert inline.output == {"result": threading.get_ident()}
+    assert hopped.output != {"result": threading.get_ident()}
 
 
 async def test_output_that_does_not_match_the_output_model_is_internal(srig: Rig) -> None:

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from tests.conftest import Call
-from tests.sample_tools import all_tools
+from tests.support.sample_tools import all_tools
 from toolrig import Rig, ToolError
 from toolrig.config import set_trust
 from toolrig.errors import ErrorType

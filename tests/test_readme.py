@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.agent.fake_llm import FakeLLM
+from tests.support.fake_llm import FakeLLM
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -43,7 +43,7 @@ def test_the_agent_example_runs_against_a_provider(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.agent.fake_llm import Call, Text, reply
+    from tests.support.fake_llm import Call, Text, reply
 
     agent = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": llm.anthropic_url, "api_key": "k"}
     (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"llm": agent}))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sample_tools import Echo, Refuse, SyncEcho
+from tests.support.sample_tools import Echo, Refuse, SyncEcho
 from toolrig.definition import Tool
 from toolrig.errors import DefinitionError
 from toolrig.registry import Registry, UnknownToolError
@@ -159,3 +159,26 @@ def test_a_tool_is_found_by_its_display_name_too() -> None:
 )
 def test_allow_and_deny_match_display_names(allow: list[str], deny: list[str], expected: list[str]) -> None:
     assert Registry([Displayed(), Echo()]).select(allow, deny).names() == expected
+
+
+def test_the_builtin_index_names_every_builtin_tool_and_its_group() -> None:
+    from toolrig.registry import builtin_index
+    from toolrig.tools import _index
+
+    hint = "regenerate: python -c 'import toolrig.registry as r; r.write_builtin_index()'"
+    assert builtin_index() == _index.GROUP_OF, hint
+
+
+def test_finding_a_builtin_tool_loads_its_group_only() -> None:
+    registry = Registry.default(entry_points=False)
+    assert registry.find("calculate") is not None
+    assert registry._pending and "builtin:calculator" not in registry._pending
+    assert {t.group for t in registry._tools.values()} == {"calculator"}
+
+
+def test_a_selection_stays_lazy_and_still_narrows() -> None:
+    chosen = Registry.default(entry_points=False).select(deny=["calculate"])
+    assert chosen._pending  # nothing imported by the selection itself
+    assert chosen.find("calculate") is None
+    assert chosen.find("run_command") is not None
+    assert "calculate" not in chosen.names() and "glob" in chosen.names()

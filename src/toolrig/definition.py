@@ -123,6 +123,9 @@ class Tool(Generic[InT, OutT]):
     subject_kind: str | None = None
     timeout_seconds: float | None = None
     is_async: bool = False
+    # A sync execute that never blocks (no I/O, no waiting, bounded CPU) runs on the event loop itself,
+    # skipping the hop to a worker thread; a timeout cannot interrupt it there.
+    blocking: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -285,6 +288,7 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         terminal: bool = False,
         sequential: bool = False,
         timeout_seconds: float | None = None,
+        blocking: bool = True,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -298,6 +302,7 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         self.sequential = sequential
         self.timeout_seconds = timeout_seconds
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.blocking = blocking
         self.input_model, self._ctx_param = _input_model_from(fn, self.name, param_docs)
         kind, self._subject_reader = subject_reader(self.input_model)
         if kind is not None:
@@ -347,6 +352,7 @@ def tool(
     terminal: bool = False,
     sequential: bool = False,
     timeout_seconds: float | None = None,
+    blocking: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None, /, **options: Any
@@ -356,6 +362,8 @@ def tool(
     Parameters become the input model (``Annotated[int, Field(description=...)]`` or a Google-style
     ``Args:`` section give per-parameter text); a parameter typed ``ToolContext`` receives the context.
     A return type that is a pydantic model is the output; anything else is wrapped as ``{"result": ...}``.
+    A sync function declared ``blocking=False`` (it never waits on I/O and its CPU is bounded) runs on the
+    event loop instead of a worker thread.
     """
     if fn is not None:
         return FunctionTool(fn, **options)

@@ -321,6 +321,8 @@ class Executor:
                 with anyio.move_on_after(limit) as scope:
                     if tool.is_async:
                         output = await tool.execute(validated, ctx)
+                    elif not tool.blocking:
+                        output = tool.execute(validated, ctx)  # declared never to block: no thread hop
                     else:
                         # The worker thread inherits the bound token through the copied context.
                         run = partial(tool.execute, validated, ctx)

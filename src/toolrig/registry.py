@@ -137,9 +137,16 @@ class Registry:
         return found
 
     def find(self, name: str) -> AnyTool | None:
-        """The tool called ``name``, or displayed as ``name`` (``server/tool``); None when there is none."""
+        """The tool called ``name``, or displayed as ``name`` (``server/tool``); None when there is none.
+
+        A built-in name loads only its own group (the index says which), not the whole catalog.
+        """
         if name not in self._tools and name not in self._aliases and self._pending:
-            self.load_all()
+            group = _builtin_group_of(name)
+            if group is not None and f"builtin:{group}" in self._pending:
+                self._load(f"builtin:{group}")
+            if name not in self._tools and name not in self._aliases:
+                self.load_all()
         found = self._tools.get(name)
         if found is None and name in self._aliases:
             found = self._tools.get(self._aliases[name])
@@ -178,12 +185,12 @@ class Registry:
         """
         allow, deny = list(allow), list(deny)
         chosen = Registry()
-        for item in self.load_local():
+        for item in sorted(self._tools.values(), key=lambda t: (t.group, t.name)):
             if (not allow or matches_any(item, allow)) and not matches_any(item, deny):
                 chosen.add(item, origin=self._origin[item.name])
-        for key in [k for k in self._pending if k in self._remote]:
-            # Still lazy: narrowed the same way when (if ever) the server is listed.
-            chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=True)
+        for key in self._pending:
+            # Still lazy: each group is narrowed the same way when (if ever) it is loaded.
+            chosen.add_lazy_group(key, self._narrowed_loader(key, allow, deny), remote=key in self._remote)
         return chosen
 
     def _narrowed_loader(
@@ -218,6 +225,35 @@ def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
         ):
             return True
     return False
+
+
+def builtin_index() -> dict[str, str]:
+    """Each built-in tool name and alias with its group, as the catalog says (imports every built-in group)."""
+    found: dict[str, str] = {}
+    for item in Registry.default(entry_points=False).list():
+        for name in (item.name, item.display_name, *getattr(item, "aliases", ())):
+            if name:
+                found[name] = item.group
+    return dict(sorted(found.items()))
+
+
+def write_builtin_index() -> None:
+    """Rewrite ``toolrig/tools/_index.py`` from the catalog (run after adding or renaming a built-in tool)."""
+    from pathlib import Path
+
+    from toolrig.tools import _index
+
+    path = Path(_index.__file__)
+    head, _, rest = path.read_text().partition("GROUP_OF = {\n")
+    _, _, tail = rest.partition("\n}\n")
+    lines = "".join(f'    "{name}": "{group}",\n' for name, group in builtin_index().items())
+    path.write_text(f"{head}GROUP_OF = {{\n{lines}}}\n{tail}")
+
+
+def _builtin_group_of(name: str) -> str | None:
+    from toolrig.tools._index import GROUP_OF
+
+    return GROUP_OF.get(name)
 
 
 def _builtin_loader(group: str) -> Callable[[], list[AnyTool]]:

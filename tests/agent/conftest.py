@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM
-from tests.agent.sample_tools import agent_tools
+from tests.support.fake_llm import FakeLLM
+from tests.support.sample_tools import agent_tools
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 

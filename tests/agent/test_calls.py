@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.agent.sample_tools import add, note, step
+from tests.support.sample_tools import add, note, step
 from toolrig.agent.calls import barrier_groups, preview
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.errors import ErrorType

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM, Text, reply
+from tests.support.fake_llm import FakeLLM, Text, reply
 from toolrig import Rig
 from toolrig.agent import RunOptions, run_agent
 from toolrig.agent.context import context_window, tool_list_tokens, tool_list_warning

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, run_agent
 from toolrig.definition import tool
 from toolrig.rig import Rig

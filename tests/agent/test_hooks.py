@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, run_agent
 from toolrig.errors import ErrorType, ToolError
 from toolrig.hooks import HookEvent, Hooks

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
 from tests.policy.conftest import last_row
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig import Rig
 from toolrig.agent import RunOptions, run_agent
 

@@ -6,8 +6,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.agent import sample_tools
-from tests.agent.fake_llm import Call, FakeLLM, Text, Thinking, error, reply
+from tests.support import sample_tools
+from tests.support.fake_llm import Call, FakeLLM, Text, Thinking, error, reply
 from toolrig.agent import RunError, RunOptions, run_agent, stream_agent
 from toolrig.events import Event
 

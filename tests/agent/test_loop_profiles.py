@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, run_agent
 from toolrig.policy.audit import AuditLog
 from toolrig.rig import Rig

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent import sample_tools
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.support import sample_tools
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, run_agent
 from toolrig.registry import Registry
 from toolrig.rig import Rig

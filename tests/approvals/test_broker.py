@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.policy.governed_tools import Shell, governed_tools
-from tests.sample_tools import TextIn, TextOut
+from tests.support.sample_tools import TextIn, TextOut
 from toolrig import Tool, ToolContext
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, fingerprint
 from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent, Event

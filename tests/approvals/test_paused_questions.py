@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.agent import sample_tools
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
 from tests.agent.test_loop import tool_results
+from tests.support import sample_tools
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, resume_run, run_agent
 from toolrig.approvals.channel import QuestionsApart
 from toolrig.approvals.paused import PauseChannel
@@ -61,7 +61,7 @@ async def test_a_paused_question_resumes_with_answers_in_a_new_process(
 
 RESUME = """
 import json, anyio
-from tests.agent import sample_tools
+from tests.support import sample_tools
 from toolrig.agent import RunState, resume_run
 from toolrig.registry import Registry
 from toolrig.rig import Rig

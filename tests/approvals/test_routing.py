@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.agent import sample_tools
 from tests.agent.conftest import agent_config
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
 from tests.agent.test_loop import tool_results
+from tests.support import sample_tools
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, RunState, resume_run, run_agent
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.events import Event
@@ -116,7 +116,7 @@ async def test_a_paused_run_saves_plain_json_and_resumes_in_another_process(
 
 RESUME_SCRIPT = """
 import json, anyio
-from tests.agent import sample_tools
+from tests.support import sample_tools
 from toolrig.agent import RunState, resume_run
 from toolrig.registry import Registry
 from toolrig.rig import Rig

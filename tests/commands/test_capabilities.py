@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from tests.agent.fake_llm import FakeLLM, Text, reply
+from tests.support.fake_llm import FakeLLM, Text, reply
 from toolrig.cli import app
 
 

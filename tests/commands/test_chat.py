@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.agent.fake_llm import Call, FakeLLM, Text, Thinking, reply
 from tests.commands.terminal import Terminal
+from tests.support.fake_llm import Call, FakeLLM, Text, Thinking, reply
 
 TOOLRIG = str(Path(sys.executable).parent / "toolrig")
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.agent.fake_llm import Call, FakeLLM, Text, error, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, error, reply
 from toolrig.cli import app
 
 TOOLRIG = str(Path(sys.executable).parent / "toolrig")

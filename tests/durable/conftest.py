@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM
 from tests.durable.support import access_for, config, follow_prompt, install_rig, tools
+from tests.support.fake_llm import FakeLLM
 from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
 from toolrig.registry import Registry

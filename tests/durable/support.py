@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import zlib
@@ -12,11 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from tests.agent.fake_llm import Call, FakeLLM, Reply, Text, reply
-from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from tests.support.fake_llm import Call, FakeLLM, Reply, Text, reply
+from tests.support.sample_tools import AppendLine, Gate
 from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
 from toolrig.durable.worker import Worker
@@ -24,54 +20,6 @@ from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.tools import cron as cron_tools
 from toolrig.tools import tasks as task_tools
-
-OUT = "out.txt"
-
-
-class AppendInput(ToolInput):
-    line: str = Field(max_length=200)
-
-
-class AppendOutput(ToolOutput):
-    appended: str
-
-
-class AppendLine(Tool[AppendInput, AppendOutput]):
-    """Appends one line to out.txt with O_APPEND (one write, so concurrent lines never interleave)."""
-
-    name = "append_line"
-    description = "Append a line to out.txt."
-
-    def execute(self, input: AppendInput, ctx: ToolContext) -> AppendOutput:
-        fd = os.open(ctx.workspace.root / OUT, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (input.line + "\n").encode())
-        finally:
-            os.close(fd)
-        return AppendOutput(appended=input.line)
-
-
-class GateInput(ToolInput):
-    pass
-
-
-class GateOutput(ToolOutput):
-    opened: bool
-
-
-class Gate(Tool[GateInput, GateOutput]):
-    """Blocks until the file ``release`` exists in the workspace: holds a run mid-task for a kill test."""
-
-    name = "gate"
-    description = "Wait for the release file."
-
-    def execute(self, input: GateInput, ctx: ToolContext) -> GateOutput:
-        release = ctx.workspace.root / "release"
-        pause = threading.Event()
-        deadline = time.monotonic() + 120
-        while not release.exists() and time.monotonic() < deadline:
-            pause.wait(0.05)
-        return GateOutput(opened=release.exists())
 
 
 def tools() -> list[Any]:

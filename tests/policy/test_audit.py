@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.policy.governed_tools import governed_tools
-from tests.sample_tools import all_tools
+from tests.support.sample_tools import all_tools
 from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry
 from toolrig.rig import Rig

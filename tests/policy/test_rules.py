@@ -364,13 +364,13 @@ def test_a_path_through_a_symlink_is_judged_where_it_leads(workspace: Path, tmp_
 )
 def test_argument_predicates(workspace: Path, condition: Any, value: Any, hit: bool) -> None:
     rules = policy(workspace, tools={"rules": [{"tool": "shapes", "args": {"x": condition}, "verdict": "deny"}]})
-    from tests.sample_tools import Shapes
+    from tests.support.sample_tools import Shapes
 
     assert (rules.decide(Shapes(), None, [], {"x": value}).verdict == "deny") is hit
 
 
 def test_a_predicate_on_a_missing_argument_never_matches(workspace: Path) -> None:
-    from tests.sample_tools import Shapes
+    from tests.support.sample_tools import Shapes
 
     rules = policy(workspace, tools={"rules": [{"tool": "*", "args": {"filter.value": {"gt": 1}}, "verdict": "deny"}]})
     assert rules.decide(Shapes(), None, [], {"filter": None}).verdict == "allow"

@@ -38,13 +38,16 @@ class ConfigWarning:
 
 def unmatched_names(config: Config, loaded: LoadedConfig | None, catalog: Registry) -> list[ConfigWarning]:
     """One warning per tool name or glob in config that matches no tool of the catalog."""
+    patterns = list(_patterns(config))
+    if not patterns:
+        return []  # nothing to check: do not import the whole catalog to find that out
     tools = catalog.load_local()  # an MCP server's tools are not listed here: that would start it
     remote = catalog.has_remote_pending
     # A profile's name (Bash, read_file) is a name of its tool too: suggested, and matched by _matches.
     names = sorted({n for t in tools for n in (t.name, t.display_name, *aliases_of(t.name)) if n})
     groups = sorted({t.group for t in tools})
     warnings: list[ConfigWarning] = []
-    for keys, pattern in _patterns(config):
+    for keys, pattern in patterns:
         if _matches(pattern, tools) or (remote and _may_be_remote(pattern)):
             continue
         file, line = loaded.where(*keys) if loaded is not None else (None, None)

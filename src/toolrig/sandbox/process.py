@@ -13,7 +13,6 @@ import codecs
 import contextlib
 import fnmatch
 import functools
-import itertools
 import json
 import logging
 import math
@@ -172,11 +171,12 @@ class Limits:
 class PidsCgroup:
     """A pids cgroup per command, where the kernel offers one.
 
-    It caps forks (root ignores RLIMIT_NPROC) and finds every process the command left behind, including
-    those that left its session or process group.
+    The launcher's spare keeper makes it and joins it before the command is even asked for (the join is the
+    slow part); toolrig empties and removes it once the command is over. It caps forks (root ignores
+    RLIMIT_NPROC) and finds every process the command left behind, including those that left its session or
+    process group.
     """
 
-    _counter = itertools.count(1)
     _base: Path | None = None
     _probed = False
     _lock = threading.Lock()
@@ -193,24 +193,14 @@ class PidsCgroup:
             return cls._base
 
     @classmethod
-    def create(cls, max_processes: int) -> PidsCgroup | None:
+    def forget_spares(cls) -> None:
+        """Remove the empty cgroups a killed launcher's idle spares left behind (toolrig's, by name)."""
         base = cls.base()
         if base is None:
-            return None
-        path = base / f"toolrig-{os.getpid()}-{next(cls._counter)}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(max_processes))
-        except OSError as exc:
-            log.debug("no pids cgroup for this command: %s", exc)
+            return
+        for path in base.glob(f"toolrig-spare-{os.getpid()}-*"):
             with contextlib.suppress(OSError):
                 path.rmdir()
-            return None
-        return cls(path)
-
-    @property
-    def procs_file(self) -> str:
-        return str(self.path / "cgroup.procs")
 
     def pids(self) -> list[int]:
         try:
@@ -218,8 +208,8 @@ class PidsCgroup:
         except (OSError, ValueError):
             return []
 
-    async def kill_all(self) -> None:
-        """SIGKILL everything in the cgroup until it is empty, then remove it (bounded: ~2 s)."""
+    async def kill_all(self) -> bool:
+        """SIGKILL everything in the cgroup until it is empty, then remove it (bounded: ~2 s); True once gone."""
         for _ in range(400):
             pids = self.pids()
             if not pids:
@@ -230,8 +220,22 @@ class PidsCgroup:
             await anyio.sleep(0.005)
         else:
             log.warning("processes still alive in %s after SIGKILL", self.path)
-        with contextlib.suppress(OSError):
+        try:
             self.path.rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
+
+
+def _command_cgroup(reported: str) -> PidsCgroup | None:
+    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it)."""
+    base = PidsCgroup.base()
+    path = Path(reported)
+    if base is None or path.parent != base or not path.name.startswith(f"toolrig-spare-{os.getpid()}-"):
+        return None
+    return PidsCgroup(path)
 
 
 def _find_pids_hierarchy() -> Path | None:
@@ -295,13 +299,14 @@ class Launcher:
     _lock = threading.Lock()
     _current: Launcher | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, base: Path | None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         script = Path(__file__).with_name("launcher.py")
         env = {"LC_ALL": "C.UTF-8"}  # nothing of toolrig's environment: commands may read their ancestors'
+        argv = [sys.executable, "-I", "-S", str(script), str(theirs.fileno()), str(base or ""), str(os.getpid())]
         with theirs:
             starter = subprocess.Popen(  # noqa: S603 - our own interpreter and script
-                [sys.executable, "-I", "-S", str(script), str(theirs.fileno())],
+                argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -311,15 +316,17 @@ class Launcher:
             starter.wait()  # it double-forks: the launcher's parent is not toolrig
         self.sock = ours
         self.owner = os.getpid()
+        self.base = base
 
     @classmethod
     def get(cls) -> Launcher:
+        base = PidsCgroup.base()
         with cls._lock:
             current = cls._current
-            if current is None or current.owner != os.getpid():
-                if current is not None:  # inherited through fork: the socket is the parent's launcher's
+            if current is None or current.owner != os.getpid() or current.base != base:
+                if current is not None:  # ours: its spare sees the end and it exits; inherited: the parent's
                     current.sock.close()
-                current = cls._current = cls()
+                current = cls._current = cls(base)
             return current
 
     @classmethod
@@ -342,6 +349,7 @@ class Launcher:
                         if cls._current is launcher:
                             cls._current = None
                     launcher.sock.close()
+                    PidsCgroup.forget_spares()
                     if attempt:
                         raise
         finally:
@@ -367,6 +375,8 @@ class Keeper:
         self.leader = 0
         self.pid = 0
         self.pidfd: int | None = None
+        self.cgroup: PidsCgroup | None = None  # the command's, made by the keeper: emptied and removed by us
+        self.cgroup_removed = False
         self.exit_code: int | None = None
         self.exited_flag = False
         self.over_limit = False
@@ -390,8 +400,9 @@ class Keeper:
             line, self._buffer = self._buffer.split(b"\n", 1)
             kind, _, rest = line.decode(errors="replace").partition(" ")
             if kind == "P":
-                leader, keeper = rest.split()
+                leader, keeper, cgroup = rest.split(" ", 2)
                 self.leader, self.pid = int(leader), int(keeper)
+                self.cgroup = _command_cgroup(cgroup)
                 with contextlib.suppress(OSError):
                     self.pidfd = os.pidfd_open(self.pid)
             elif kind == "X":
@@ -470,14 +481,9 @@ async def run_contained(
     called every ``progress_interval`` seconds while the command runs (MCP clients show it).
     """
     child_env = dict(env)
-    cgroup: PidsCgroup | None = None
-    count_limit: int | None = None
-    if limits.max_processes:
-        cgroup = PidsCgroup.create(limits.max_processes + 1)  # + 1: the keeper lives in it too
-        if cgroup is None:
-            count_limit = limits.max_processes
+    base = PidsCgroup.base() if limits.max_processes else None
     nproc = None
-    if limits.max_processes and cgroup is None and os.getuid() != 0:
+    if limits.max_processes and base is None and os.getuid() != 0:
         nproc = _user_process_count() + limits.max_processes
     if prelude and (args := limits.ulimit_args(nproc)):
         child_env["__TOOLRIG_ULIMITS"] = args
@@ -495,8 +501,8 @@ async def run_contained(
         "cwd": str(cwd),
         "env": child_env,
         "prelude": prelude,
-        "cgroup": cgroup.procs_file if cgroup is not None else None,
-        "count_limit": count_limit,
+        "pids_max": limits.max_processes + 1 if limits.max_processes and base else None,  # + 1: the keeper
+        "count_limit": limits.max_processes if limits.max_processes and not base else None,
     }
     started = time.perf_counter()
     keeper = Keeper(status_r)
@@ -507,8 +513,6 @@ async def run_contained(
             if fd >= 0:
                 os.close(fd)
         keeper.close()
-        if cgroup is not None:
-            await cgroup.kill_all()
         raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
     finally:
         for fd in fds:
@@ -535,14 +539,14 @@ async def run_contained(
             if scope.cancelled_caught:
                 timed_out = True
                 run.stopped = "timeout"
-            await _stop(keeper, kill_grace, cgroup)
+            await _stop(keeper, kill_grace)
             with anyio.move_on_after(_DRAIN_SECONDS):
                 for event in done:
                     await event.wait()
             group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await _stop(keeper, min(kill_grace, 1.0), cgroup)
+            await _stop(keeper, min(kill_grace, 1.0))
             keeper.close()
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -560,7 +564,7 @@ async def run_contained(
         duration_ms=(time.perf_counter() - started) * 1000,
         final_cwd=final_cwd,
         stopped=run.stopped,
-        containment=containment(limits, cgroup),
+        containment=containment(limits, keeper.cgroup if request["pids_max"] else None),
     )
 
 
@@ -600,7 +604,7 @@ async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None
         done.set()
 
 
-async def _stop(keeper: Keeper, grace: float, cgroup: PidsCgroup | None) -> None:
+async def _stop(keeper: Keeper, grace: float) -> None:
     """End the process tree.
 
     SIGTERM to the command's group and ``grace`` seconds if the leader still runs; then the keeper kills
@@ -619,12 +623,18 @@ async def _stop(keeper: Keeper, grace: float, cgroup: PidsCgroup | None) -> None
     if not keeper.closed:
         log.warning("the keeper of pid %s did not answer; killing it", keeper.leader)
         keeper.signal(signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.killpg(keeper.leader, signal.SIGKILL)
+        if keeper.leader > 0:  # killpg(0) would be our own process group
+            with contextlib.suppress(OSError):
+                os.killpg(keeper.leader, signal.SIGKILL)
         with anyio.move_on_after(_KEEPER_SECONDS):
             await keeper.gone()
-    if cgroup is not None:
-        await cgroup.kill_all()
+    if keeper.cgroup is not None and not keeper.cgroup_removed:
+        if keeper.closed and keeper.pidfd is not None:
+            # The status pipe closes as the keeper exits, before the kernel takes it out of the cgroup: wait for
+            # its pidfd (readable once it is gone) rather than find it still listed, kill it and sleep.
+            with anyio.move_on_after(_KEEPER_SECONDS):
+                await anyio.wait_readable(keeper.pidfd)
+        keeper.cgroup_removed = await keeper.cgroup.kill_all()
 
 
 _KEEPER_SECONDS = 3.0

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import Call, FakeLLM, Text, Thinking, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, Thinking, reply
 from toolrig.agent import RunError, RunOptions, run_agent
 from toolrig.agent.messages import Message, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from toolrig.agent.providers.anthropic import wire_messages

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM, Reply
 from tests.agent.subagents.conversations import Conversations, install
+from tests.support.fake_llm import FakeLLM, Reply
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.agent.fake_llm import Reply, Text, reply
+from tests.support.fake_llm import Reply, Text, reply
 
 
 def first_user_text(body: dict[str, Any]) -> str:

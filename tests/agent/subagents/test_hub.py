@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.agent import sample_tools
-from tests.agent.fake_llm import Call, Text, reply
+from tests.support import sample_tools
+from tests.support.fake_llm import Call, Text, reply
 from toolrig.agent import RunOptions, run_agent
 from toolrig.events import (
     Event,
@@ -332,7 +332,7 @@ async def test_cancelling_the_parent_mid_child_leaves_no_process_behind(
 
 RESUME_SCRIPT = """
 import json, anyio
-from tests.agent import sample_tools
+from tests.support import sample_tools
 from toolrig.agent import RunState, resume_run
 from toolrig.registry import Registry
 from toolrig.rig import Rig

@@ -1,0 +1,1 @@
+"""Shared test helpers, in one place: sample tools, the scripted model server (fake LLM)."""
