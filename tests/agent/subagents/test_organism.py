@@ -203,3 +203,16 @@ async def test_children_of_organism_types_are_held_to_their_listeners_tool_confi
         audit.close()
         rig.close()
     assert (workspace / "src/app.py").read_text() == "code\n" and (workspace / "output/report.md").exists()
+
+
+async def test_a_run_in_a_workspace_with_a_malformed_organism_stops_at_start_with_the_config_error(
+    agent_tools_rig: Any, converse: Any, workspace: Path
+) -> None:
+    set_trust(organism(workspace, "listeners: 3\n"))
+    converse({"PARENT": [reply(Text("never asked"))]})
+    rig = agent_tools_rig()
+    try:
+        with pytest.raises(ConfigError, match=r"organism\.yaml: listeners: must be a list"):
+            await run_agent("PARENT", RunOptions(), rig=rig)
+    finally:
+        rig.close()
