@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolrig.cli import ToolGroup
+from toolrig.cli import ToolGroup, root_option
 
 if TYPE_CHECKING:
     from toolrig.agent.subagents.types import AgentTypes
@@ -20,7 +20,7 @@ command.help = (
     "list and show them; the delegation tools are here too."
 )
 
-_root = click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+_root = root_option()
 
 
 def _types(rig_root: Path) -> AgentTypes:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolrig.cli import profile_option
+from toolrig.cli import profile_option, root_option
 
 if TYPE_CHECKING:
     from toolrig.profiles import Profile
@@ -26,7 +26,7 @@ def command() -> None:
 @click.option("--json", "json_args", default="{}", metavar="JSON", help="The call's arguments, as one JSON object.")
 @click.option("--agent", metavar="NAME", default=None, help="Explain the call as this agent would make it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@root_option()
 @profile_option()
 def explain(tool: str, json_args: str, agent: str | None, fmt: str, rig_root: Path, profile: str | None) -> None:
     """Say whether TOOL called with these arguments would be allowed, asked about or denied, and by which rule.
