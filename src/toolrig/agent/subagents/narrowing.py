@@ -14,7 +14,8 @@ a configured agent. What the intersection keeps:
 - tool_config: the parent's effective settings of each tool, narrowed by the type's with the same
   ``Narrow`` rules that narrow an untrusted workspace's (``toolrig.config.narrow_settings``): a type may
   deny more, allow less, lower a bound; a setting without a rule keeps the parent's value, with a warning.
-  Only ``agents:`` in config can set a type's tool_config; Markdown definitions cannot.
+  Only ``agents:`` in config and a trusted workspace's organism.yaml can set a type's tool_config;
+  Markdown definitions cannot.
 """
 
 from __future__ import annotations
