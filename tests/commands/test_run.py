@@ -355,3 +355,33 @@ def _last_tool_result(body: dict[str, Any], provider: str) -> Any:
         content = block["content"]
         return json.loads(content if isinstance(content, str) else content[0]["text"])
     return json.loads(next(m for m in reversed(body["messages"]) if m["role"] == "tool")["content"])
+
+
+def test_a_state_paused_on_an_approval_resumes_from_the_cli_with_decisions(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path
+) -> None:
+    """A program paused the run on an approval (approvals="pause"); a person allows it with `toolrig run`."""
+    import anyio
+
+    from toolrig.agent import RunOptions, run_agent
+    from toolrig.commands._paused_runs import save
+    from toolrig.rig import Rig
+
+    configure(toolrig_home, llm, "openai")
+    config = yaml.safe_load((toolrig_home / "config.yaml").read_text())
+    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({**config, "approvals": {"mode": "always"}}))
+    llm.script(reply(Call("c1", "calculate", '{"expression": "6 * 7"}')))
+    rig = Rig(workspace)
+    result = anyio.run(lambda: run_agent("6*7?", RunOptions(approvals="pause"), rig=rig))
+    assert result.state is not None and [p.needs_approval for p in result.state.pending] == [True]
+    save(rig.workspace.state_dir, result.state)
+
+    root = ("--root", str(workspace))
+    code, _, err = invoke("run", "--resume", result.session_id, "--decisions", '{"c1": "maybe"}', *root)
+    assert code == 2 and "must be one of allow_once, allow_always, deny" in err
+    llm.script(reply(Text("42.")))
+    done = _toolrig(
+        "run", "--resume", result.session_id, "--decisions", '{"c1": "allow_once"}', *root, home=toolrig_home
+    )
+    assert done.returncode == 0 and done.stdout == "42.\n", done.stderr
+    assert _last_tool_result(llm.bodies()[-1], "openai") == {"is_error": False, "output": {"result": 42}}
