@@ -28,14 +28,21 @@ EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
 
 
+_ROOT: dict[str, Any] = {
+    "type": click.Path(file_okay=False, path_type=Path),
+    "default": Path("."),
+    "show_default": True,
+}
+ROOT_HELP = "Workspace directory the tools work in."
+
+
+def root_option(help: str = ROOT_HELP) -> Callable[[F], F]:
+    """``--root DIR``: the workspace a command works in, spelled the same way by every command."""
+    return click.option("--root", "rig_root", help=help, **_ROOT)
+
+
 def _root_option() -> click.Option:
-    return click.Option(
-        ["--root", "rig_root"],
-        type=click.Path(file_okay=False, path_type=Path),
-        default=Path("."),
-        show_default=True,
-        help="Workspace directory the tools work in.",
-    )
+    return click.Option(["--root", "rig_root"], help=ROOT_HELP, **_ROOT)
 
 
 JSON_ERRORS = "toolrig.json_errors"  # ctx.meta flag: this command speaks JSON lines, errors included
@@ -221,7 +228,7 @@ def tools() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @agent_option()
 @profile_option()
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@root_option()
 def tools_list(group: str | None, as_json: bool, agent: str | None, profile: str | None, rig_root: Path) -> None:
     """List the tools this workspace offers (to one agent, with --agent; under a profile's names, with --profile)."""
     rig = make_rig(rig_root, agent=agent, profile=profile)
@@ -248,7 +255,7 @@ def tools_list(group: str | None, as_json: bool, agent: str | None, profile: str
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(["anthropic", "openai", "json"]), default="json", show_default=True)
 @profile_option()
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@root_option()
 def tools_schema(name: str, fmt: str, profile: str | None, rig_root: Path) -> None:
     """Print one tool's schema as a provider receives it (under a profile's names, with --profile)."""
     rig = make_rig(rig_root, profile=profile)
@@ -307,7 +314,7 @@ def tools_docs(out: Path | None, check: Path | None) -> None:
 @click.option("--json", "json_args", default="{}", metavar="JSON", help="The arguments, as one JSON object.")
 @agent_option()
 @profile_option()
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@root_option()
 def call(name: str, json_args: str, agent: str | None, profile: str | None, rig_root: Path) -> None:
     """Call a tool by name with JSON arguments; print the result as JSON.
 

@@ -210,12 +210,14 @@ class Executor:
         *,
         agent_id: str | None = None,
         origin: str = "explain",
+        called_as: str | None = None,
     ) -> tuple[ToolCall, ToolResult | None]:
         """Stages 1 and 2 without side effects: the call as the gate judged it, and the refusal if any.
 
         A call that would ask comes back with ``verdict == "ask"`` and no result (nobody is asked).
         """
         call = self._new_call(name, None, origin, agent_id, None, None, None)
+        call.called_as = called_as
         call.dry_run = True
         try:
             self._prepare(call, args, None)

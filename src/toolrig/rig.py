@@ -30,7 +30,7 @@ from toolrig.config import (
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.events import EventBus, EventSink
-from toolrig.executor import Executor, Extensions
+from toolrig.executor import Executor, Extensions, ToolCall
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
@@ -296,6 +296,22 @@ class Rig:
         translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
         result = await self.executor.invoke(translated.name, translated.args, events=events, called_as=name, **options)
         return speak(chosen, shape_result(translated, result))
+
+    async def decide(
+        self, name: str, args: dict[str, Any] | str | None = None, /, *, profile: str | Profile | None = None
+    ) -> tuple[ToolCall, ToolResult | None]:
+        """Stages 1 and 2 of ``call`` (``policy explain``): the same face translation, nothing run or asked.
+
+        ``name`` may be ``profile``'s name for a tool (``Bash``), translated exactly as ``call`` would.
+        """
+        chosen = self._profile(profile)
+        face = None if chosen.is_identity else chosen.face(name)
+        if face is None:
+            return await self.executor.decide(name, args, agent_id=self.agent)
+        from toolrig.adapters.faces import translate
+
+        translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
+        return await self.executor.decide(translated.name, translated.args, agent_id=self.agent, called_as=name)
 
     def _split_keywords(self, name: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Keywords as (tool arguments, executor options): a field of the tool wins over an option's name."""

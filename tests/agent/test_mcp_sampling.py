@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.adapters.mcp_peers import ROOT
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import run_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]

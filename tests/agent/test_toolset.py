@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.fake_llm import FakeLLM, Text, reply
+from tests.support.fake_llm import FakeLLM, Text, reply
 from toolrig.agent import run_agent
 from toolrig.agent.context import tool_list_tokens
 from toolrig.agent.toolset import CORE_TOOLS, shown_tools

@@ -20,3 +20,25 @@ def test_agents_list_and_show_print_where_each_type_came_from(workspace: Path) -
     assert shown.exit_code == 0 and "You review code." in shown.output and "run_command" in shown.output
     missing = runner.invoke(app, ["agents", "show", "nobody", "--root", str(workspace)])
     assert missing.exit_code == 1 and "no agent type" in missing.output
+
+
+def test_agents_list_and_show_name_the_organism_listener_and_a_broken_file_is_a_config_error(
+    workspace: Path,
+) -> None:
+    from tests.agent.subagents.test_organism import ORGANISM
+
+    set_trust(workspace)
+    (workspace / "organism.yaml").write_text(ORGANISM, encoding="utf-8")
+    runner = CliRunner()
+    listed = runner.invoke(app, ["agents", "list", "--root", str(workspace)])
+    assert listed.exit_code == 0, listed.output
+    [line] = [x for x in listed.output.splitlines() if x.startswith("writer ")]
+    assert "organism" in line and "organism.yaml (listeners[2])" in line
+    shown = runner.invoke(app, ["agents", "show", "researcher", "--root", str(workspace)])
+    assert (
+        shown.exit_code == 0 and "data/research/**" in shown.output and "You are a research assistant." in shown.output
+    )
+    (workspace / "organism.yaml").write_text("listeners:\n  - {name: a, max_turns: 0}\n", encoding="utf-8")
+    broken = runner.invoke(app, ["agents", "list", "--root", str(workspace)])
+    assert broken.exit_code == 2 and "organism.yaml: listeners[0].max_turns:" in broken.stderr
+    assert "Traceback" not in broken.output

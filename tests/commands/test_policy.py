@@ -80,3 +80,37 @@ def test_explain_refuses_bad_arguments_and_unknown_tools(
     assert code == 2 and "no tool named 'nope'" in err
     code, _, err = explain(workspace, "shell", "--json", "[1]")
     assert code == 2 and "JSON object" in err
+
+
+PROFILE_CONFIG = """\
+tools:
+  rules:
+    - {tool: Bash, subject: 'git push*', verdict: deny, reason: no pushing}
+approvals:
+  mode: always
+  allow: ['Bash:git *']
+"""
+
+
+def test_explain_reads_a_profile_name_and_its_arguments_as_the_real_call_is_decided(
+    workspace: Path, user_config: Callable[[str], Path]
+) -> None:
+    from toolrig.policy.audit import AuditLog
+    from toolrig.rig import Rig
+
+    path = user_config(PROFILE_CONFIG)
+    code, out, _ = explain(workspace, "Bash", "--json", '{"command": "git push", "timeout": 5000}')
+    assert code == 0, out
+    assert "tool: Bash = run_command (profile claude)" in out
+    assert "decision: DENY" in out and f"decided by: tools.rules[0]  ({path}:3)" in out
+    code, out, _ = explain(workspace, "run_terminal_command", "--profile", "codebuff", "--format", "json",
+                           "--json", '{"command": "git status"}')  # fmt: skip
+    report = json.loads(out)
+    assert code == 0 and report["canonical_tool"] == "run_command" and report["profile"] == "codebuff"
+    assert report["verdict"] == "allow" and report["rule"] == "approvals.allow[0] (Bash:git *)"
+    with Rig(workspace, profile="claude") as rig:
+        assert rig.call_sync("Bash", {"command": "git push", "timeout": 5000}).error_type == "denied"
+    log = AuditLog(workspace / ".toolrig")
+    [row] = log.query(limit=None)
+    log.close()
+    assert (row.tool, row.called_as, row.decision, row.rule) == ("run_command", "Bash", "deny", "tools.rules[0]")

@@ -81,6 +81,75 @@ def test_explain_the_executor_and_the_audit_row_agree(config: dict[str, Any], ca
             assert row.decision == (explained.verdict or ("error" if row.is_error else "allow")), (config, call)
 
 
+# ------------------------------------------------------------------------------ the same, under profile names
+
+# (profile, the name a model of that profile calls, arguments in that profile's shape)
+PROFILE_CALLS: list[tuple[str, str, dict[str, Any]]] = [
+    ("claude", "Bash", {"command": "git status"}),
+    ("claude", "Bash", {"command": "rm -rf x", "timeout": 5000}),
+    ("claude", "Read", {"file_path": "a.txt"}),
+    ("claude", "Read", {"file_path": "secrets/k"}),
+    ("claude", "Write", {"file_path": "docs/new.md", "content": "x"}),
+    ("claude", "Glob", {"pattern": "*.md"}),
+    ("claude", "Grep", {"pattern": "x", "path": "docs"}),
+    ("codebuff", "run_terminal_command", {"command": "git push"}),
+    ("codebuff", "write_file", {"path": "docs/n.md", "instructions": "new", "content": "x"}),
+    ("native", "read_file", {"path": "secrets/k"}),
+    ("native", "list_dir", {"path": "secrets"}),
+    ("camelagi", "Bash", {"command": "echo hi; git push"}),
+    ("camelagi", "Edit", {"file_path": "a.txt", "old_string": "a", "new_string": "b"}),
+]
+FACE_NAMES = sorted({name for _, name, _ in PROFILE_CALLS} | {"Bash", "Write", "Read", "read_file"})
+profile_rules = st.lists(
+    st.fixed_dictionaries(
+        {"tool": st.sampled_from([*TOOLS, *FACE_NAMES, "*"]), "verdict": st.sampled_from(["allow", "ask", "deny"])},
+        optional={"subject": st.sampled_from(SUBJECTS)},
+    ),
+    max_size=4,
+)
+profile_configs = st.fixed_dictionaries(
+    {
+        "tools": st.fixed_dictionaries(
+            {"rules": profile_rules},
+            optional={"deny": st.lists(st.sampled_from([*TOOLS, *FACE_NAMES]), max_size=2, unique=True)},
+        ),
+        "approvals": st.fixed_dictionaries(
+            {"mode": st.sampled_from(["off", "smart", "always"])},
+            optional={"allow": st.lists(st.sampled_from(["Bash:git *", "Write:/docs/*", "Read", "read_file:a.txt"]))},
+        ),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=profile_configs, call=st.sampled_from(PROFILE_CALLS))
+def test_explain_under_a_profile_name_agrees_with_the_call_under_that_profile_and_its_audit_row(
+    config: dict[str, Any], call: tuple[str, str, dict[str, Any]]
+) -> None:
+    profile, name, args = call
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "secrets").mkdir()
+        (root / "docs").mkdir()
+        (root / "a.txt").write_text("a\n")
+        rig = Rig(root, config=config)
+        explained, _ = anyio.run(lambda: rig.decide(name, args, profile=profile))
+        rig.call_sync(name, args, profile=profile)
+        log = AuditLog(root / ".toolrig")
+        try:
+            [row] = log.query(limit=None)
+        finally:
+            log.close()
+            rig.close()
+        assert explained.called_as == name and row.called_as == name, (config, call)
+        assert row.tool == explained.name, (config, call)  # the canonical tool, not the profile's name
+        assert row.rule == explained.decided_by, (config, call)
+        if explained.verdict == "ask":
+            assert row.decision == "deny" and row.approval, (config, call)
+        else:
+            assert row.decision == (explained.verdict or ("error" if row.is_error else "allow")), (config, call)
+
+
 # ------------------------------------------------------------------------------ D3: untrusted globs never lift
 
 

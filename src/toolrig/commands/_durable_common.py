@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolrig.cli import root_option
+
 if TYPE_CHECKING:
     from toolrig.durable.access import DurableAccess
 
-ROOT = click.option(
-    "--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True
-)
+ROOT = root_option()
 JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 

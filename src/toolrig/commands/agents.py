@@ -8,27 +8,32 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolrig.cli import ToolGroup
+from toolrig.cli import ToolGroup, root_option
 
 if TYPE_CHECKING:
     from toolrig.agent.subagents.types import AgentTypes
 
 command = ToolGroup("agents")
 command.help = (
-    "Agent types (config `agents:`, .toolrig/agents, .agents/agents, .claude/agents, ~/.toolrig/agents): "
+    "Agent types (config `agents:`, organism.yaml listeners, .toolrig/agents, .agents/agents, .claude/agents, "
+    "~/.toolrig/agents): "
     "list and show them; the delegation tools are here too."
 )
 
-_root = click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+_root = root_option()
 
 
 def _types(rig_root: Path) -> AgentTypes:
     from toolrig.agent.subagents.types import load_agent_types
     from toolrig.cli import make_rig
+    from toolrig.errors import ConfigError
 
     rig = make_rig(rig_root)
     try:
         return load_agent_types(rig.workspace.root, rig.loaded, log_warnings=False)
+    except ConfigError as exc:  # a malformed organism.yaml: the file and key, like any config error
+        click.echo(f"toolrig: error: {exc}", err=True)
+        raise SystemExit(2) from None
     finally:
         rig.close()
 
@@ -37,7 +42,7 @@ def _types(rig_root: Path) -> AgentTypes:
 @_root
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per agent type.")
 def list_agents(rig_root: Path, as_json: bool) -> None:
-    """The agent types, first definition of a name winning: config, project (trusted only), user, built-in."""
+    """The agent types, first definition winning: config, organism.yaml and project (trusted only), user, built-in."""
     found = _types(rig_root)
     for kind in found.types.values():
         if as_json:

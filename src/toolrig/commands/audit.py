@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from toolrig.cli import root_option
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -41,7 +43,7 @@ def _short(value: object, width: int) -> str:
 @click.option("--agent", help="Only calls made by this agent.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="The newest N rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON array.")
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@root_option()
 def command(since: str | None, tool: str | None, agent: str | None, limit: int, as_json: bool, rig_root: Path) -> None:
     """Show the audit log: every tool call, who made it, what decided it and how it ended."""
     from toolrig.policy.audit import FILE_NAME, AuditLog

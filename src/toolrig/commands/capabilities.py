@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolrig.cli import ToolGroup
+from toolrig.cli import ToolGroup, _root_option
 
 if TYPE_CHECKING:
     from toolrig.rig import Rig
@@ -20,7 +20,7 @@ command.invoke_without_command = True
 command.params += [
     click.Option(["--refresh"], is_flag=True, help="Rebuild it from the tools and policy in force first."),
     click.Option(["--agent", "agent"], metavar="NAME", default=None, help="For this named agent (`agents:`)."),
-    click.Option(["--root", "rig_root"], type=click.Path(file_okay=False, path_type=Path), default=Path(".")),
+    _root_option(),
 ]
 
 

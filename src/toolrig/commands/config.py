@@ -9,19 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolrig.cli import root_option
+
 if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
 
 EXIT_CONFIG = 2
 
-_root = click.option(
-    "--root",
-    "rig_root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Workspace whose .toolrig/config.yaml is read.",
-)
+_root = root_option("Workspace whose .toolrig/config.yaml is read.")
 
 
 def _files(root: Path) -> list[tuple[str, Path]]:

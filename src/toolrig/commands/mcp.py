@@ -12,18 +12,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolrig.cli import root_option
+
 if TYPE_CHECKING:
     from toolrig.approvals.mcp import Fallback
     from toolrig.config import Config, McpServerConfig
 
-_root = click.option(
-    "--root",
-    "rig_root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Workspace directory the tools work in.",
-)
+_root = root_option()
 
 
 @click.group()

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from toolrig.cli import profile_option, root_option
+
+if TYPE_CHECKING:
+    from toolrig.profiles import Profile
 
 EXIT_USAGE = 2
 
@@ -21,11 +26,13 @@ def command() -> None:
 @click.option("--json", "json_args", default="{}", metavar="JSON", help="The call's arguments, as one JSON object.")
 @click.option("--agent", metavar="NAME", default=None, help="Explain the call as this agent would make it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
-def explain(tool: str, json_args: str, agent: str | None, fmt: str, rig_root: Path) -> None:
+@root_option()
+@profile_option()
+def explain(tool: str, json_args: str, agent: str | None, fmt: str, rig_root: Path, profile: str | None) -> None:
     """Say whether TOOL called with these arguments would be allowed, asked about or denied, and by which rule.
 
-    Nothing runs and no rate-limit token is spent.
+    TOOL may be a profile's name (Bash, Write, run_terminal_command...): the arguments are read in that
+    profile's shape, as the call would be. Nothing runs and no rate-limit token is spent.
     """
     from toolrig.cli import make_rig
 
@@ -36,7 +43,7 @@ def explain(tool: str, json_args: str, agent: str | None, fmt: str, rig_root: Pa
     if not isinstance(args, dict):
         _fail("--json must be a JSON object")
     rig = make_rig(rig_root, agent=agent)
-    report = _explain(rig, tool, args, agent)
+    report = _explain(rig, tool, args, agent, _profile_naming(rig, tool, profile))
     if fmt == "json":
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
@@ -48,17 +55,41 @@ def _fail(message: str) -> Any:
     raise SystemExit(EXIT_USAGE)
 
 
-def _explain(rig: Any, name: str, args: dict[str, Any], agent: str | None) -> dict[str, Any]:
-    """Stages 1 and 2 of the one call path, for real (``Executor.decide``), reported with where they came from."""
+def _profile_naming(rig: Any, name: str, chosen: str | None) -> Profile:
+    """The profile ``name`` is read under, as a model of that profile would have called it.
+
+    ``--profile``, else the rig's own if it has the name, else toolrig's for a tool of that name, else the
+    first built-in profile that has it (Bash: claude).
+    """
+    from toolrig.profiles import NAMES, get_profile
+
+    if chosen is not None:
+        return get_profile(chosen)
+    own: Profile = rig.profile
+    if own.face(name) is not None or rig.catalog.find(name) is not None:
+        return own
+    for candidate in NAMES:
+        if get_profile(candidate).face(name) is not None:
+            return get_profile(candidate)
+    return own
+
+
+def _explain(rig: Any, name: str, args: dict[str, Any], agent: str | None, profile: Profile) -> dict[str, Any]:
+    """Stages 1 and 2 of the one call path, for real (``Rig.decide``), reported with where they came from."""
     import anyio
 
     from toolrig.policy.ratelimit import describe
     from toolrig.policy.subjects import kind_of, view
 
+    face = profile.face(name)
     report: dict[str, Any] = {"tool": name, "agent": agent, "arguments": args}
-    if rig.catalog.find(name) is None:
-        _fail(f"no tool named {name!r} (see `toolrig tools list`)")
-    call, refused = anyio.run(lambda: rig.executor.decide(name, args, agent_id=agent))
+    if face is not None and face.name != face.tool:
+        report.update(profile=profile.name, canonical_tool=face.tool)
+    if rig.catalog.find(face.tool if face is not None else name) is None:
+        _fail(f"no tool named {name!r} (see `toolrig tools list`, or name a profile with --profile)")
+    call, refused = anyio.run(lambda: rig.decide(name, args, profile=profile))
+    if call.input is not None and face is not None and face.name != face.tool:
+        report["translated_arguments"] = call.input.model_dump(mode="json", exclude_none=True)
     if refused is not None and not call.verdict:
         _fail(refused.message or "the arguments are not valid")  # invalid arguments: nothing was decided
     tool = call.tool
@@ -98,7 +129,8 @@ def _explain(rig: Any, name: str, args: dict[str, Any], agent: str | None) -> di
 
 def _print(report: dict[str, Any]) -> None:
     who = f" (agent: {report['agent']})" if report.get("agent") else ""
-    click.echo(f"tool: {report['tool']}{who}")
+    face = f" = {report['canonical_tool']} (profile {report['profile']})" if report.get("canonical_tool") else ""
+    click.echo(f"tool: {report['tool']}{face}{who}")
     if report.get("subjects"):
         click.echo(f"acts on ({report.get('subject_kind')}): " + "; ".join(report["subjects"]))
         if report.get("subject_kind") == "command":

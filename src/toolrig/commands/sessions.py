@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-_ROOT = click.option(
-    "--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True
-)
+from toolrig.cli import root_option
+
+_ROOT = root_option()
 
 
 @click.group("sessions")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolrig.cli import ToolGroup
+from toolrig.cli import ToolGroup, root_option
 
 if TYPE_CHECKING:
     from toolrig.skills.discovery import SkillSet
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 command = ToolGroup("skills")
 command.help = "Agent Skills: list, show and check the skills found here; the skill tools are here too."
 
-_root = click.option("--root", "rig_root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+_root = root_option()
 
 
 def _found(rig_root: Path) -> SkillSet:

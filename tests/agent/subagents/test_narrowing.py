@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.agent.sample_tools import agent_tools
+from tests.support.sample_tools import agent_tools
 from toolrig.agent.subagents.narrowing import child_profile, exact, stricter
 from toolrig.config import AgentConfig
 from toolrig.registry import Registry

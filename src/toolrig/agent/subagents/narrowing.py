@@ -10,8 +10,8 @@ a configured agent. What the intersection keeps:
   entry of the type would let the child skip a question its parent must ask);
 - approvals: the stricter of the parent's mode and the type's;
 - rate limits: the parent's, so a child is limited like its parent;
-- tool_config: the parent's, with the type's settings over it. Only ``agents:`` in config (trusted) can
-  set a type's tool_config; Markdown definitions cannot.
+- tool_config: the parent's, with the type's settings over it. Only ``agents:`` in config and a trusted
+  workspace's organism.yaml can set a type's tool_config; Markdown definitions cannot.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Agent types: what a parent may spawn, from config (``agents:``) and from Markdown definitions.
+"""Agent types: what a parent may spawn, from config (``agents:``), organism.yaml and Markdown definitions.
 
-Trust model: a definition under the workspace (``.toolrig/agents``, ``.agents/agents``, ``.claude/agents``)
-comes with the code it sits in, so it is read only once the workspace is trusted; the user's own
-(``~/.toolrig/agents``) always is. Whatever a definition says, a child never exceeds its parent
+Trust model: a definition under the workspace (``organism.yaml``, ``.toolrig/agents``, ``.agents/agents``,
+``.claude/agents``) comes with the code it sits in, so it is read only once the workspace is trusted; the
+user's own (``~/.toolrig/agents``) always is. Whatever a definition says, a child never exceeds its parent
 (``narrowing.py``): a hostile definition can only make a child weaker.
 """
 
@@ -55,7 +55,7 @@ class AgentType:
 
     name: str
     profile: AgentConfig
-    source: str  # "config", "project", "user" or "built-in"
+    source: str  # "config", "organism", "project", "user" or "built-in"
     location: str  # the file (and line) it came from
 
     @property
@@ -81,13 +81,17 @@ def builtin_general() -> AgentType:
 
 
 def load_agent_types(root: Path, loaded: LoadedConfig, *, log_warnings: bool = True) -> AgentTypes:
-    """Every type this workspace offers, the first definition of a name winning: config, project, user, built-in."""
+    """Every type this workspace offers, the first definition of a name winning.
+
+    The order: config, the workspace's organism.yaml, project Markdown, user Markdown, built-in.
+    """
     found = AgentTypes()
     for name, profile in loaded.config.agents.items():
         file, line = loaded.where("agents", name)
         where = f"{file}:{line}" if file and line else str(file or "config")
         found.types[name] = AgentType(name, profile, "config", where)
     trusted = is_trusted(root)
+    _add_organism(found, root, trusted)
     for rel in PROJECT_DIRS:
         directory = root / rel
         if not directory.is_dir():
@@ -107,6 +111,28 @@ def load_agent_types(root: Path, loaded: LoadedConfig, *, log_warnings: bool = T
         for warning in found.warnings:
             log.warning("%s", warning)
     return found
+
+
+def _add_organism(found: AgentTypes, root: Path, trusted: bool) -> None:
+    """The seed's ``organism.yaml`` in the workspace root: each listener a type (trusted workspaces only)."""
+    from toolrig.agent.subagents.organism import FILE, load_organism
+
+    path = root / FILE
+    if not path.is_symlink() and not path.is_file():
+        return
+    if not trusted:
+        found.warnings.append(
+            f"{path}: its listeners are ignored as agent types: this workspace is not trusted "
+            "(run `toolrig trust` to use them)"
+        )
+        return
+    if path.is_symlink() or not path.is_file():
+        found.warnings.append(f"{path}: ignored: agent definitions are regular files, not symlinks")
+        return
+    types, notes = load_organism(path)  # a malformed file is a ConfigError, like a malformed config file
+    found.warnings.extend(notes)
+    for agent in types:
+        found.types.setdefault(agent.name, agent)  # config's ``agents:`` wins over the same name here
 
 
 def _definition_files(directory: Path) -> list[Path]:
@@ -170,7 +196,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     raise DefinitionProblem("the front matter has no closing '---'")
 
 
-def _names(value: Any) -> list[str]:
+def name_list(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -236,14 +262,14 @@ def profile_from_front_matter(meta: dict[str, Any], body: str, notes: list[str])
         data[target] = value
     data.pop("name", None)
     if "tools" in data:
-        tools, spawns = toolrig_tool_names(_names(data["tools"]), notes)
+        tools, spawns = toolrig_tool_names(name_list(data["tools"]), notes)
         data["tools"] = tools
         if spawns:
-            data["spawns"] = [*_names(data.get("spawns")), *spawns]
+            data["spawns"] = [*name_list(data.get("spawns")), *spawns]
     if "disallowed_tools" in data:
-        data["disallowed_tools"] = toolrig_tool_names(_names(data["disallowed_tools"]), notes)[0]
+        data["disallowed_tools"] = toolrig_tool_names(name_list(data["disallowed_tools"]), notes)[0]
     if "spawns" in data:
-        data["spawns"] = _names(data["spawns"])
+        data["spawns"] = name_list(data["spawns"])
     model = data.get("model")
     if model is not None and (not isinstance(model, str) or model.strip().lower() in _MODEL_ALIASES):
         data.pop("model")  # 'inherit' and Claude's aliases: the parent's model (toolrig cannot map an alias)
