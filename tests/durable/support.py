@@ -23,9 +23,9 @@ from toolrig.tools import tasks as task_tools
 
 
 def tools() -> list[Any]:
-    from toolrig.tools.interact import AskUser
+    from toolrig.tools.interact import TOOLS as INTERACT
 
-    return [AppendLine(), Gate(), AskUser(), *cron_tools.TOOLS, *task_tools.TOOLS]
+    return [AppendLine(), Gate(), *INTERACT, *cron_tools.TOOLS, *task_tools.TOOLS]
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -38,6 +38,7 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
 
     Prompt ``append:X`` -> calls append_line(X), then complete_task. ``answer:X`` -> answers X. ``wait:ID`` ->
     wait_task(for_task=ID), and once resumed complete_task. ``fail:X`` -> fail_task(X).
+    ``ask:`` -> ask_user, then complete_task; ``todos:`` -> write_todos and suggest_followups, then complete_task.
     """
     messages = body["messages"]
     first = _text_of(messages[0])
@@ -59,6 +60,13 @@ def follow_prompt(body: dict[str, Any]) -> Reply:
         said = _text_of(messages[-1]).replace("\\", "").replace(" ", "")
         skipped = '"skipped":true' in said
         return reply(Call(cid, "complete_task", json.dumps({"summary": f"asked; skipped={skipped}"})))
+    if "todos:" in first and turn == 0 and not resumed:  # write_todos and suggest_followups in a task
+        todos = {"todos": [{"task": "look", "status": "completed"}, {"task": "report", "status": "in_progress"}]}
+        followups = {"followups": ["look again", "report twice"]}
+        return reply(
+            Call(f"{cid}-todos", "write_todos", json.dumps(todos)),
+            Call(f"{cid}-next", "suggest_followups", json.dumps(followups)),
+        )
     if " gate" in first and turn == 1 and not resumed:
         return reply(Call(cid, "gate", "{}"))
     return reply(Call(cid, "complete_task", json.dumps({"summary": f"finished after {turn} turns"})))

@@ -253,7 +253,10 @@ class _Run:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
                 done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
-        channel = ReplayChannel(self._resume_children(state, decisions), answers)
+        asked = [p.call_id for p in state.pending if p.questions]
+        channel = ReplayChannel(
+            self._resume_children(state, decisions), answers, asked=asked, then=self._resumed_questions()
+        )
         return await self._guarded(progress, done, channel)
 
     def _channel(self) -> Any:
@@ -287,6 +290,13 @@ class _Run:
             return channel
         approvals = channel if channel is not None else self.router.fallback
         return QuestionsApart(questions=self.pause if questions == "pause" else None, approvals=approvals)
+
+    def _resumed_questions(self) -> Any:
+        """Where a resumed run's new questions go: where they would have gone had it never paused."""
+        if self.options.questions == "pause":
+            return self.pause
+        approvals = self.options.approvals
+        return approvals if self.options.questions == "ask" and approvals not in (None, "pause") else None
 
     # ------------------------------------------------------------------------------ abort, timeout, failure
 

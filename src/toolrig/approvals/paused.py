@@ -8,10 +8,11 @@ default; a question without answers is skipped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Verdict
 from toolrig.approvals.questions import replies_from
 
@@ -35,18 +36,31 @@ class ReplayChannel:
 
     ``decisions`` answer approvals; ``answers`` answer questions (``ask_user``): per call a list with one
     answer per question (``{"selected": [...], "other_text": ...}`` or the seed's spelling), or None to skip.
+    A question the paused state did not ask (one the resumed run asks afresh, its call id not in ``asked``)
+    goes to ``then``, the run's own question channel: a headless run pauses again rather than skip it.
     """
 
     def __init__(
-        self, decisions: Mapping[str, ApprovalDecision | Verdict], answers: Mapping[str, Any] | None = None
+        self,
+        decisions: Mapping[str, ApprovalDecision | Verdict],
+        answers: Mapping[str, Any] | None = None,
+        *,
+        asked: Collection[str] = (),
+        then: ApprovalChannel | None = None,
     ) -> None:
         self.decisions = {
             k: (v if isinstance(v, ApprovalDecision) else ApprovalDecision(v)) for k, v in decisions.items()
         }
         self.answers = dict(answers or {})
+        self.asked = {*asked, *self.answers}
+        self.then = then
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        return [self._question(r) if r.questions else self._approval(r) for r in requests]
+        fresh = [r for r in requests if r.questions and r.id not in self.asked] if self.then is not None else []
+        decided: dict[int, ApprovalDecision] = {}
+        if fresh and self.then is not None:
+            decided = {id(r): d for r, d in zip(fresh, await self.then.decide(fresh), strict=True)}
+        return [decided.get(id(r)) or (self._question(r) if r.questions else self._approval(r)) for r in requests]
 
     def _approval(self, request: ApprovalRequest) -> ApprovalDecision:
         missing = ApprovalDecision("deny", "no decision was given for this call when the run resumed")

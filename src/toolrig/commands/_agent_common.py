@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+from toolrig.cli import root_option
 
 if TYPE_CHECKING:
     from toolrig.agent.providers import ProviderSettings
@@ -33,14 +34,7 @@ def agent_options(command: Any) -> Any:
             click.option("--thinking", type=click.Choice(["adaptive", "off"]), help="Extended thinking (Anthropic)."),
             click.option("--effort", type=click.Choice(["low", "medium", "high", "max"]), help="Reasoning effort."),
             click.option("--agent", "agent", metavar="NAME", help="Run as this named agent (`agents:` in config)."),
-            click.option(
-                "--root",
-                "rig_root",
-                type=click.Path(file_okay=False, path_type=Path),
-                default=Path("."),
-                show_default=True,
-                help="Workspace directory the tools work in.",
-            ),
+            root_option(),
         ]
     ):
         command = option(command)

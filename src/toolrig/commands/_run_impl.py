@@ -11,7 +11,7 @@ import anyio
 import click
 
 from toolrig.agent.errors import RunError
-from toolrig.agent.state import RunOptions
+from toolrig.agent.state import RunOptions, RunState
 from toolrig.cli import make_rig, terminal_channel
 from toolrig.commands._agent_common import EXIT_ABORTED, EXIT_PAUSED, EXIT_RUN_FAILED, check_provider, fail, short_args
 from toolrig.events import Event, event_to_json
@@ -51,24 +51,31 @@ def json_printer(event: Event) -> None:
 
 def _paused(rig: Any, result: Any) -> None:
     """The run waits for answers nobody here could give: keep its state and say how to go on (exit 3)."""
-    from toolrig.sandbox.atomic import atomic_write_text
+    from toolrig.commands._paused_runs import resume_hint, save
 
     state = result.state
-    folder = rig.workspace.state_dir / "paused"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{state.session_id}.json"
-    atomic_write_text(path, state.to_json())
+    path = save(rig.workspace.state_dir, state)
     asked = [q["question"] for p in state.pending for q in p.questions]
-    waiting = f"{len(asked)} question(s)" if asked else "approval"
-    click.echo(f"toolrig: the run is paused, waiting for {waiting}; its state is in {path}", err=True)
-    for question in asked:
-        click.echo(f"  ? {question}", err=True)
-    click.echo("  resume it with toolrig.agent.resume_run(state, answers={call_id: [...]})", err=True)
+    approvals = [p for p in state.pending if p.needs_approval]
+    waiting = " and ".join(
+        part
+        for part in (f"{len(asked)} question(s)" if asked else "", f"{len(approvals)} approval(s)" if approvals else "")
+        if part
+    )
+    click.echo(f"toolrig: the run is paused, waiting for {waiting or 'a person'}; its state is in {path}", err=True)
+    for call in state.pending:
+        for question in call.questions:
+            labels = [o["label"] if isinstance(o, dict) else str(o) for o in question.get("options") or ()]
+            choices = f" [{' | '.join(labels)}]" if labels else ""
+            click.echo(f"  ? {question['question']}{choices}  (call {call.call_id})", err=True)
+        if call.needs_approval:
+            click.echo(f"  ! {call.tool}: {call.reason or 'needs approval'}  (call {call.call_id})", err=True)
+    click.echo(f"  resume it (once) with: {resume_hint(state)}", err=True)
     sys.exit(EXIT_PAUSED)
 
 
 def run_once(
-    prompt: str,
+    prompt: str | None,
     *,
     as_json: bool,
     max_budget: float | None,
@@ -81,14 +88,43 @@ def run_once(
     effort: Any,
     agent: str | None,
     agent_id: str | None = None,
+    answers: str | None = None,
+    decisions: str | None = None,
 ) -> None:
-    from toolrig.agent.loop import run_agent
+    from toolrig.agent.loop import resume_run, run_agent
+    from toolrig.commands import _paused_runs as paused_runs
 
-    # A person at the terminal answers approvals; otherwise governance's `approvals.fallback` does.
-    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
-    check_provider(rig, model)
     if resume and continue_latest:
         fail("use either --resume ID or --continue, not both", kind="usage")
+    if prompt is None and not resume:
+        fail("give a PROMPT, or --resume SESSION to go on with a paused run", kind="usage")
+    if prompt is not None and (answers is not None or decisions is not None):
+        fail(
+            "--answers and --decisions go on with a paused run: use them with --resume SESSION and no PROMPT",
+            kind="usage",
+        )
+    # A person at the terminal answers approvals; otherwise governance's `approvals.fallback` does.
+    rig = make_rig(rig_root, agent=agent, approval_channel=terminal_channel())
+    state_dir = rig.workspace.state_dir
+    resuming: tuple[RunState, paused_runs.Replies] | None = None
+    if prompt is None and resume:
+        try:
+            state = paused_runs.claim(state_dir, resume)
+            replies = paused_runs.replies_for(
+                state,
+                paused_runs.read_json_option(answers, "--answers"),
+                paused_runs.read_json_option(decisions, "--decisions"),
+            )
+        except paused_runs.ResumeRefused as exc:
+            fail(str(exc), kind="usage")
+        resuming = (state, replies)
+    elif resume and paused_runs.is_paused(state_dir, resume):
+        fail(
+            f"the session {resume!r} is paused, waiting for a person: go on with `toolrig run --resume {resume} "
+            "--answers JSON` (no PROMPT) first",
+            kind="usage",
+        )
+    check_provider(rig, model)
     options = RunOptions(
         model=model,
         session_id=resume,
@@ -105,7 +141,19 @@ def run_once(
 
     async def run() -> object:
         async with rig:  # MCP servers in the config stay up for the whole run, and stop with it
-            return await run_agent(prompt, options, rig=rig, on_event=printer)
+            if resuming is None:
+                return await run_agent(prompt or "", options, rig=rig, on_event=printer)
+            state, replies = resuming
+            options.session_id = None  # the state names its session
+            return await resume_run(
+                state, replies.decisions, options, rig=rig, on_event=printer, answers=replies.answers
+            )
+
+    if resuming is not None:
+        try:
+            paused_runs.take(state_dir, resuming[0].session_id)  # single use: from here on, nobody else resumes it
+        except paused_runs.ResumeRefused as exc:
+            fail(str(exc), kind="usage")
 
     try:
         result = anyio.run(run)

@@ -27,7 +27,7 @@ class _JsonErrors(click.Command):
 
 
 @click.command("run", cls=_JsonErrors)
-@click.argument("prompt")
+@click.argument("prompt", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Stream every event as one JSON line (for scripts).")
 @click.option("--max-budget", "max_budget", type=float, help="Stop the run when it has cost more than this (USD).")
 @click.option(
@@ -36,9 +36,23 @@ class _JsonErrors(click.Command):
     metavar="ID",
     help="The run's agent id: its memory (agents/ID/MEMORY.md), kv namespace and audit rows.",
 )
+@click.option(
+    "--answers",
+    metavar="JSON",
+    help='Go on with a paused run (--resume SESSION, no PROMPT): {"CALL_ID": [{"selected": ["label"]}]}; '
+    "@FILE or - (stdin) read it from there.",
+)
+@click.option(
+    "--decisions",
+    metavar="JSON",
+    help='A paused run\'s approvals: {"CALL_ID": "allow_once" | "allow_always" | "deny"}; @FILE or - as --answers.',
+)
 @agent_options
-def command(prompt: str, as_json: bool, max_budget: float | None, rig_root: Path, **options: Any) -> None:
+def command(prompt: str | None, as_json: bool, max_budget: float | None, rig_root: Path, **options: Any) -> None:
     """Run the agent once on PROMPT and print its answer.
+
+    Without a terminal, a question (ask_user) pauses the run: its state is kept under .toolrig/paused/ and
+    `toolrig run --resume SESSION --answers JSON` (no PROMPT) goes on with it, once, in any process.
 
     Exit codes: 0 done, 1 the run failed (provider, timeout, budget), 2 bad usage or config, 3 paused for
     answers (ask_user with no terminal), 130 interrupted.

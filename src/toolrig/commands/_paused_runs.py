@@ -1,0 +1,155 @@
+"""Paused ``toolrig run`` states on disk: kept by session id, claimed once, and the answers that resume them.
+
+Trust model: the session id and the answers come from whoever types the command (or a script fed by a
+remote person), so the id never becomes a path outside ``.toolrig/paused/`` and the answers must name
+exactly the calls the saved state waits for. A state is claimed by an atomic rename: two resumes of the
+same pause cannot both run it (its tool calls would run twice).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from toolrig.agent.errors import RunError
+from toolrig.agent.state import RunState
+from toolrig.approvals.model import Verdict
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_USED = ".json.used"
+
+
+class ResumeRefused(Exception):
+    """Why a paused run cannot be resumed as asked; the message is for the person, exit code 2."""
+
+
+def paused_path(state_dir: Path, session_id: str) -> Path:
+    return state_dir / "paused" / f"{session_id}.json"
+
+
+def save(state_dir: Path, state: RunState) -> Path:
+    from toolrig.sandbox.atomic import atomic_write_text
+
+    path = paused_path(state_dir, state.session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, state.to_json())
+    return path
+
+
+def is_paused(state_dir: Path, session_id: str) -> bool:
+    return _SESSION_ID.fullmatch(session_id) is not None and paused_path(state_dir, session_id).is_file()
+
+
+def claim(state_dir: Path, session_id: str) -> RunState:
+    """Take the paused state for resuming; afterwards nobody else can (single use)."""
+    if _SESSION_ID.fullmatch(session_id) is None or ".." in session_id:
+        raise ResumeRefused(f"no paused run {session_id!r} (a session id is letters, digits, '-', '_' and '.')")
+    path = paused_path(state_dir, session_id)
+    used = path.with_name(path.stem + _USED)
+    try:
+        state = RunState.from_json(path.read_bytes())
+    except FileNotFoundError:
+        if used.is_file():
+            raise ResumeRefused(f"the paused run {session_id!r} was already resumed; a pause resumes once") from None
+        raise ResumeRefused(f"no paused run {session_id!r} in {path.parent}") from None
+    except RunError as exc:
+        raise ResumeRefused(f"{path}: {exc.message}") from None
+    return state
+
+
+def take(state_dir: Path, session_id: str) -> None:
+    """Mark the state used, atomically: of two resumes racing, exactly one gets here without an error."""
+    path = paused_path(state_dir, session_id)
+    try:
+        path.rename(path.with_name(path.stem + _USED))
+    except FileNotFoundError:
+        raise ResumeRefused(f"the paused run {session_id!r} was already resumed; a pause resumes once") from None
+
+
+def read_json_option(value: str | None, name: str) -> Any:
+    """An option's JSON: inline, ``@PATH`` for a file, ``-`` for stdin."""
+    if value is None:
+        return None
+    try:
+        if value == "-":
+            text = sys.stdin.read()
+        elif value.startswith("@"):
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        else:
+            text = value
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResumeRefused(f"{name}: cannot read {value[1:]}: {exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ResumeRefused(f"{name} is not JSON: {exc}") from None
+
+
+@dataclass
+class Replies:
+    answers: dict[str, Any]
+    decisions: dict[str, Verdict]
+
+
+def replies_for(state: RunState, answers: Any, decisions: Any) -> Replies:
+    """Check the person's answers against what the state waits for; anything that does not fit is refused.
+
+    ``answers``: ``{call_id: [one answer per question] | null}`` (null skips); ``decisions``:
+    ``{call_id: "allow_once" | "allow_always" | "deny"}``. A call left out is skipped (questions) or
+    denied (approvals), as ``resume_run`` does.
+    """
+    questions = {p.call_id: p.questions for p in state.pending if p.questions}
+    approvals = {p.call_id for p in state.pending if p.needs_approval}
+    answers = {} if answers is None else answers
+    decisions = {} if decisions is None else decisions
+    if not isinstance(answers, Mapping):
+        raise ResumeRefused('--answers must be a JSON object: {"CALL_ID": [{"selected": ["label"]}, ...]}')
+    if not isinstance(decisions, Mapping):
+        raise ResumeRefused('--decisions must be a JSON object: {"CALL_ID": "allow_once" | "allow_always" | "deny"}')
+    for call_id, given in answers.items():
+        if call_id not in questions:
+            raise ResumeRefused(
+                f"--answers names {call_id!r}, which is not a question this run waits for{_known(questions)}"
+            )
+        asked = questions[call_id]
+        if given is None:
+            continue
+        if not isinstance(given, list) or len(given) != len(asked):
+            raise ResumeRefused(f"--answers[{call_id!r}] must be a list of {len(asked)} answer(s), one per question")
+        for index, item in enumerate(given, start=1):
+            if not isinstance(item, str | Mapping):
+                raise ResumeRefused(
+                    f"--answers[{call_id!r}] answer {index} must be an object "
+                    '({"selected": [...], "other_text": ...}) or a string'
+                )
+    verdicts = get_args(Verdict)
+    for call_id, verdict in decisions.items():
+        if call_id not in approvals:
+            raise ResumeRefused(
+                f"--decisions names {call_id!r}, which is not an approval this run waits for{_known(approvals)}"
+            )
+        if verdict not in verdicts:
+            raise ResumeRefused(f"--decisions[{call_id!r}] must be one of {', '.join(verdicts)}, not {verdict!r}")
+    return Replies(answers=dict(answers), decisions=dict(decisions))
+
+
+def _known(ids: Mapping[str, Any] | set[str]) -> str:
+    return f" (it waits for: {', '.join(sorted(ids))})" if ids else " (it waits for none)"
+
+
+def resume_hint(state: RunState) -> str:
+    """The exact command that goes on, with a template the person fills in."""
+    answers = {p.call_id: [{"selected": ["..."]} for _ in p.questions] for p in state.pending if p.questions}
+    decisions = {p.call_id: "allow_once" for p in state.pending if p.needs_approval}
+    parts = ["toolrig run --resume " + shlex.quote(state.session_id)]
+    if answers:
+        parts.append("--answers " + shlex.quote(json.dumps(answers, ensure_ascii=False)))
+    if decisions:
+        parts.append("--decisions " + shlex.quote(json.dumps(decisions, ensure_ascii=False)))
+    return " ".join(parts)

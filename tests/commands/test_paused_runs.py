@@ -1,0 +1,73 @@
+"""Paused-run states on disk: hostile session ids and answers are refused with a reason, never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolrig.agent.messages import Message
+from toolrig.agent.state import PendingCall, RunState
+from toolrig.commands import _paused_runs as paused_runs
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def state() -> RunState:
+    question = {"question": "Which?", "options": [{"label": "a"}]}
+    return RunState(
+        session_id="s1",
+        provider="openai",
+        model="gpt-test",
+        system_prompt=None,
+        turns_used=1,
+        max_turns=5,
+        messages=[Message.user("hi")],
+        new_from=0,
+        pending=[
+            PendingCall("q1", "ask_user", "{}", needs_approval=False, questions=[question]),
+            PendingCall("c1", "calculate", "{}"),
+        ],
+        results={},
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(session_id=st.text(max_size=40))
+def test_no_session_id_reads_a_file_outside_the_paused_folder(tmp_path_factory: Any, session_id: str) -> None:
+    state_dir = tmp_path_factory.mktemp("state")
+    secret = state_dir / "secret.json"
+    secret.write_text(state().to_json())
+    try:
+        found = paused_runs.claim(state_dir / "inner", session_id)
+    except paused_runs.ResumeRefused:
+        return
+    pytest.fail(f"{session_id!r} read {found.session_id}")  # nothing lies under inner/paused/
+
+
+@settings(max_examples=300, deadline=None)
+@given(answers=JSON, decisions=JSON)
+def test_any_answers_are_taken_or_refused_with_a_reason(answers: Any, decisions: Any) -> None:
+    try:
+        replies = paused_runs.replies_for(state(), answers, decisions)
+    except paused_runs.ResumeRefused as exc:
+        assert str(exc)
+        return
+    assert set(replies.answers) <= {"q1"} and set(replies.decisions) <= {"c1"}
+
+
+def test_a_pause_is_taken_once(tmp_path: Path) -> None:
+    paused_runs.save(tmp_path, state())
+    assert paused_runs.claim(tmp_path, "s1").session_id == "s1"
+    paused_runs.take(tmp_path, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="already resumed"):
+        paused_runs.take(tmp_path, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="already resumed"):
+        paused_runs.claim(tmp_path, "s1")
