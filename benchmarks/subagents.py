@@ -1,6 +1,6 @@
 """Subagent overhead: a child that answers at once against a plain run, and 32 children against the slowest one.
 
-Both measured against the same local server speaking the Anthropic wire protocol (``tests/agent/fake_llm.py``
+Both measured against the same local server speaking the Anthropic wire protocol (``tests/support/fake_llm.py``
 in a process of its own, answering each request by its prompt's marker), contenders alternated round by
 round, one provider for every run, sessions off (no SQLite writes) on both sides.
 
@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
-from tests.agent.fake_llm import Call, FakeLLM, Text, reply  # noqa: E402
-from tests.agent.sample_tools import add  # noqa: E402
 from tests.agent.subagents.conversations import Conversations  # noqa: E402
+from tests.support.fake_llm import Call, FakeLLM, Text, reply  # noqa: E402
+from tests.support.sample_tools import add  # noqa: E402
 
 from _harness import alternate_async, fmt_seconds, print_table, result_line  # noqa: E402
 from toolrig import tool  # noqa: E402

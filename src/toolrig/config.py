@@ -767,10 +767,21 @@ def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: li
     return bool(base or proposed)
 
 
+UNTRUSTED = "this workspace is not trusted (run `toolrig trust` to allow it)"
+
+
 def _merge_narrowing(
-    base: BaseModel, workspace: BaseModel, path: str, warnings: list[str], inherit: BaseModel | None = None
+    base: BaseModel,
+    workspace: BaseModel,
+    path: str,
+    warnings: list[str],
+    inherit: BaseModel | None = None,
+    why: str = UNTRUSTED,
 ) -> BaseModel:
-    """``base`` with the workspace's values applied by each field's rule; ``inherit`` fills unset levels."""
+    """``base`` with the workspace's values applied by each field's rule; ``inherit`` fills unset levels.
+
+    ``why`` ends the warning for a field without a rule, whose value is ignored: who may not widen it.
+    """
     updates: dict[str, Any] = {}
     for name in workspace.model_fields_set:
         proposed = getattr(workspace, name)
@@ -787,10 +798,10 @@ def _merge_narrowing(
         elif isinstance(current, BaseModel) and isinstance(proposed, BaseModel):
             inner = getattr(inherit, name, None) if inherit is not None else None
             updates[name] = _merge_narrowing(
-                current, proposed, f"{key}.", warnings, inner if isinstance(inner, BaseModel) else None
+                current, proposed, f"{key}.", warnings, inner if isinstance(inner, BaseModel) else None, why
             )
         elif proposed != current:
-            warnings.append(f"'{key}' is ignored: this workspace is not trusted (run `toolrig trust` to allow it)")
+            warnings.append(f"'{key}' is ignored: {why}")
     return base.model_copy(update=updates)
 
 
@@ -819,11 +830,14 @@ def pending_tool_config(workspace: Config) -> dict[tuple[str | None, str], dict[
     return pending
 
 
-def narrow_settings(current: BaseModel, proposed: dict[str, Any], key: str, warnings: list[str]) -> BaseModel:
+def narrow_settings(
+    current: BaseModel, proposed: dict[str, Any], key: str, warnings: list[str], why: str = UNTRUSTED
+) -> BaseModel:
     """A tool's settings with an untrusted workspace's values applied by each field's ``Narrow`` rule.
 
     Fields without a rule (a tool's ``mode``, ``allow_loopback``, ``env_set``...) can widen what the tool
-    does, so the workspace's value is ignored with a warning until ``toolrig trust``.
+    does, so the workspace's value is ignored with a warning until ``toolrig trust``. A subagent's type is
+    narrowed against its parent's settings the same way (``why`` says so in the warning).
     """
     model = type(current)
     try:
@@ -831,9 +845,10 @@ def narrow_settings(current: BaseModel, proposed: dict[str, Any], key: str, warn
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
-        warnings.append(f"'{key}' is ignored: {where}: {first['msg']} (from an untrusted workspace)")
+        source = "from an untrusted workspace" if why == UNTRUSTED else why
+        warnings.append(f"'{key}' is ignored: {where}: {first['msg']} ({source})")
         return current
-    narrowed = _merge_narrowing(current, workspace, f"{key}.", warnings)
+    narrowed = _merge_narrowing(current, workspace, f"{key}.", warnings, why=why)
     return model.model_validate(narrowed.model_dump())
 
 

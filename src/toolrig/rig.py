@@ -363,12 +363,16 @@ class Rig:
             return json_tools(tools)
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
 
-    def set_agent_profile(self, name: str, profile: AgentConfig | None) -> None:
+    def set_agent_profile(self, name: str, profile: AgentConfig | None, *, rate_owner: str | None = None) -> None:
         """Add (or with None drop) an agent profile after start-up: how a subagent's narrowed permissions apply.
 
         The profile goes through the same per-agent machinery as a configured one (offered tools, rules,
         approvals mode, tool_config); ``toolrig.agent.subagents`` builds it as the intersection with the parent.
+        ``rate_owner``: the agent whose per-agent rate-limit buckets this one draws from (a subagent: its
+        root's), so that many agents under one budget cannot multiply it.
         """
+        if self.governance.limiter is not None:
+            self.governance.limiter.share_buckets(name, rate_owner if profile is not None else None)
         self.governance.policy.set_profile(name, profile)
         self._views.pop(name, None)
         for key in [k for k in self._tool_configs if k[1] == name]:
@@ -398,6 +402,10 @@ class Rig:
         self.governance.broker.forward = remote_channels(settings, self.governance.refused_answer)
 
     # ------------------------------------------------------------------------------ per-tool config
+
+    def tool_settings(self, tool: AnyTool, agent: str | None = None) -> BaseModel | None:
+        """The tool's effective settings as ``agent`` sees them (None: it takes none); what a subagent narrows."""
+        return self._config_for(tool, agent)
 
     def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
         """The tool's settings as ``agent`` sees them: ``agents.NAME.tool_config`` over ``tool_config``."""

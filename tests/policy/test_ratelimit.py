@@ -73,6 +73,21 @@ def test_a_bucket_empties_then_refills_at_its_rate(tmp_path: Path) -> None:
     assert [limits.acquire_blocking(wanted) is None for _ in range(4)] == [True, True, True, False]
 
 
+def test_agents_sharing_buckets_draw_from_the_root_agents_even_two_levels_down(tmp_path: Path) -> None:
+    clock = Clock()
+    both = {"rate_limit": "3/hour", "rate_limits": {"calc*": "3/hour"}}
+    limits = limiter(tmp_path, clock, agents={"lead": both, "kid": both, "grandkid": both})
+    limits.share_buckets("kid", "lead")
+    limits.share_buckets("grandkid", "kid")  # a child of a child: still the root's buckets
+    tool = catalog().get("calculate")
+    keys = {agent: [lim.key for lim in limits.limits_for(tool, agent)] for agent in ("lead", "kid", "grandkid")}
+    assert keys["lead"] == keys["kid"] == keys["grandkid"] == ["agent:lead", "agent:lead:tool:calculate:calc*"]
+    drawn = [limits.acquire_blocking(limits.limits_for(tool, a)) is None for a in ("kid", "grandkid", "lead", "kid")]
+    assert drawn == [True, True, True, False]
+    limits.share_buckets("kid", None)  # the profile dropped: its own buckets again
+    assert limits.limits_for(tool, "kid")[0].key == "agent:kid"
+
+
 def test_a_refused_call_takes_no_token_from_any_bucket(tmp_path: Path) -> None:
     clock = Clock()
     limits = limiter(

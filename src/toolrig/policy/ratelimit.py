@@ -5,7 +5,8 @@ ones; a limit holds however many agents, MCP servers or command lines run at onc
 
 ``rate_limits: {send_email: 10/minute}`` is one bucket per tool the glob names, shared by every agent;
 ``agents.NAME.rate_limit`` is one bucket for all of that agent's calls; ``agents.NAME.rate_limits`` are
-per tool for that agent. A call draws one token from every bucket that applies, or from none.
+per tool for that agent. A call draws one token from every bucket that applies, or from none. A subagent
+draws from its root agent's per-agent buckets (``share_buckets``): children spend their parent's budget.
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ class RateLimiter:
 
         self.db = Database(state_dir / "ratelimit.db", MIGRATIONS, lazy=True, accept_newer=True)
         self._limits: dict[tuple[str, str | None], list[Limit]] = {}
+        self._owners: dict[str, str] = {}  # an agent (a subagent's id) -> whose per-agent buckets it uses
+
+    def share_buckets(self, agent: str, owner: str | None) -> None:
+        """Make ``agent``'s per-agent limits draw from ``owner``'s buckets (None: its own again)."""
+        root = self._owners.get(owner, owner) if owner is not None else None
+        if root is None or root == agent:
+            self._owners.pop(agent, None)
+        else:
+            self._owners[agent] = root
+        for key in [k for k in self._limits if k[1] == agent]:
+            del self._limits[key]
 
     def limits_for(self, tool: AnyTool, agent: str | None) -> list[Limit]:
         found = self._limits.get((tool.name, agent))
@@ -75,11 +87,12 @@ class RateLimiter:
             if matches_any(tool, (pattern,))
         ]
         profile = self.config.agents.get(agent) if agent else None
-        if profile is not None:
+        if profile is not None and agent is not None:
+            owner = self._owners.get(agent, agent)
             if profile.rate_limit:
-                limits.append(limit(f"agent:{agent}", profile.rate_limit, f"agents.{agent}.rate_limit"))
+                limits.append(limit(f"agent:{owner}", profile.rate_limit, f"agents.{owner}.rate_limit"))
             limits.extend(
-                limit(f"agent:{agent}:tool:{tool.name}:{pattern}", text, f"agents.{agent}.rate_limits.{pattern}")
+                limit(f"agent:{owner}:tool:{tool.name}:{pattern}", text, f"agents.{owner}.rate_limits.{pattern}")
                 for pattern, text in profile.rate_limits.items()
                 if matches_any(tool, (pattern,))
             )

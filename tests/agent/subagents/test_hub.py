@@ -473,3 +473,68 @@ async def test_a_childs_turn_budget_comes_from_its_type(agent_tools_rig: Any, co
     assert len(child) == 2  # one turn with tools, then the summary request (no more tools)
     assert "You have used all 1 turns" in json.dumps(child[-1]["messages"][-1])
     rig.close()
+
+
+async def test_a_child_type_wider_than_its_parent_cannot_use_the_extra_commands_or_domains(
+    agent_tools_rig: Any, converse: Any
+) -> None:
+    from toolrig.tools.shell import RunCommand
+    from toolrig.tools.web import FetchUrl
+
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("wide", "try WIDER"))), reply(Text("done"))],
+            "WIDER": [
+                reply(
+                    Call("w1", "run_command", '{"command": "echo inside"}'),
+                    Call("w2", "run_command", '{"command": "ls"}'),
+                    Call("w3", "fetch_url", '{"url": "http://evil.test/"}'),
+                ),
+                reply(Text("tried")),
+            ],
+        }
+    )
+    lead = {"run_command": {"allow": ["echo *"]}, "fetch_url": {"allowed_domains": ["example.com"]}}
+    wide = {
+        "run_command": {"allow": ["echo *", "ls*"], "mode": "argv"},
+        "fetch_url": {"allowed_domains": ["example.com", "evil.test"], "allow_loopback": True},
+    }
+    agents = {"lead": {"tool_config": lead}, "wide": {"description": "wider", "tool_config": wide}}
+    events: list[Event] = []
+    rig = agent_tools_rig(config={"agents": agents}, tools=[RunCommand(), FetchUrl()])
+    await run_agent("PARENT", RunOptions(agent_id="lead"), rig=rig, on_event=events.append)
+    results = {e.id: e for e in events if isinstance(e, ToolResultEvent) and e.task_id is not None}
+    assert not results["w1"].is_error and "inside" in results["w1"].preview  # what both allow still runs
+    assert results["w2"].is_error and "allow" in results["w2"].preview  # 'ls*' was the type's alone
+    assert results["w3"].is_error and "evil.test" in results["w3"].preview and "allowlist" in results["w3"].preview
+    # Settings without a narrowing rule keep the parent's value, and the warning names each one.
+    warnings = "\n".join(rig.loaded.warnings)
+    assert "agents.wide.tool_config.run_command.mode" in warnings
+    assert "agents.wide.tool_config.fetch_url.allow_loopback" in warnings
+    rig.close()
+
+
+async def test_children_draw_from_their_parents_rate_limit_and_together_cannot_exceed_it(
+    agent_tools_rig: Any, converse: Any
+) -> None:
+    def adds(prefix: str) -> list[Any]:
+        calls = [Call(f"{prefix}{n}", "add", '{"a": 1, "b": 1}') for n in range(3)]
+        return [reply(*calls), reply(Text(f"{prefix} done"))]
+
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("general", "job ONE"), ("general", "job TWO"))), reply(Text("done"))],
+            "ONE": adds("one"),
+            "TWO": adds("two"),
+        }
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig(config={"agents": {"lead": {"rate_limits": {"add": "4/hour"}}}})
+    await run_agent("PARENT", RunOptions(agent_id="lead"), rig=rig, on_event=events.append)
+    added = [e for e in events if isinstance(e, ToolResultEvent) and e.name == "add"]
+    assert len(added) == 6 and len({e.task_id for e in added if e.task_id is not None}) == 2
+    # Six calls by two children under a parent limited to four: four ran, the rest were over the limit.
+    assert sum(not e.is_error for e in added) == 4
+    refused = [e for e in added if e.is_error]
+    assert all("agents.lead.rate_limits.add" in e.preview for e in refused)
+    rig.close()

@@ -13,7 +13,11 @@ from toolrig.agent.subagents.narrowing import child_profile, exact, stricter
 from toolrig.config import AgentConfig
 from toolrig.registry import Registry
 from toolrig.rig import Rig
+from toolrig.sandbox.network import domain_matches
+from toolrig.tools.shell import RunCommand, RunCommandConfig, RunCommandInput
+from toolrig.tools.web import FetchUrl, FetchUrlConfig
 
+RUN, FETCH = RunCommand(), FetchUrl()
 TOOLS = [t.name for t in agent_tools()]
 PATTERNS = [*TOOLS, "*", "a*", "n*", "s*", "group:*", "nothing_matches"]
 RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -24,6 +28,35 @@ rules = st.lists(
     max_size=4,
 )
 modes = st.sampled_from([None, "off", "smart", "always"])
+
+COMMAND_PATTERNS = ["git *", "git status", "ls *", "ls", "rm *", "curl *", "*"]
+COMMANDS = ["git status", "git push", "ls", "ls -la", "rm -rf x", "curl http://x", "make", "git status; rm x"]
+DOMAINS = ["example.com", "*.example.com", "github.com", "*.github.com", "evil.test"]
+HOSTS = ["example.com", "api.example.com", "github.com", "raw.github.com", "evil.test", "other.org"]
+# Values without a narrowing rule too: a type that sets them must not change what the child gets.
+tool_configs = st.fixed_dictionaries(
+    {},
+    optional={
+        "run_command": st.fixed_dictionaries(
+            {},
+            optional={
+                "allow": st.lists(st.sampled_from(COMMAND_PATTERNS), max_size=3, unique=True),
+                "deny": st.lists(st.sampled_from(COMMAND_PATTERNS), max_size=2, unique=True),
+                "max_timeout_seconds": st.sampled_from([1.0, 30.0, 600.0, 10_000.0]),
+                "allow_no_timeout": st.booleans(),
+                "mode": st.sampled_from(["shell", "argv"]),
+            },
+        ),
+        "fetch_url": st.fixed_dictionaries(
+            {},
+            optional={
+                "allowed_domains": st.lists(st.sampled_from(DOMAINS), max_size=3, unique=True),
+                "blocked_domains": st.lists(st.sampled_from(DOMAINS), max_size=2, unique=True),
+                "allow_loopback": st.booleans(),
+            },
+        ),
+    },
+)
 
 
 @st.composite
@@ -36,9 +69,45 @@ def profiles(draw: Any, *, child: bool) -> dict[str, Any]:
         data["approvals"] = {"mode": mode}
     if draw(st.booleans()):
         data["approvals"] = {**data.get("approvals", {}), "allow": draw(st.lists(st.sampled_from(TOOLS), max_size=3))}
+    if draw(st.booleans()):
+        data["tool_config"] = draw(tool_configs)
     if child:
         data["disallowed_tools"] = draw(patterns)
     return data
+
+
+def runs(settings: RunCommandConfig, command: str) -> bool:
+    return RUN.refusal(RunCommandInput(command=command), settings) is None
+
+
+def reaches(settings: FetchUrlConfig, host: str) -> bool:
+    allowed = not settings.allowed_domains or any(domain_matches(p, host) for p in settings.allowed_domains)
+    return allowed and not any(domain_matches(p, host) for p in settings.blocked_domains)
+
+
+def assert_settings_no_wider(rig: Rig, child_offered: set[str]) -> None:
+    """Every command the child may run and every host it may reach, its parent may too; bounds only lower."""
+    if RUN.name in child_offered:
+        assert_run_command_no_wider(rig)
+    if FETCH.name in child_offered:
+        assert_fetch_url_no_wider(rig)
+
+
+def assert_run_command_no_wider(rig: Rig) -> None:
+    mine, theirs = rig.tool_settings(RUN, "child"), rig.tool_settings(RUN, "parent")
+    assert isinstance(mine, RunCommandConfig) and isinstance(theirs, RunCommandConfig)
+    for command in COMMANDS:
+        assert not runs(mine, command) or runs(theirs, command), command
+    assert mine.max_timeout_seconds <= theirs.max_timeout_seconds
+    assert (mine.mode, mine.allow_no_timeout) == (theirs.mode, theirs.allow_no_timeout)
+
+
+def assert_fetch_url_no_wider(rig: Rig) -> None:
+    web, their_web = rig.tool_settings(FETCH, "child"), rig.tool_settings(FETCH, "parent")
+    assert isinstance(web, FetchUrlConfig) and isinstance(their_web, FetchUrlConfig)
+    for host in HOSTS:
+        assert not reaches(web, host) or reaches(their_web, host), host
+    assert web.allow_loopback == their_web.allow_loopback
 
 
 _RIG: dict[str, Rig] = {}
@@ -47,8 +116,12 @@ _RIG: dict[str, Rig] = {}
 def rig_for(global_mode: str) -> Rig:
     if global_mode not in _RIG:
         root = tempfile.mkdtemp(prefix="narrowing-")
-        config = {"approvals": {"mode": global_mode}, "tools": {"rules": [{"tool": "step", "verdict": "ask"}]}}
-        _RIG[global_mode] = Rig(root, config=config, registry=Registry(agent_tools()))
+        config = {
+            "approvals": {"mode": global_mode},
+            "tools": {"rules": [{"tool": "step", "verdict": "ask"}]},
+            "tool_config": {"run_command": {"deny": ["curl *"]}, "fetch_url": {"blocked_domains": ["evil.test"]}},
+        }
+        _RIG[global_mode] = Rig(root, config=config, registry=Registry([*agent_tools(), RUN, FETCH]))
     return _RIG[global_mode]
 
 
@@ -69,11 +142,16 @@ def test_nothing_a_child_may_do_is_denied_to_its_parent(
         # What the parent's run offers: its profile, narrowed further by the run's own deny list.
         offered = {t.name: t for t in rig.registry_for("parent").select((), run_deny).list()}
         profile = child_profile(
-            rig.config.agents["parent"], policy.mode("parent"), offered, AgentConfig.model_validate(child)
+            rig.config.agents["parent"],
+            policy.mode("parent"),
+            offered,
+            AgentConfig.model_validate(child),
+            lambda tool: rig.tool_settings(tool, "parent"),
         )
         rig.set_agent_profile("child", profile)
         try:
             child_offered = set(rig.registry_for("child").names())
+            assert_settings_no_wider(rig, child_offered)
             assert child_offered <= set(offered)
             for tool in rig.catalog.list():
                 mine = policy.decide(tool, "child", []).verdict

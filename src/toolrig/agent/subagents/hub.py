@@ -391,7 +391,20 @@ class SubagentHub:
         settings = self.rig.config.subagents
         own = kind.profile
         parent_profile = self.rig.config.agents.get(prun.agent_id) if prun.agent_id else None
-        profile = child_profile(parent_profile, self.rig.governance.policy.mode(prun.agent_id), prun.offered, own)
+        warnings: list[str] = []
+        profile = child_profile(
+            parent_profile,
+            self.rig.governance.policy.mode(prun.agent_id),
+            prun.offered,
+            own,
+            lambda tool: self.rig.tool_settings(tool, prun.agent_id),
+            type_name=kind.name,
+            warnings=warnings,
+        )
+        for warning in warnings:
+            if warning not in self.rig.loaded.warnings:  # once per type and setting, not once per child
+                self.rig.loaded.warnings.append(warning)
+                log.warning("%s", warning)
         remaining = None
         if prun.budget is not None and parent.usage is not None:
             remaining = max(prun.budget - parent.usage.cost_usd, 0.0)
@@ -409,7 +422,7 @@ class SubagentHub:
             agent_id=child.agent_id,
         )
         # Registered before the run is built: the run's offered tools are read from its profile.
-        self.rig.set_agent_profile(child.agent_id, profile)
+        self.rig.set_agent_profile(child.agent_id, profile, rate_owner=prun.agent_id)
         if own.shared_memory:
             self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
         return _Run(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind))
