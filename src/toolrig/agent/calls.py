@@ -73,31 +73,15 @@ async def run_calls(
     outcomes = [CallOutcome(call) for call in calls]
 
     async def invoke(call: ToolCallBlock) -> ToolResult:
-        face = profile.face(call.name) if profile is not None else None
-        if profile is None or face is None:
-            result = await rig.executor.invoke(
-                call.name,
-                call.arguments,
-                call_id=call.id,
-                origin="agent",
-                agent_id=agent_id,
-                parent_agent_id=parent_agent_id,
-                session_id=session_id,
-                events=events,
-                offered=offered,
-            )
-            if profile is None:
-                return result
-            from toolrig.adapters.faces import speak
+        translated = None
+        if profile is not None and (face := profile.face(call.name)) is not None:
+            from toolrig.adapters.faces import translate
 
-            return speak(profile, result)
-        from toolrig.adapters.faces import shape_result, speak, translate
-
-        # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
-        translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
+            # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
+            translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
         result = await rig.executor.invoke(
-            translated.name,
-            translated.args,
+            translated.name if translated is not None else call.name,
+            translated.args if translated is not None else call.arguments,
             call_id=call.id,
             origin="agent",
             agent_id=agent_id,
@@ -105,9 +89,13 @@ async def run_calls(
             session_id=session_id,
             events=events,
             offered=offered,
-            called_as=call.name,
+            called_as=call.name if translated is not None else None,
         )
-        return speak(profile, shape_result(translated, result))
+        if profile is None:
+            return result
+        from toolrig.adapters.faces import shape_result, speak
+
+        return speak(profile, shape_result(translated, result) if translated is not None else result)
 
     async def one(index: int) -> None:
         call = calls[index]
