@@ -57,7 +57,7 @@ class Rig:
     def __init__(
         self,
         root: str | os.PathLike[str] = ".",
-        config: Config | dict[str, Any] | str | os.PathLike[str] | None = None,
+        config: LoadedConfig | Config | dict[str, Any] | str | os.PathLike[str] | None = None,
         *,
         agent: str | None = None,
         tools: Iterable[AnyTool] = (),
