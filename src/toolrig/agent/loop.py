@@ -33,7 +33,7 @@ from toolrig.approvals.paused import PauseChannel, ReplayChannel
 from toolrig.approvals.questions import question_json
 from toolrig.approvals.routing import install_router
 from toolrig.config import AgentConfig
-from toolrig.content import parts_to_json
+from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
@@ -260,7 +260,10 @@ class _Run:
         for call in state.messages[-1].tool_calls:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
-                done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
+                media = parts_to_json(parts_from_json(saved.get("media")))  # a state file is input: re-checked
+                done[call.id] = ToolResultBlock(
+                    call.id, call.name, str(saved["content"]), bool(saved["is_error"]), media=media
+                )
         asked = [p.call_id for p in state.pending if p.questions]
         channel = ReplayChannel(
             self._resume_children(state, decisions), answers, asked=asked, then=self._resumed_questions()
@@ -546,7 +549,10 @@ class _Run:
                     )
                 )
             else:
-                results[call.id] = {"content": outcome.result.to_json(), "is_error": outcome.result.is_error}
+                result = outcome.result
+                results[call.id] = {"content": result.to_json(), "is_error": result.is_error}
+                if result.content:  # an image read before the pause reaches the model after it
+                    results[call.id]["media"] = parts_to_json(result.content)
         paused.pending.clear()
         pending, children = self._children_paused(pending)
         s = self.provider.settings
