@@ -184,7 +184,6 @@ SERVER_PARAMS = frozenset({"redis", "basex"})  # kv / librarian parametrised ove
 SLOW_FILES = frozenset(
     {
         "tests/adapters/test_mcp_stdio.py",
-        "tests/adapters/test_mcp_client.py",
         "tests/adapters/test_mcp_inspector.py",
         "tests/adapters/test_mcp_http.py",
         "tests/hostile/test_mcp_http_guard.py",
