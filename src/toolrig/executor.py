@@ -95,8 +95,10 @@ class Admission(Protocol):
 
 
 class AfterTool(Protocol):
-    """A step after execution that may replace the result (after_tool hooks); the result itself, or an
-    awaitable of it, as a gate may answer without a coroutine."""
+    """A step after execution that may replace the result (after_tool hooks).
+
+    It answers with the result itself, or an awaitable of it: as a gate may, it answers without a coroutine.
+    """
 
     def __call__(self, call: ToolCall, result: ToolResult) -> Awaitable[ToolResult] | ToolResult: ...
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
     from toolrig.executor import Extensions, ToolCall
     from toolrig.policy.audit import AuditLog
+    from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.sandbox.paths import Workspace
 
@@ -129,11 +130,10 @@ class Governance:
     def check_rate(self, call: ToolCall) -> Awaitable[None] | None:
         if self.limiter is None or call.tool is None or call.dry_run:
             return None  # nothing to wait for: the executor skips the await
-        return self._acquire(call)
+        return self._acquire(self.limiter, call.tool, call)
 
-    async def _acquire(self, call: ToolCall) -> None:
-        assert self.limiter is not None and call.tool is not None
-        refusal = await self.limiter.acquire(call.tool, call.agent_id)
+    async def _acquire(self, limiter: RateLimiter, tool: AnyTool, call: ToolCall) -> None:
+        refusal = await limiter.acquire(tool, call.agent_id)
         if refusal is not None:
             call.verdict = "rate_limited"
             call.decided_by = refusal.limit.source
