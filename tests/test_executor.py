@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.support.sample_tools import WriteLater, all_tools
-from toolrig import Rig, tool
+from toolrig import Rig, ToolContext, tool
 from toolrig.errors import ErrorType, ToolError
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
@@ -399,3 +399,23 @@ async def test_gates_audit_sinks_and_after_hooks_may_answer_without_a_coroutine(
         "after (not run)",
         "audit:denied",
     ]
+
+
+async def test_a_tool_that_takes_its_context_gets_the_calls_own_and_one_that_does_not_gets_none_built(
+    workspace: Path,
+) -> None:
+    @tool(name="who_calls")
+    async def who_calls(ctx: ToolContext) -> str:
+        """Name the call this context belongs to."""
+        return f"{ctx.call_id}:{ctx.tool_name}:{ctx.agent_id}"
+
+    @tool(name="no_context")
+    async def no_context() -> int:
+        """Take no context."""
+        return 1
+
+    assert who_calls.reads_context and not no_context.reads_context
+    rig = Rig(workspace, config={}, registry=Registry([who_calls, no_context]))
+    result = await rig.call("who_calls", {}, call_id="call_given", agent_id="someone")
+    assert result.output == {"result": "call_given:who_calls:someone"}
+    assert (await rig.call("no_context", {})).output == {"result": 1}

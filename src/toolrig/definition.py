@@ -130,6 +130,9 @@ class Tool(Generic[InT, OutT]):
     # An async execute with no suspension point in its code (read from the bytecode, never declared): it
     # runs to its end in one step, so no timeout could interrupt it and the executor opens no timeout scope.
     never_suspends: bool = False
+    # False only where execute provably never reads its ctx (a @tool function without a ToolContext
+    # parameter): the executor then builds none for the call.
+    reads_context: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -318,6 +321,7 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
+        own_execute = type(self).execute is FunctionTool.execute  # a subclass's own execute may do anything
         summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
         self.description = description or summary
         self.group = group
@@ -329,9 +333,10 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         self.timeout_seconds = timeout_seconds
         self.is_async = inspect.iscoroutinefunction(fn)
         # execute() adds one await of fn's coroutine, which suspends only if fn's own code does.
-        self.never_suspends = self.is_async and type(self).execute is FunctionTool.execute and never_suspends(fn)
+        self.never_suspends = self.is_async and own_execute and never_suspends(fn)
         self.blocking = blocking
         self.input_model, self._ctx_param = _input_model_from(fn, self.name, param_docs)
+        self.reads_context = self._ctx_param is not None or not own_execute
         # Read once: pydantic's ``model_fields`` is a computed property, too slow to ask on every call.
         self._arg_names = tuple(self.input_model.model_fields)
         kind, self._subject_reader = subject_reader(self.input_model)

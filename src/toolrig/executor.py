@@ -176,6 +176,8 @@ class Executor:
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
         self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
+        # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
+        self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
 
     async def invoke(
         self,
@@ -308,24 +310,7 @@ class Executor:
                 if (pending := gate(call)) is not None:
                     await pending
             call.ran = True
-            ctx = ToolContext(
-                workspace=self.workspace,
-                stores=self.stores,
-                config=call.settings,
-                http=self.http,
-                events=events,
-                approvals=self.approvals,
-                cancel=token,
-                agent_id=call.agent_id,
-                session_id=call.session_id,
-                call_id=call.call_id,
-                tool_name=tool.name,
-                output_cap=self.output_cap,
-                durable=self.durable,
-                catalog=self.catalog,
-                skills=self.skills,
-                subagents=self.subagents,
-            )
+            ctx = self._context(call, tool.name, events, token) if tool.reads_context else self._unread_context
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
             bound = bind_token(token)
             try:
@@ -369,6 +354,26 @@ class Executor:
                 f"The tool '{call.name}' failed unexpectedly: {type(exc).__name__}: {exc}",
                 notes=call.notes,
             )
+
+    def _context(self, call: ToolCall, tool_name: str, events: EventSink, token: CancelToken) -> ToolContext:
+        return ToolContext(
+            workspace=self.workspace,
+            stores=self.stores,
+            config=call.settings,
+            http=self.http,
+            events=events,
+            approvals=self.approvals,
+            cancel=token,
+            agent_id=call.agent_id,
+            session_id=call.session_id,
+            call_id=call.call_id,
+            tool_name=tool_name,
+            output_cap=self.output_cap,
+            durable=self.durable,
+            catalog=self.catalog,
+            skills=self.skills,
+            subagents=self.subagents,
+        )
 
     def _shape(self, tool: AnyTool, output: Any, notes: list[str]) -> ToolResult:
         model = tool.output_model
