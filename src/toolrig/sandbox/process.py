@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -169,10 +170,10 @@ class Limits:
 
 
 class PidsCgroup:
-    """A pids cgroup per command, where the kernel offers one.
+    """A pids cgroup per keeper (so per running command), where the kernel offers one.
 
-    The launcher's spare keeper makes it and joins it before the command is even asked for (the join is the
-    slow part); toolrig empties and removes it once the command is over. It caps forks (root ignores
+    The launcher makes one for each keeper, which joins it once and keeps command after command in it (the join
+    is the slow part); toolrig empties and removes it only if the keeper died. It caps forks (root ignores
     RLIMIT_NPROC) and finds every process the command left behind, including those that left its session or
     process group.
     """
@@ -361,14 +362,16 @@ _INLINE_REQUEST = 64 * 1024
 
 
 class Keeper:
-    """The per-command process that started the command and ends everything it started.
+    """The launcher's process that started the command and ends everything it started (then keeps the next).
 
     Its status pipe says when the command started, why it was stopped and when its leader exited; the pipe
-    closes once every process of the command is gone. Signals reach it through a pidfd (no pid reuse).
+    closes once every process of the command is gone. Requests to stop go down the command's own control pipe;
+    only an unanswering keeper gets a signal (SIGKILL, through a pidfd: no pid reuse).
     """
 
-    def __init__(self, status_fd: int) -> None:
+    def __init__(self, status_fd: int, control_fd: int = -1) -> None:
         self.fd = status_fd
+        self.control = control_fd  # T: end the command (SIGTERM to its group); K: kill all it started
         os.set_blocking(status_fd, False)
         self._buffer = b""
         self.closed = False
@@ -427,12 +430,32 @@ class Keeper:
             await self._read()
 
     def signal(self, sig: signal.Signals) -> None:
-        if self.closed or self.pidfd is None:
+        """SIGTERM ends the command, SIGUSR1 kills all it started, SIGKILL ends the keeper itself.
+
+        The first two are asked on the command's own pipe, not sent as signals: the keeper lives on for the
+        next command, and a request that arrives late must not reach that one.
+        """
+        if self.closed:
             return
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.pidfd, sig)
+        if sig == signal.SIGKILL:
+            if self.pidfd is not None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self.pidfd, sig)
+            return
+        if self.control >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self.control, b"K" if sig == signal.SIGUSR1 else b"T")
+
+    def dead(self) -> bool:
+        """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
+        if self.pidfd is None:
+            return True
+        return bool(select.select([self.pidfd], [], [], 0)[0])
 
     def close(self) -> None:
+        if self.control >= 0:
+            os.close(self.control)
+            self.control = -1
         os.close(self.fd)
         if self.pidfd is not None:
             os.close(self.pidfd)
@@ -490,7 +513,9 @@ async def run_contained(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     status_r, status_w = os.pipe()
-    fds = [out_w, err_w, status_w]
+    control_r, control_w = os.pipe()
+    os.set_blocking(control_w, False)
+    fds = [out_w, err_w, status_w, control_r]
     read_fd = -1
     if prelude and report_cwd:
         read_fd, write_fd = os.pipe()
@@ -505,7 +530,7 @@ async def run_contained(
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
     }
     started = time.perf_counter()
-    keeper = Keeper(status_r)
+    keeper = Keeper(status_r, control_w)
     try:
         Launcher.send(request, fds)
     except OSError as exc:
@@ -628,13 +653,14 @@ async def _stop(keeper: Keeper, grace: float) -> None:
                 os.killpg(keeper.leader, signal.SIGKILL)
         with anyio.move_on_after(_KEEPER_SECONDS):
             await keeper.gone()
+    # A keeper that answered lives on in its cgroup, ready for the next command: it has ended everything of this
+    # one itself. Only a dead keeper's cgroup may still hold what it kept (a command may kill or stop its keeper).
     if keeper.cgroup is not None and not keeper.cgroup_removed:
-        if keeper.closed and keeper.pidfd is not None:
-            # The status pipe closes as the keeper exits, before the kernel takes it out of the cgroup: wait for
-            # its pidfd (readable once it is gone) rather than find it still listed, kill it and sleep.
+        if keeper.exit_code is None and keeper.pidfd is not None:  # it did not answer: it is dead or dying
             with anyio.move_on_after(_KEEPER_SECONDS):
                 await anyio.wait_readable(keeper.pidfd)
-        keeper.cgroup_removed = await keeper.cgroup.kill_all()
+        if keeper.dead():
+            keeper.cgroup_removed = await keeper.cgroup.kill_all()
 
 
 _KEEPER_SECONDS = 3.0
