@@ -21,12 +21,13 @@ Python keeper per command cost ~4 ms of CPU: page tables, copy-on-write faults, 
 the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
-command's stdout, stderr, a status pipe, a control pipe and (optionally) the final-directory pipe. On the
-status pipe the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
-``E <message>``), ``L`` if it killed the command for having too many processes, and ``X <exit code>`` when
-the leader ended; it closes the pipe once every process of the command is gone. On the control pipe toolrig
-writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything); closing it kills everything too. These
-are per command, unlike signals to the keeper, so a late one can never reach the keeper's next command.
+command's stdout, stderr, a status socket and (optionally) the final-directory pipe. On the status socket
+the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
+``E <message>`` if it could not start), ``L`` if it killed the command for having too many
+processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
+closes its end. toolrig writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything) on the same
+socket, and closing it kills everything too. These are per command, unlike signals to the keeper, so a late
+one can never reach the keeper's next command.
 toolrig empties and removes the cgroup of a keeper that died; a live keeper's cgroup is its own.
 """
 
@@ -243,10 +244,10 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
 
 
 def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
-    """Start one command, wait for it and end everything it started; the status pipe says how it went."""
-    out, err, status, control = fds[:4]
-    cwd_fd = fds[4] if len(fds) > 4 else -1
-    os.set_blocking(control, False)
+    """Start one command, wait for it and end everything it started; the status socket says how it went."""
+    out, err, status = fds[:3]
+    cwd_fd = fds[3] if len(fds) > 3 else -1
+    os.set_blocking(status, False)
     _reaped.clear()
     me = os.getpid()
     limit = request.get("count_limit")
@@ -277,29 +278,38 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    for index in (0, 1, 4):  # the command holds its output pipes now: they close when it is gone
+    for index in (0, 1, 3):  # the command holds its output pipes now: they close when it is gone
         if index < len(fds):
             os.close(fds[index])
             fds[index] = -1
-    os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
+    with contextlib.suppress(OSError):  # toolrig may be gone
+        os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
     # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
     # waits for an RCU grace period, and this command's spawn must not wait on it.
     keeper.say("T")
+
+    def tell(line: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(status, line)
+
     interval = _COUNT_INTERVAL if isinstance(limit, int) else None
-    watched = [keeper.wake_r, control]
+    watched = [keeper.wake_r, status]
     running = True
+    exit_code = 0
     while running:
         ready, _, _ = select.select(watched, [], [], interval)
         if keeper.wake_r in ready:
             with contextlib.suppress(OSError):
                 os.read(keeper.wake_r, 4096)
-        if control in ready:  # toolrig asks: T to end the command, K to kill all; closed: toolrig is gone
+        if status in ready:  # toolrig asks: T to end the command, K to kill all; closed: toolrig is gone
             try:
-                asked = os.read(control, 64)
+                asked = os.read(status, 64)
             except BlockingIOError:
                 asked = b"-"
+            except OSError:
+                asked = b""
             if b"K" in asked or not asked:
-                watched.remove(control)
+                watched.remove(status)
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)
                 kill_all_below(me)
@@ -307,18 +317,18 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGTERM)
         if isinstance(limit, int) and len(descendants(me)) > limit:
-            os.write(status, b"L\n")
+            tell(b"L\n")
             with contextlib.suppress(OSError):
                 os.killpg(leader, signal.SIGKILL)
             kill_all_below(me)
         for pid, code in _reap_all():
             if pid == leader and running:
                 running = False
-                with contextlib.suppress(OSError):
-                    os.write(status, f"X {os.waitstatus_to_exitcode(code)}\n".encode())
+                exit_code = os.waitstatus_to_exitcode(code)
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)  # the group is gone once its last member is reaped
     kill_all_below(me)
+    tell(f"X {exit_code}\n".encode())
 
 
 def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | None:
@@ -338,7 +348,7 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
                     request = json.loads(os.pread(big, int(request["memfd"]), 0))
                 finally:
                     os.close(big)
-            if not isinstance(request, dict) or len(fds) < 4:
+            if not isinstance(request, dict) or len(fds) < 3:
                 raise ValueError("not a request")
         except (ValueError, IndexError, TypeError, OSError):
             for received in fds:

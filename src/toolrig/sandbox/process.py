@@ -365,13 +365,12 @@ class Keeper:
     """The launcher's process that started the command and ends everything it started (then keeps the next).
 
     Its status pipe says when the command started, why it was stopped and when its leader exited; the pipe
-    closes once every process of the command is gone. Requests to stop go down the command's own control pipe;
+    closes once every process of the command is gone. Requests to stop go back on the same (per-command) socket;
     only an unanswering keeper gets a signal (SIGKILL, through a pidfd: no pid reuse).
     """
 
-    def __init__(self, status_fd: int, control_fd: int = -1) -> None:
-        self.fd = status_fd
-        self.control = control_fd  # T: end the command (SIGTERM to its group); K: kill all it started
+    def __init__(self, status_fd: int) -> None:
+        self.fd = status_fd  # a socket: the keeper reports on it, and reads T (end the command) or K (kill all)
         os.set_blocking(status_fd, False)
         self._buffer = b""
         self.closed = False
@@ -393,6 +392,8 @@ class Keeper:
             except BlockingIOError:
                 await anyio.wait_readable(self.fd)
                 continue
+            except OSError:  # reset: the keeper was killed with our T or K unread
+                chunk = b""
             break
         if not chunk:
             self.closed = True
@@ -417,10 +418,6 @@ class Keeper:
                 self.error = rest
                 self.exited_flag = True
 
-    async def started(self) -> None:
-        while not self.pid and not self.closed and self.error is None:
-            await self._read()
-
     async def exited(self) -> None:
         while not self.exited_flag:
             await self._read()
@@ -442,9 +439,8 @@ class Keeper:
                 with contextlib.suppress(OSError):
                     signal.pidfd_send_signal(self.pidfd, sig)
             return
-        if self.control >= 0:
-            with contextlib.suppress(OSError):
-                os.write(self.control, b"K" if sig == signal.SIGUSR1 else b"T")
+        with contextlib.suppress(OSError):
+            os.write(self.fd, b"K" if sig == signal.SIGUSR1 else b"T")
 
     def dead(self) -> bool:
         """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
@@ -453,9 +449,6 @@ class Keeper:
         return bool(select.select([self.pidfd], [], [], 0)[0])
 
     def close(self) -> None:
-        if self.control >= 0:
-            os.close(self.control)
-            self.control = -1
         os.close(self.fd)
         if self.pidfd is not None:
             os.close(self.pidfd)
@@ -469,7 +462,7 @@ class _Run:
     err: CappedText
     max_output_bytes: int
     stopped: str | None = None
-    flooded: anyio.Event = field(default_factory=anyio.Event)
+    waiting: anyio.CancelScope | None = None  # the wait for the command's end, while it lasts
 
 
 def containment(limits: Limits, cgroup: PidsCgroup | None) -> str:
@@ -512,10 +505,8 @@ async def run_contained(
         child_env["__TOOLRIG_ULIMITS"] = args
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    status_r, status_w = os.pipe()
-    control_r, control_w = os.pipe()
-    os.set_blocking(control_w, False)
-    fds = [out_w, err_w, status_w, control_r]
+    status_r, status_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # both ways: status, and T/K
+    fds = [out_w, err_w, status_w.detach()]
     read_fd = -1
     if prelude and report_cwd:
         read_fd, write_fd = os.pipe()
@@ -530,7 +521,7 @@ async def run_contained(
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
     }
     started = time.perf_counter()
-    keeper = Keeper(status_r, control_w)
+    keeper = Keeper(status_r.detach())
     try:
         Launcher.send(request, fds)
     except OSError as exc:
@@ -543,13 +534,10 @@ async def run_contained(
         for fd in fds:
             os.close(fd)
     run = _Run(keeper, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
+    unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
     try:
-        await keeper.started()
-        if keeper.error is not None or not keeper.pid:
-            reason = keeper.error or "the launcher stopped before it started the command"
-            raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
         async with anyio.create_task_group() as group:
             done = [anyio.Event(), anyio.Event()]
             group.start_soon(_pump, out_r, run.out, run, done[0])
@@ -557,10 +545,12 @@ async def run_contained(
             if on_progress is not None:
                 group.start_soon(_tick, on_progress, progress_interval, run, started)
             with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
-                async with anyio.create_task_group() as waiters:
-                    waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
+                with anyio.CancelScope() as run.waiting:  # an output flood stops the wait
                     await keeper.exited()
-                    waiters.cancel_scope.cancel()
+            if not keeper.pid and (keeper.error is not None or keeper.closed):
+                group.cancel_scope.cancel()
+                reason = keeper.error or "the launcher stopped before it started the command"
+                unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
             if scope.cancelled_caught:
                 timed_out = True
                 run.stopped = "timeout"
@@ -577,6 +567,8 @@ async def run_contained(
                 os.close(fd)
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
+    if unstarted is not None:
+        raise unstarted
     run.out.close()
     run.err.close()
     if keeper.over_limit and run.stopped is None:
@@ -602,11 +594,6 @@ async def _tick(report: Callable[[float, str], None], interval: float, run: _Run
         report(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
 
 
-async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
-
-
 async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None:
     os.set_blocking(fd, False)
     try:
@@ -623,8 +610,9 @@ async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None
             sink.feed(chunk)
             if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
                 run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
-                run.flooded.set()
                 run.keeper.signal(signal.SIGUSR1)
+                if run.waiting is not None:
+                    run.waiting.cancel()
     finally:
         done.set()
 
