@@ -50,7 +50,8 @@ _CWD_FD = 3
 _PRELUDE_FD = 4
 _HIGH_FD = 10
 _COUNT_INTERVAL = 0.02
-SPARES = 2  # idle keepers kept ready: one is always there while the one just taken is being replaced
+INLINE_REQUEST = 64 * 1024  # a larger request comes in a memfd (a small receive buffer is a cheap one)
+SPARES = 2  # keepers that go back to the socket after each command (one more is forked while all are busy)
 _MAX_SPARE_DEATHS = 50
 
 # Read by bash from $BASH_ENV before the command: set limits, report the final directory.
@@ -335,7 +336,7 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 8)
+            data, fds, _flags, _addr = socket.recv_fds(sock, INLINE_REQUEST + 1024, 8)
         except OSError:
             return None
         if not data:

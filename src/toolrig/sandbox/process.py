@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.launcher import INLINE_REQUEST
 
 log = logging.getLogger("toolrig.sandbox.process")
 
@@ -334,7 +335,7 @@ class Launcher:
     def send(cls, request: dict[str, object], fds: list[int]) -> None:
         data = json.dumps(request).encode()
         big = -1
-        if len(data) > _INLINE_REQUEST:
+        if len(data) > INLINE_REQUEST:
             big = os.memfd_create("toolrig-request", os.MFD_CLOEXEC)
             os.write(big, data)
             data = json.dumps({"memfd": len(data)}).encode()
@@ -356,9 +357,6 @@ class Launcher:
         finally:
             if big >= 0:
                 os.close(big)
-
-
-_INLINE_REQUEST = 64 * 1024
 
 
 class Keeper:
