@@ -87,3 +87,22 @@ def test_a_stop_asked_for_one_command_never_reaches_the_next(workspace: Path, re
         after = run(rig, "sleep 0.3; echo survived")
         assert after.output["stdout"] == "survived\n", after.output
         assert after.output["exit_code"] == 0
+
+
+def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(workspace: Path) -> None:
+    rig = shell(workspace)
+    outputs: dict[str, str] = {}
+
+    async def call(name: str, command: str) -> None:
+        result = await rig.call("run_command", {"command": command})
+        outputs[name] = result.output["stdout"] if result.output else f"error: {result.message}"
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "long", "sleep 1.5; echo long done")  # its keeper still holds the socket
+            await anyio.sleep(0.3)
+            await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
+            await call("next", "echo still here")
+
+    anyio.run(scenario)
+    assert outputs == {"long": "long done\n", "killer": "killed\n", "next": "still here\n"}, outputs

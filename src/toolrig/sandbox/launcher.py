@@ -364,6 +364,10 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     os.setsid()
     _subreaper()
     me = os.getpid()
+    os.write(1, str(me).encode())  # toolrig watches us through a pidfd
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
     sock = socket.socket(fileno=fd)
     sock.set_inheritable(False)  # keepers hold it while their command runs: no command may read requests
     prelude_fd = os.memfd_create("toolrig-prelude", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)

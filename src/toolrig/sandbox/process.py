@@ -311,28 +311,56 @@ class Launcher:
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 pass_fds=(theirs.fileno(),),
                 close_fds=True,
             )
             starter.wait()  # it double-forks: the launcher's parent is not toolrig
+        said = b""
+        if starter.stdout is not None:
+            with starter.stdout:
+                said = starter.stdout.read(64)  # the launcher's pid, then it closes its stdout
+        self.pidfd: int | None = None
+        with contextlib.suppress(ValueError, OSError):
+            self.pidfd = os.pidfd_open(int(said))
         self.sock = ours
         self.owner = os.getpid()
         self.base = base
+
+    def gone(self) -> bool:
+        """Whether the launcher process has ended (a command may kill it)."""
+        return self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
     @classmethod
     def get(cls) -> Launcher:
         base = PidsCgroup.base()
         with cls._lock:
             current = cls._current
-            if current is None or current.owner != os.getpid() or current.base != base:
-                if current is not None:  # ours: its spare sees the end and it exits; inherited: the parent's
-                    current.sock.close()
+            if current is None or current.owner != os.getpid() or current.base != base or current.gone():
+                if current is not None:  # ours: its keepers see the end and it exits; inherited: the parent's
+                    current.close()
+                    PidsCgroup.forget_spares()
                 current = cls._current = cls(base)
             return current
 
     @classmethod
-    def send(cls, request: dict[str, object], fds: list[int]) -> None:
+    def forget(cls, launcher: Launcher) -> None:
+        """Start a new launcher for the next command: this one died."""
+        with cls._lock:
+            if cls._current is launcher:
+                cls._current = None
+        launcher.close()
+        PidsCgroup.forget_spares()
+
+    @classmethod
+    def send(cls, request: dict[str, object], fds: list[int]) -> Launcher:
+        """Hand the request to a keeper of the current launcher (started again once if it died); returns it."""
         data = json.dumps(request).encode()
         big = -1
         if len(data) > INLINE_REQUEST:
@@ -345,15 +373,12 @@ class Launcher:
                 launcher = cls.get()
                 try:
                     socket.send_fds(launcher.sock, [data], fds)
-                    return
+                    return launcher
                 except OSError:  # the launcher died (a command may kill it): start another once
-                    with cls._lock:
-                        if cls._current is launcher:
-                            cls._current = None
-                    launcher.sock.close()
-                    PidsCgroup.forget_spares()
+                    cls.forget(launcher)
                     if attempt:
                         raise
+            raise AssertionError("unreachable")
         finally:
             if big >= 0:
                 os.close(big)
@@ -415,6 +440,10 @@ class Keeper:
             elif kind == "E":
                 self.error = rest
                 self.exited_flag = True
+
+    async def started(self) -> None:
+        while not self.pid and not self.closed and self.error is None:
+            await self._read()
 
     async def exited(self) -> None:
         while not self.exited_flag:
@@ -486,6 +515,7 @@ async def run_contained(
     prelude: bool = True,
     on_progress: Callable[[float, str], None] | None = None,
     progress_interval: float = 1.0,
+    retry: bool = True,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -521,7 +551,7 @@ async def run_contained(
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())
     try:
-        Launcher.send(request, fds)
+        launcher = Launcher.send(request, fds)
     except OSError as exc:
         for fd in (out_r, err_r, read_fd):
             if fd >= 0:
@@ -535,8 +565,15 @@ async def run_contained(
     unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
+    lost = False
     try:
+        await keeper.started()
+        # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
+        # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
+        lost = not keeper.pid and keeper.error is None and retry and launcher.gone()
         async with anyio.create_task_group() as group:
+            if lost:
+                group.cancel_scope.cancel()
             done = [anyio.Event(), anyio.Event()]
             group.start_soon(_pump, out_r, run.out, run, done[0])
             group.start_soon(_pump, err_r, run.err, run, done[1])
@@ -565,6 +602,13 @@ async def run_contained(
                 os.close(fd)
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
+    if lost:
+        Launcher.forget(launcher)
+        return await run_contained(
+            argv, cwd=cwd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
+            max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
+            on_progress=on_progress, progress_interval=progress_interval, retry=False,
+        )  # fmt: skip
     if unstarted is not None:
         raise unstarted
     run.out.close()
