@@ -56,6 +56,7 @@ def test_a_process_limit_and_a_cgroup_setting_of_one_command_do_not_carry_over(w
     assert len(keepers) <= 2 + 1, keepers  # kept by the staying keepers, not one new process per command
 
 
+@pytest.mark.slow
 def test_more_commands_at_once_than_idle_keepers_all_run_and_end(workspace: Path) -> None:
     rig = shell(workspace)
     outputs: list[str] = []
@@ -74,6 +75,7 @@ def test_more_commands_at_once_than_idle_keepers_all_run_and_end(workspace: Path
     assert run(rig, "echo after").output["stdout"] == "after\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("request_to_stop", ["timeout", "flood"])
 def test_a_stop_asked_for_one_command_never_reaches_the_next(workspace: Path, request_to_stop: str) -> None:
     rig = shell(workspace, max_output_bytes=100_000, kill_grace_seconds=0.2)
@@ -89,6 +91,7 @@ def test_a_stop_asked_for_one_command_never_reaches_the_next(workspace: Path, re
         assert after.output["exit_code"] == 0
 
 
+@pytest.mark.slow
 def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(workspace: Path) -> None:
     rig = shell(workspace)
     outputs: dict[str, str] = {}
