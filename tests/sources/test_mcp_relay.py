@@ -144,7 +144,9 @@ async def test_sampling_is_refused_unless_the_config_enables_it(workspace: Path)
 async def test_sampling_goes_to_the_runs_model_capped_approved_and_budgeted(workspace: Path) -> None:
     seen: list[tuple[str | None, list[tuple[str, str]], int]] = []
 
-    async def model(system: str | None, turns: list[tuple[str, str]], max_tokens: int) -> tuple[str, str]:
+    async def model(
+        system: str | None, turns: list[tuple[str, str]], max_tokens: int, session_id: str | None
+    ) -> tuple[str, str]:
         seen.append((system, turns, max_tokens))
         return "short.", "the-runs-model"
 

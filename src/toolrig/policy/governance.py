@@ -17,9 +17,10 @@ import anyio
 from toolrig.approvals.broker import Answer, ApprovalBroker
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
-from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
+from toolrig.approvals.questions import answered, question_from, question_json, refused, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
+from toolrig.forms import FormError
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -234,9 +235,17 @@ class Governance:
         Its id is the asking call's id (a paused run finds it again by that), and it is asked whatever the
         approval mode: ``approvals.mode: off`` means nothing needs approval, not that nobody may be asked.
         No channel, no answer within the timeout, a failing channel or an empty answer: ``None`` (skipped),
-        never the approval fallback (``allow`` cannot invent an answer).
+        never the approval fallback (``allow`` cannot invent an answer). A form outside the allowed subset,
+        or an answer that does not fit its form, is the asking tool's error (``ToolError``), saying why.
         """
-        parsed = tuple(question_from(q) for q in questions)
+        try:
+            parsed = tuple(question_from(q) for q in questions)
+        except FormError as exc:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The form cannot be shown: {exc}.",
+                "Send a flat form: an object of string, number, integer, boolean or enum fields (MCP elicitation).",
+            ) from None
         args = {"questions": [question_json(q) for q in parsed]}
         request = ApprovalRequest(
             id=call_id or f"ask_{secrets.token_hex(6)}",
@@ -254,6 +263,13 @@ class Governance:
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
         checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
+        why = refused(checked)
+        if why is not None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The answer did not fit the form ({why}), so it was not used.",
+                "Ask again, or decide yourself and say what you assumed.",
+            )
         return [reply_json(r) for r in checked] if answered(checked) else None
 
     def refused_answer(self, refused: RefusedAnswer) -> None:

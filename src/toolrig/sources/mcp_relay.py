@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolrig.mcp")
 
-# A model call made for a server: (system prompt, [(role, text)], max tokens) -> (text, model name).
-Sampler = Callable[[str | None, list[tuple[str, str]], int], Awaitable[tuple[str, str]]]
+# A model call made for a server: (system prompt, [(role, text)], max tokens, the calling run's session id)
+# -> (text, model name). The session id lets the run that holds the call count the tokens in its budget.
+Sampler = Callable[[str | None, list[tuple[str, str]], int, str | None], Awaitable[tuple[str, str]]]
 MAX_QUESTION = 1000
 MAX_FIELDS = 20
 
@@ -223,7 +224,8 @@ class Relay:
         self.samples += 1
         system = params.system_prompt[:4000] if params.system_prompt else None
         try:
-            text, model = await self.sampler(system, turns, limit)
+            current = self.current()
+            text, model = await self.sampler(system, turns, limit, current.session_id if current else None)
         except Exception as exc:  # the model's failure is the server's answer, not our crash
             log.warning("sampling for MCP server %r failed: %s", self.server, exc)
             return ErrorData(code=INVALID_REQUEST, message=f"the model call failed: {str(exc)[:300]}")
