@@ -46,7 +46,9 @@ class HttpAccess(Protocol):
 class Approvals(Protocol):
     """Lets a tool ask the user mid-call (the executor asks before calls on its own)."""
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool: ...
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        """Yes or no from the person; ``call_id`` (the asking call's) lets a front end that asks per call find it."""
+        ...
 
     async def ask_user(
         self,
@@ -146,7 +148,7 @@ class SubagentAccess(Protocol):
 class AllowAll:
     """Approvals switched off: every question is answered yes."""
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
         return True
 
     async def ask_user(

@@ -266,7 +266,7 @@ def check_value(spec: Mapping[str, Any], value: Any) -> Any:
     if not spec.get("minLength", 0) <= len(value) <= spec.get("maxLength", MAX_TEXT):
         raise FormError(f"expected {spec.get('minLength', 0)} to {spec.get('maxLength', MAX_TEXT)} characters")
     if "format" in spec and not _formatted(spec["format"], value):
-        raise FormError(f"expected a {spec['format']}")
+        raise FormError(f"expected the {spec['format']} format")
     return value
 
 

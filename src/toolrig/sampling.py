@@ -90,7 +90,7 @@ class ModelRouter:
             raise ToolError(ErrorType.RATE_LIMITED, f"A call may ask a model at most {MAX_PER_CALL} times.")
         subject = turns[-1][1][:300] if turns else ""
         reason = f"The tool '{tool}' asks the model to answer, in up to {max_tokens} tokens."
-        if not await self.approvals.ask(f"{tool}/sampling", subject, reason):
+        if not await self.approvals.ask(f"{tool}/sampling", subject, reason, call_id=call_id):
             raise ToolError(ErrorType.DENIED, "The user did not approve asking the model.")
         if client is not None:
             client.used += 1

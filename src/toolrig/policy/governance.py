@@ -205,13 +205,17 @@ class Governance:
         except (OSError, ConfigError) as exc:
             log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
 
-    async def ask_in_call(self, tool: str, subject: str, reason: str) -> bool:
-        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback)."""
+    async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
+
+        The request's id is the asking call's (as for ``ask_user``), so a channel that asks per call (MCP: the
+        client that made it) puts it to the right person; without one, an id of its own.
+        """
         if self.config.approvals.mode == "off":
             return True
         args = {"subject": subject}
         request = ApprovalRequest(
-            id=f"ask_{secrets.token_hex(6)}",
+            id=call_id or f"ask_{secrets.token_hex(6)}",
             tool=tool,
             args=args,
             subjects=(subject,),
@@ -305,8 +309,8 @@ class ToolApprovals:
     def __init__(self, governance: Governance) -> None:
         self.governance = governance
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
-        return await self.governance.ask_in_call(tool, subject, reason)
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id)
 
     async def ask_user(
         self,

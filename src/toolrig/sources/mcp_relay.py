@@ -52,7 +52,7 @@ async def ask_the_user(ctx: ToolContext | None, server: str, question: str, deta
     """
     if ctx is None:
         return False
-    return await ctx.approvals.ask(f"{server}/elicitation", question, detail)
+    return await ctx.approvals.ask(f"{server}/elicitation", question, detail, call_id=ctx.call_id)
 
 
 async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
