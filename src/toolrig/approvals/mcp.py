@@ -65,9 +65,10 @@ class Asker(Protocol):
 class McpApprovalChannel:
     """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the client that made each call.
 
-    A request's id is its call's id, and the server registers each call's asker (``asking``) for as long
-    as the call runs: a batch that gathers calls from several clients is split, and each client is asked
-    only about its own calls. A call whose client cannot ask gets the fallback.
+    A request names its call (its id, or ``call_id`` for a tool's own mid-call question), and the server
+    registers each call's asker (``asking``) for as long as the call runs: a batch that gathers calls from
+    several clients is split, and each client is asked only about its own calls. A call whose client
+    cannot ask gets the fallback.
     """
 
     def __init__(self, fallback: Fallback = "deny") -> None:
@@ -86,7 +87,7 @@ class McpApprovalChannel:
         decisions: list[ApprovalDecision | None] = [None] * len(requests)
         groups: dict[int, tuple[Asker, list[int]]] = {}
         for index, request in enumerate(requests):
-            asker = self._askers.get(request.id)
+            asker = self._askers.get(request.call_id or request.id)
             if asker is None:
                 decisions[index] = self._fallback()
             else:

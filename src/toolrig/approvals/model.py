@@ -75,6 +75,7 @@ class ApprovalRequest:
     fingerprint: str = ""
     suggested: tuple[str, ...] = ()  # allowlist patterns that "allow always" would save, narrowest first
     questions: tuple[Question, ...] = ()  # set: this is a question to the person, not an approval
+    call_id: str = ""  # a tool's own mid-call question: the call asking (its id is the question's own)
 
     @property
     def kind(self) -> Literal["approval", "question"]:

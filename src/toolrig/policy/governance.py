@@ -208,16 +208,17 @@ class Governance:
     async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
         """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
 
-        The request's id is the asking call's (as for ``ask_user``), so a channel that asks per call (MCP: the
-        client that made it) puts it to the right person; without one, an id of its own.
+        The request has an id of its own (an answer to the call's approval never answers it) and names the
+        asking call, so a channel that asks per call (MCP: the client that made it) puts it to the right person.
         """
         if self.config.approvals.mode == "off":
             return True
         args = {"subject": subject}
         request = ApprovalRequest(
-            id=call_id or f"ask_{secrets.token_hex(6)}",
+            id=f"ask_{secrets.token_hex(6)}",
             tool=tool,
             args=args,
+            call_id=call_id,
             subjects=(subject,),
             reason=reason,
             fingerprint=fingerprint(tool, args),
