@@ -19,7 +19,7 @@ Left out: the binary resource (a resource read carries text only).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from pydantic import BaseModel
@@ -192,7 +192,7 @@ class FormTool(Tool[NoInput, Text]):
     group = "conformance"
     read_only = True
     message = ""
-    form: dict[str, Any] = {}
+    form: ClassVar[dict[str, Any]] = {}
 
     async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
         question = {"question": self.message, "form": self.form}
