@@ -15,10 +15,11 @@ passed on. A front end that can show forms (MCP elicitation) sends the form as w
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolrig.approvals.model import Choice, Question, Reply
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Choice, Question, Reply
 from toolrig.forms import FormError, check_form, check_values, choices, fields
 
 MAX_TEXT = 2_000
@@ -257,3 +258,25 @@ def values_from_fields(question: Question, replies: Sequence[Reply]) -> Reply:
         except ValueError:
             return Reply(error=f"field {name!r}: {raw[:60]!r} is not a {kind}")
     return form_reply({"values": values}, form)
+
+
+def without_forms(request: ApprovalRequest) -> ApprovalRequest:
+    """The request with each form question as its plain field questions, for a channel that shows no forms."""
+    if not any(q.form is not None for q in request.questions):
+        return request
+    plain = tuple(p for q in request.questions for p in (field_questions(q) if q.form is not None else [q]))
+    return dataclasses.replace(request, questions=plain)
+
+
+def with_forms(request: ApprovalRequest, decision: ApprovalDecision) -> ApprovalDecision:
+    """A decision on ``without_forms(request)`` read back: each form's field answers folded into its values."""
+    answers = decision.answers
+    if answers is None or not any(q.form is not None for q in request.questions):
+        return decision
+    folded, at = [], 0
+    for question in request.questions:
+        count = len(fields(question.form)) if question.form is not None else 1
+        mine = answers[at : at + count]
+        at += count
+        folded.append(values_from_fields(question, mine) if question.form is not None else (mine or (Reply(),))[0])
+    return dataclasses.replace(decision, answers=tuple(folded))
