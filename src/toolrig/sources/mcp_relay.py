@@ -108,7 +108,12 @@ class Relay:
             log.warning("an answer for MCP server %r was refused: %s", self.server, exc.message)
             return ElicitResult(action="decline")
         if replies is not None:  # the person filled the form in the question channel
-            return ElicitResult(action="accept", content=replies[0].get("values") or {})
+            try:  # checked here too, whoever answered: left-out fields take their defaults
+                content = check_values(form, (replies[0] if replies else {}).get("values") or {})
+            except FormError as exc:
+                log.warning("an answer for MCP server %r was refused: %s", self.server, exc)
+                return ElicitResult(action="decline")
+            return ElicitResult(action="accept", content=content)
         # Nobody at the question channel: a yes/no approval can still accept the form's own defaults.
         try:
             answers = check_values(form, {})
