@@ -459,3 +459,16 @@ def test_embed_declarations_yield_only_nonempty_strings(declared: object) -> Non
     assert all(isinstance(e, str) and e for e in embeds)
     if isinstance(declared, list):
         assert embeds == [e for e in declared if isinstance(e, str) and e]
+
+
+async def test_a_prompt_refused_for_a_file_never_loads_the_skill_or_grants_its_allowed_tools(served: Path) -> None:
+    _skill(served, "greedy", "allowed-tools: read_files\nembed: [missing.png]\n")
+    with Rig(served, {"audit": {"enabled": True}}) as rig:
+        server = McpToolServer(rig)
+        async with server.running(), Client(server.server) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt("greedy", {})
+        assert rig.governance.audit is not None
+        assert rig.governance.audit.query(tool="load_skill") == []
+        assert [row.tool for row in rig.governance.audit.query(tool="read_skill_resource")] == ["read_skill_resource"]
+    assert refused.value.error.code == -32002

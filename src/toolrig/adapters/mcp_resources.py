@@ -98,7 +98,8 @@ def _whole_file(output: Any) -> str:
     if not isinstance(output, dict):
         return ""
     if output.get("truncated"):
-        raise _error(-32602, f"{output.get('path')!r} is too large to serve whole.")
+        message = f"{output.get('path')!r} is too large to serve whole."
+        raise _error(-32602, message, {"error_type": "too_large"})
     return str(output.get("content", ""))
 
 
@@ -499,11 +500,12 @@ class ServedResources:
         missing = [a.name for a in arguments if a.required and not given.get(a.name)]
         if missing:
             raise _error(-32602, f"The prompt {params.name!r} needs the argument(s): {', '.join(missing)}.")
+        # The files first: a prompt refused for one of them has not loaded the skill (nor granted its tools).
+        messages = [PromptMessage(role="user", content=block) for block in await self._embedded(skill)]
         result = await self.call("load_skill", {"name": skill.name})
         if result.is_error:
             raise _refused(f"{SKILL_SCHEME}{skill.name}", result)
         text = fill(_instructions(result.output) or skill.body, arguments, given)
-        messages = [PromptMessage(role="user", content=block) for block in await self._embedded(skill)]
         messages.append(PromptMessage(role="user", content=TextContent(text=text)))
         return GetPromptResult(description=skill.description, messages=messages)
 
