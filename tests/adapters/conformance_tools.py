@@ -5,16 +5,15 @@ These are plain toolrig tools: the test installs them the way a user installs a 
 in the ``toolrig.tools`` group), and they reach the client only through their ToolContext (progress,
 log lines), so what the suite checks is toolrig's own path from a tool to an MCP client.
 
-The suite's resources are served by read-only tools that declare a ``resource_uri``, and its prompts
-are Agent Skills (``SKILLS``), so they too are what a user would write.
+The suite's resources are served by read-only tools that declare a ``resource_uri`` (the binary one
+attaches its PNG as an image part, as a tool reading an image does), and its prompts are Agent Skills
+(``SKILLS``, with the files their ``embed`` lists in ``SKILL_FILES``), so they too are what a user would write.
 
 Results beyond text (image, audio, an embedded resource, all three mixed) attach content parts to an
 ordinary output, as a tool reading an image file does.
 
 A tool asks the client's model through ``ctx.sample`` (``test_sampling``) and its user with a form of its
 own through ``ask_user`` (the SEP-1034 defaults and SEP-1330 enum fixtures): the form travels unchanged.
-
-Left out: the binary resource (a resource read carries text only).
 """
 
 from __future__ import annotations
@@ -276,6 +275,19 @@ class Watched(Tool[NoInput, Text]):
         return Text(text="Watched resource content.")
 
 
+class StaticBinary(Tool[NoInput, Text]):
+    """A binary resource: its result's image part is what a resource read serves, as a base64 blob."""
+
+    name = "test_static_binary"
+    group = "conformance"
+    description = "The static binary resource, a PNG (MCP conformance fixture)."
+    read_only = True
+    resource_uri = "test://static-binary"
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        return Text(text="A red square.").attach_content(ImagePart.of(tiny_png(), "image/png"))
+
+
 class TemplateIn(ToolInput):
     id: str
 
@@ -358,6 +370,7 @@ TOOLS = [
     Sep1034Defaults,
     Sep1330Enums,
     StaticText,
+    StaticBinary,
     Watched,
     Template,
 ]
@@ -379,4 +392,27 @@ arguments:
 ---
 Prompt with arguments: arg1='${arg1}', arg2='${arg2}'
 """,
+    "test_prompt_with_image": """---
+name: test_prompt_with_image
+description: A prompt with an image from its own folder (MCP conformance fixture).
+embed: [image.png]
+---
+Please analyze the image above.
+""",
+    "test_prompt_with_embedded_resource": """---
+name: test_prompt_with_embedded_resource
+description: A prompt embedding a text file from its own folder (MCP conformance fixture).
+arguments:
+  - {name: resourceUri, description: URI of the resource to embed, required: true}
+embed: [example.txt]
+---
+Please process the embedded resource above (asked for: ${resourceUri}).
+""",
+}
+
+# Files in the prompts' skill folders. The embedded resource is the skill's own file, never the URI an
+# argument names: a prompt that embedded whatever a client asked for would read anything for anyone.
+SKILL_FILES: dict[str, dict[str, bytes]] = {
+    "test_prompt_with_image": {"image.png": tiny_png()},
+    "test_prompt_with_embedded_resource": {"example.txt": b"Embedded resource content for testing.\n"},
 }
