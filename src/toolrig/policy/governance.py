@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
     from toolrig.executor import Extensions, ToolCall
     from toolrig.policy.audit import AuditLog
+    from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.sandbox.paths import Workspace
 
@@ -102,7 +103,7 @@ class Governance:
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
-    async def check_policy(self, call: ToolCall) -> None:
+    def check_policy(self, call: ToolCall) -> None:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
@@ -127,21 +128,27 @@ class Governance:
             "Do not retry this call; choose another approach, or ask the user to change the policy.",
         )
 
-    async def check_rate(self, call: ToolCall) -> None:
+    def check_rate(self, call: ToolCall) -> Awaitable[None] | None:
         if self.limiter is None or call.tool is None or call.dry_run:
-            return
-        refusal = await self.limiter.acquire(call.tool, call.agent_id)
+            return None  # nothing to wait for: the executor skips the await
+        return self._acquire(self.limiter, call.tool, call)
+
+    async def _acquire(self, limiter: RateLimiter, tool: AnyTool, call: ToolCall) -> None:
+        refusal = await limiter.acquire(tool, call.agent_id)
         if refusal is not None:
             call.verdict = "rate_limited"
             call.decided_by = refusal.limit.source
             raise over_limit(call.name, refusal)
 
-    async def check_approval(self, call: ToolCall) -> None:
+    def check_approval(self, call: ToolCall) -> Awaitable[None] | None:
         if call.dry_run:
-            return
+            return None
         self.broker.depart(call.call_id)
         if call.verdict != "ask":
-            return
+            return None
+        return self._ask(call)
+
+    async def _ask(self, call: ToolCall) -> None:
         answer = await self.broker.decide(self.request_for(call), call.events or self.events)
         call.approval = answer.how
         decision = answer.decision
@@ -152,11 +159,10 @@ class Governance:
         if decision.verdict == "allow_always":
             await self.remember(call, decision)
 
-    async def record(self, call: ToolCall, result: ToolResult) -> None:
+    def record(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None:
         self.broker.depart(call.call_id)
         audit = self._audit or self.audit
-        if audit is not None:
-            await audit.record(call, result)
+        return audit.record(call, result) if audit is not None else None
 
     # ------------------------------------------------------------------------------ approvals
 
