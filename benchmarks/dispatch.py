@@ -4,7 +4,11 @@ Peers, measured alternately in the same run: a direct call, pydantic ``validate_
 ``FunctionTool.on_invoke_tool`` path and a FastMCP in-memory client call. Target: executor overhead
 (ours minus the direct call) below 25 µs, and below the fastest framework peer. Sync tools: the hop to a
 worker thread (``anyio.to_thread.run_sync``) and a sync tool declared ``blocking=False``, which runs on the
-loop (target for a sync tool: <= 60 µs).
+loop (target for a sync tool: <= 60 µs). An async tool with an ``await`` in its code (it gets a timeout
+scope; one without cannot suspend and gets none) is shown for comparison.
+
+Each round records wall time and CPU time (``time.process_time``, every thread of the process): on a
+shared machine the wall clock swings with the load, CPU time much less, so both medians are printed.
 
     python benchmarks/dispatch.py [--rounds N]
 """
@@ -15,12 +19,14 @@ import argparse
 import json
 import logging
 import tempfile
+import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.to_thread
 from pydantic import validate_call
 
-from _harness import Series, alternate_async, fmt_seconds, print_table, result_line
+from _harness import Series, fmt_seconds, print_table, result_line
 from toolrig import Rig, tool
 from toolrig.registry import Registry
 
@@ -35,6 +41,26 @@ async def add_async(a: int, b: int) -> int:
     return a + b
 
 
+async def add_may_wait(a: int, b: int, wait: float = 0.0) -> int:
+    """Add two integers, after waiting when asked to (never here: the await is only in its code)."""
+    if wait:
+        await anyio.sleep(wait)
+    return a + b
+
+
+Contenders = dict[str, Callable[[], Awaitable[object]]]
+
+
+async def alternate(contenders: Contenders, per_round: int, wall: dict[str, Series], cpu: dict[str, Series]) -> None:
+    """One round: each contender ``per_round`` times, one after another; wall and CPU seconds per call."""
+    for name, fn in contenders.items():
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for _ in range(per_round):
+            await fn()
+        wall.setdefault(name, Series(name)).samples.append((time.perf_counter() - start) / per_round)
+        cpu.setdefault(name, Series(name)).samples.append((time.process_time() - start_cpu) / per_round)
+
+
 async def main(rounds: int, per_round: int) -> None:
     logging.disable(logging.WARNING)  # FastMCP logs each call at INFO in some versions
     from agents import function_tool
@@ -46,7 +72,12 @@ async def main(rounds: int, per_round: int) -> None:
         workspace,
         config={"audit": {"enabled": False}},  # the executor alone; benchmarks/governance.py measures the audit
         registry=Registry(
-            [tool(name="add")(add_async), tool(name="add_sync")(add), tool(name="add_inline", blocking=False)(add)]
+            [
+                tool(name="add")(add_async),
+                tool(name="add_sync")(add),
+                tool(name="add_inline", blocking=False)(add),
+                tool(name="add_may_wait")(add_may_wait),
+            ]
         ),
     )
     args = {"a": 2, "b": 3}
@@ -81,6 +112,9 @@ async def main(rounds: int, per_round: int) -> None:
         async def toolrig_inline_tool() -> object:
             return await rig.call("add_inline", args)
 
+        async def toolrig_awaiting_tool() -> object:
+            return await rig.call("add_may_wait", args)
+
         def noop() -> int:
             return 5
 
@@ -95,6 +129,7 @@ async def main(rounds: int, per_round: int) -> None:
             "toolrig rig.call (async tool)": toolrig_async_tool,
             "toolrig rig.call (sync tool, worker thread)": toolrig_sync_tool,
             "toolrig rig.call (sync tool, blocking=False)": toolrig_inline_tool,
+            "toolrig rig.call (async tool with an await: timeout scope)": toolrig_awaiting_tool,
             "bare hop: anyio.to_thread.run_sync": hop_anyio,
         }
         for fn in contenders.values():  # warm up: imports, caches, first-call paths
@@ -102,18 +137,18 @@ async def main(rounds: int, per_round: int) -> None:
                 await fn()
         # FastMCP is ~100x slower per call than the rest; give it fewer calls per round, same rounds.
         series: dict[str, Series] = {}
+        cpu: dict[str, Series] = {}
         fast = {k: v for k, v in contenders.items() if k != "FastMCP in-memory client"}
         for _ in range(rounds):
-            one = await alternate_async(fast, rounds=1, per_round=per_round)
-            slow = await alternate_async(
-                {"FastMCP in-memory client": fastmcp_in_memory}, rounds=1, per_round=max(per_round // 20, 10)
-            )
-            for name, s in {**one, **slow}.items():
-                series.setdefault(name, Series(name)).samples.extend(s.samples)
+            await alternate(fast, per_round, series, cpu)
+            await alternate({"FastMCP in-memory client": fastmcp_in_memory}, max(per_round // 20, 10), series, cpu)
 
     direct_cost = series["direct call"].median
-    rows = [(name, fmt_seconds(s.median), fmt_seconds(max(s.median - direct_cost, 0.0))) for name, s in series.items()]
-    print_table("Per-call cost (median over rounds)", rows, ("path", "per call", "overhead vs direct"))
+    rows = [
+        (name, fmt_seconds(s.median), fmt_seconds(max(s.median - direct_cost, 0.0)), fmt_seconds(cpu[name].median))
+        for name, s in series.items()
+    ]
+    print_table("Per-call cost (median over rounds)", rows, ("path", "per call", "overhead vs direct", "CPU per call"))
     ours = series["toolrig rig.call (async tool)"].median - direct_cost
     peers = {
         k: series[k].median - direct_cost
@@ -126,7 +161,17 @@ async def main(rounds: int, per_round: int) -> None:
     print(f"\nexecutor overhead: {fmt_seconds(ours)} (target < 25 µs)")
     print(f"fastest peer: {fastest_name} at {fmt_seconds(peers[fastest_name])} overhead")
     print(f"fastest tool-framework peer: {fastest_framework} at {fmt_seconds(framework[fastest_framework])} overhead")
-    print(result_line("dispatch", ours, framework[fastest_framework], peer_name=fastest_framework.replace(" ", "_")))
+    ours_cpu = cpu["toolrig rig.call (async tool)"].median - cpu["direct call"].median
+    peer_cpu = cpu[fastest_framework].median - cpu["direct call"].median
+    print(
+        result_line(
+            "dispatch",
+            ours,
+            framework[fastest_framework],
+            peer_name=fastest_framework.replace(" ", "_"),
+            cpu_ratio=f"{ours_cpu / peer_cpu:.3f}",
+        )
+    )
     async_tool = series["toolrig rig.call (async tool)"].median
     sync = series["toolrig rig.call (sync tool, worker thread)"].median
     print(result_line("dispatch_sync", sync, async_tool, peer_name="async_tool"))

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import anyio
 import pytest
 
 from tests.support.sample_tools import WriteLater, all_tools
-from toolrig import Rig, tool
+from toolrig import Rig, ToolContext, tool
+from toolrig.errors import ErrorType, ToolError
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
@@ -273,3 +275,147 @@ def test_call_sync_refuses_to_run_inside_an_event_loop(srig: Rig) -> None:
             srig.call_sync("echo", {"text": "x"})
 
     anyio.run(inside)
+
+
+# ------------------------------------------------------------------ the fast path: no scope for what cannot wait
+
+
+@tool(name="deadline_seen")
+async def deadline_seen() -> float:
+    """Report the deadline the call runs under (no await: it cannot suspend)."""
+    return anyio.current_effective_deadline()
+
+
+@tool(name="deadline_seen_waiting")
+async def deadline_seen_waiting(wait: float = 0.0) -> float:
+    """Report the deadline the call runs under, after waiting when asked to."""
+    if wait:
+        await anyio.sleep(wait)
+    return anyio.current_effective_deadline()
+
+
+@tool(name="grouped_wait")
+async def grouped_wait(seconds: float) -> str:
+    """Wait inside a task group opened on the first step, before any await."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(anyio.sleep, seconds)
+    return "done"
+
+
+def fast_path_rig(workspace: Path, timeout: float = 120.0) -> Rig:
+    registry = Registry([deadline_seen, deadline_seen_waiting, grouped_wait])
+    return Rig(workspace, config={"limits": {"timeout_seconds": timeout}}, registry=registry)
+
+
+async def test_an_async_tool_that_cannot_suspend_runs_without_a_deadline_and_one_that_may_gets_one(
+    workspace: Path,
+) -> None:
+    rig = fast_path_rig(workspace)
+    assert deadline_seen.never_suspends and not deadline_seen_waiting.never_suspends
+    assert (await rig.call("deadline_seen", {})).output == {"result": math.inf}
+    # A tool with an await anywhere in its code gets its timeout even on a call that never reaches it.
+    assert (await rig.call("deadline_seen_waiting", {})).output["result"] < math.inf  # type: ignore[index]
+
+
+async def test_a_tool_that_awaits_only_on_some_calls_is_still_stopped_by_its_timeout(workspace: Path) -> None:
+    rig = fast_path_rig(workspace, timeout=0.2)
+    assert not (await rig.call("deadline_seen_waiting", {})).is_error
+    result = await rig.call("deadline_seen_waiting", {"wait": 30})
+    assert result.error_type == "timeout" and result.retryable
+
+
+async def test_a_tool_that_opens_a_task_group_before_its_first_await_times_out_and_cancels_cleanly(
+    workspace: Path,
+) -> None:
+    rig = fast_path_rig(workspace, timeout=0.2)
+    timed_out = await rig.call("grouped_wait", {"seconds": 30})
+    assert timed_out.error_type == "timeout"
+    seen: list[ToolResult] = []
+
+    async def audit(call: ToolCall, result: ToolResult) -> None:
+        seen.append(result)
+
+    rig.executor.extensions.audit.append(audit)
+    with anyio.move_on_after(0.1) as scope:
+        await rig.call("grouped_wait", {"seconds": 30}, timeout_seconds=60)
+        pytest.fail("the call should have been cancelled")
+    assert scope.cancelled_caught
+    assert [r.error_type for r in seen] == ["cancelled"]
+    assert (await rig.call("grouped_wait", {"seconds": 0})).output == {"result": "done"}
+
+
+async def test_cancelling_the_caller_of_a_tool_that_cannot_suspend_lets_the_call_finish_and_record(
+    workspace: Path,
+) -> None:
+    """Nothing can interrupt a one-step tool: a cancelled caller still gets its row, then the cancellation."""
+    rig = fast_path_rig(workspace)
+    seen: list[ToolResult] = []
+
+    async def audit(call: ToolCall, result: ToolResult) -> None:
+        seen.append(result)
+        await anyio.sleep(0)  # the audit's own await is where the pending cancellation lands
+
+    rig.executor.extensions.audit.append(audit)
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await rig.call("deadline_seen", {})
+    assert scope.cancelled_caught
+    assert len(seen) == 1
+
+
+async def test_gates_audit_sinks_and_after_hooks_may_answer_without_a_coroutine(workspace: Path) -> None:
+    rig = fast_path_rig(workspace)
+    order: list[str] = []
+
+    def plain_gate(call: ToolCall) -> None:
+        order.append(f"plain:{call.name}")
+        if call.raw_args.get("wait") == 1:
+            raise ToolError(ErrorType.DENIED, "Refused by policy: not on ones.")
+
+    async def async_gate(call: ToolCall) -> None:
+        order.append("async")
+
+    def after(call: ToolCall, result: ToolResult) -> ToolResult:
+        order.append("after" if call.ran else "after (not run)")
+        return result.model_copy(update={"notes": [*result.notes, "seen after"]})
+
+    def audit(call: ToolCall, result: ToolResult) -> None:
+        order.append(f"audit:{result.error_type or 'ok'}")
+
+    rig.executor.extensions.policy.append(plain_gate)
+    rig.executor.extensions.before_tool.append(async_gate)
+    rig.executor.extensions.after_tool.append(after)
+    rig.executor.extensions.audit.append(audit)
+    allowed = await rig.call("deadline_seen_waiting", {})
+    assert allowed.notes == ["seen after"]
+    refused = await rig.call("deadline_seen_waiting", {"wait": 1})
+    assert refused.error_type == "denied" and refused.notes == ["seen after"]
+    assert order == [
+        "plain:deadline_seen_waiting",
+        "async",
+        "after",
+        "audit:ok",
+        "plain:deadline_seen_waiting",
+        "after (not run)",
+        "audit:denied",
+    ]
+
+
+async def test_a_tool_that_takes_its_context_gets_the_calls_own_and_one_that_does_not_gets_none_built(
+    workspace: Path,
+) -> None:
+    @tool(name="who_calls")
+    async def who_calls(ctx: ToolContext) -> str:
+        """Name the call this context belongs to."""
+        return f"{ctx.call_id}:{ctx.tool_name}:{ctx.agent_id}"
+
+    @tool(name="no_context")
+    async def no_context() -> int:
+        """Take no context."""
+        return 1
+
+    assert who_calls.reads_context and not no_context.reads_context
+    rig = Rig(workspace, config={}, registry=Registry([who_calls, no_context]))
+    result = await rig.call("who_calls", {}, call_id="call_given", agent_id="someone")
+    assert result.output == {"result": "call_given:who_calls:someone"}
+    assert (await rig.call("no_context", {})).output == {"result": 1}

@@ -1,6 +1,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.result import ResultMeta, ToolResult
@@ -48,3 +54,32 @@ def test_error_codes_are_stable() -> None:
     assert {e.value for e in ErrorType} >= {
         "invalid_input", "not_found", "conflict", "denied", "timeout", "too_large", "rate_limited", "internal",
     }  # fmt: skip
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(output=st.dictionaries(st.text(max_size=5), _json, max_size=4), notes=st.lists(st.text(max_size=10), max_size=2))
+def test_the_executors_unvalidated_ok_is_the_same_result_as_ok(output: dict[str, Any], notes: list[str]) -> None:
+    meta = ResultMeta(tool="t", output_bytes=3)
+    checked = ToolResult.ok(output, notes=notes, meta=meta)
+    trusted = ToolResult.ok_checked_already(output, list(notes), meta, [])
+    assert trusted == checked
+    assert repr(trusted) == repr(checked)
+    assert trusted.model_fields_set == checked.model_fields_set
+    assert trusted.model_dump(mode="json") == checked.model_dump(mode="json")
+    assert trusted.to_json() == checked.to_json()
+    assert trusted.model_copy(update={"notes": ["x"]}).notes == ["x"]
+    with pytest.raises(ValidationError):
+        trusted.is_error = True  # type: ignore[misc]  # still frozen
+
+
+def test_the_unvalidated_ok_fills_every_field_the_model_has() -> None:
+    """A field added to ToolResult must be added to what the executor's shortcut fills, or this fails."""
+    trusted = ToolResult.ok_checked_already({}, [], ResultMeta(), [])
+    assert set(trusted.__dict__) == set(ToolResult.model_fields)
+    assert list(trusted.__dict__) == list(ToolResult.model_fields)

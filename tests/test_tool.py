@@ -1,11 +1,15 @@
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any
 
+import anyio
 import pytest
 from pydantic import BaseModel, Field
 
 from toolrig import Rig, Tool, ToolContext, ToolInput, ToolOutput, tool
+from toolrig.definition import FunctionTool, never_suspends
 from toolrig.errors import DefinitionError
 from toolrig.registry import Registry
 
@@ -180,3 +184,95 @@ def test_decorator_without_docstring_or_description_is_refused() -> None:
     with pytest.raises(DefinitionError, match="needs a description"):
         tool(bare)
     assert tool(description="Return x.")(bare).description == "Return x."
+
+
+async def _plain(a: int) -> int:
+    """Add one."""
+    return a + 1
+
+
+async def _awaits(a: int) -> int:
+    """Give the loop a turn, then answer."""
+    await anyio.sleep(0)
+    return a
+
+
+async def _awaits_sometimes(a: int) -> int:
+    if a:
+        await anyio.sleep(0)
+    return a
+
+
+async def _async_with(a: int) -> int:
+    async with anyio.create_task_group():
+        return a
+
+
+async def _async_for(items: list[int]) -> int:
+    total = 0
+    async for item in _agen(items):
+        total += item
+    return total
+
+
+async def _agen(items: list[int]) -> AsyncIterator[int]:
+    for item in items:
+        yield item
+
+
+def _wrapped(fn: Callable[..., Awaitable[int]]) -> Callable[..., Awaitable[int]]:
+    @functools.wraps(fn)
+    def call(*args: Any) -> Awaitable[int]:  # a sync wrapper handing on a coroutine made elsewhere
+        return fn(*args)
+
+    return call
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        (_plain, True),
+        (_awaits, False),
+        (_awaits_sometimes, False),
+        (_async_with, False),
+        (_async_for, False),
+        (functools.partial(_plain, 1), False),
+        (_wrapped(_awaits), False),
+        (lambda a: a, False),
+    ],
+)
+def test_only_an_async_def_without_any_suspension_point_never_suspends(fn: Any, expected: bool) -> None:
+    assert never_suspends(fn) is expected
+
+
+def test_tools_read_never_suspends_from_their_own_code_not_from_a_declaration() -> None:
+    class Plain(Tool[EchoIn, EchoOut]):
+        name = "plain_echo"
+        description = "Echo the text."
+
+        async def execute(self, input: EchoIn, ctx: ToolContext) -> EchoOut:
+            return EchoOut(text=input.text)
+
+    class Waits(Plain):
+        name = "waiting_echo"
+
+        async def execute(self, input: EchoIn, ctx: ToolContext) -> EchoOut:
+            await anyio.sleep(0)
+            return EchoOut(text=input.text)
+
+    class Sync(Tool[EchoIn, EchoOut]):
+        name = "sync_echo2"
+        description = "Echo the text."
+
+        def execute(self, input: EchoIn, ctx: ToolContext) -> EchoOut:
+            return EchoOut(text=input.text)
+
+    assert Plain.never_suspends and not Waits.never_suspends and not Sync.never_suspends
+    assert tool(_plain).never_suspends and not tool(_awaits).never_suspends
+
+    class Subclassed(FunctionTool):  # an execute of its own may await: the function's code no longer decides
+        async def execute(self, input: BaseModel, ctx: ToolContext) -> BaseModel:  # type: ignore[override]
+            await anyio.sleep(0)
+            return await super().execute(input, ctx)  # type: ignore[misc]
+
+    assert not Subclassed(_plain).never_suspends

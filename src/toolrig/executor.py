@@ -21,7 +21,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,7 +32,16 @@ from pydantic_core import to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
-from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, SubagentAccess, ToolCatalog, ToolContext
+from toolrig.context import (
+    AllowAll,
+    Approvals,
+    HttpAccess,
+    Models,
+    SkillAccess,
+    SubagentAccess,
+    ToolCatalog,
+    ToolContext,
+)
 from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, NullSink
@@ -79,9 +88,13 @@ class ToolCall:
 
 
 class Gate(Protocol):
-    """A step before execution (policy, rate limit, approval, before_tool hook): raise ToolError to stop."""
+    """A step before execution (policy, rate limit, approval, before_tool hook): raise ToolError to stop.
 
-    async def __call__(self, call: ToolCall) -> None: ...
+    An ``async def`` does; so does a plain function that returns None when it has nothing to wait for and
+    an awaitable when it has (a gate with nothing configured then costs a call, not a coroutine).
+    """
+
+    def __call__(self, call: ToolCall) -> Awaitable[None] | None: ...
 
 
 class Admission(Protocol):
@@ -91,15 +104,18 @@ class Admission(Protocol):
 
 
 class AfterTool(Protocol):
-    """A step after execution that may replace the result (after_tool hooks)."""
+    """A step after execution that may replace the result (after_tool hooks).
 
-    async def __call__(self, call: ToolCall, result: ToolResult) -> ToolResult: ...
+    It answers with the result itself, or an awaitable of it: as a gate may, it answers without a coroutine.
+    """
+
+    def __call__(self, call: ToolCall, result: ToolResult) -> Awaitable[ToolResult] | ToolResult: ...
 
 
 class AuditSink(Protocol):
-    """Receives every finished call, allowed or not, with its final result."""
+    """Receives every finished call, allowed or not, with its final result (None, or an awaitable)."""
 
-    async def __call__(self, call: ToolCall, result: ToolResult) -> None: ...
+    def __call__(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None: ...
 
 
 @dataclass
@@ -169,6 +185,9 @@ class Executor:
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
         self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
+        self.models: Models | None = None  # set by the rig: tools' sampling (toolrig.sampling)
+        # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
+        self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
 
     async def invoke(
         self,
@@ -222,7 +241,8 @@ class Executor:
         try:
             self._prepare(call, args, None)
             for gate in self.extensions.gates():
-                await gate(call)
+                if (pending := gate(call)) is not None:
+                    await pending
         except ToolError as err:
             return call, ToolResult.from_error(err, notes=call.notes)
         return call, None
@@ -297,41 +317,33 @@ class Executor:
         try:
             tool, validated = self._prepare(call, args, offered)  # stage 1
             for gate in self.extensions.gates():  # stage 2, the one gate
-                await gate(call)
+                if (pending := gate(call)) is not None:
+                    await pending
             call.ran = True
-            ctx = ToolContext(
-                workspace=self.workspace,
-                stores=self.stores,
-                config=call.settings,
-                http=self.http,
-                events=events,
-                approvals=self.approvals,
-                cancel=token,
-                agent_id=call.agent_id,
-                session_id=call.session_id,
-                call_id=call.call_id,
-                tool_name=tool.name,
-                output_cap=self.output_cap,
-                durable=self.durable,
-                catalog=self.catalog,
-                skills=self.skills,
-                subagents=self.subagents,
-            )
+            ctx = self._context(call, tool.name, events, token) if tool.reads_context else self._unread_context
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
             bound = bind_token(token)
             try:
-                with anyio.move_on_after(limit) as scope:
-                    if tool.is_async:
-                        output = await tool.execute(validated, ctx)
-                    elif not tool.blocking:
-                        output = tool.execute(validated, ctx)  # declared never to block: no thread hop
-                    else:
-                        # The worker thread inherits the bound token through the copied context.
-                        run = partial(tool.execute, validated, ctx)
-                        output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                if tool.never_suspends:
+                    # No await in its code: it runs to its end in one step, which no deadline could
+                    # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
+                    output, timed_out = await tool.execute(validated, ctx), False
+                elif not (tool.is_async or tool.blocking):
+                    # A sync tool declared never to block: on the loop, no thread hop and, for the same
+                    # reason, no timeout scope.
+                    output, timed_out = tool.execute(validated, ctx), False
+                else:
+                    with anyio.move_on_after(limit) as scope:
+                        if tool.is_async:
+                            output = await tool.execute(validated, ctx)
+                        else:
+                            # The worker thread inherits the bound token through the copied context.
+                            run = partial(tool.execute, validated, ctx)
+                            output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                    timed_out = scope.cancelled_caught
             finally:
                 unbind_token(bound)
-            if scope.cancelled_caught:
+            if timed_out:
                 token.cancel(f"timed out after {limit:g}s")
                 raise ToolError(
                     ErrorType.TIMEOUT,
@@ -353,6 +365,27 @@ class Executor:
                 notes=call.notes,
             )
 
+    def _context(self, call: ToolCall, tool_name: str, events: EventSink, token: CancelToken) -> ToolContext:
+        return ToolContext(
+            workspace=self.workspace,
+            stores=self.stores,
+            config=call.settings,
+            http=self.http,
+            events=events,
+            approvals=self.approvals,
+            cancel=token,
+            agent_id=call.agent_id,
+            session_id=call.session_id,
+            call_id=call.call_id,
+            tool_name=tool_name,
+            output_cap=self.output_cap,
+            durable=self.durable,
+            catalog=self.catalog,
+            skills=self.skills,
+            subagents=self.subagents,
+            models=self.models,
+        )
+
     def _shape(self, tool: AnyTool, output: Any, notes: list[str]) -> ToolResult:
         model = tool.output_model
         if not isinstance(output, model):
@@ -360,7 +393,7 @@ class Executor:
                 output = model.model_validate(output)
             except ValidationError as exc:
                 raise RuntimeError(f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}") from None
-        data: dict[str, Any] = output.model_dump(mode="json")
+        data: dict[str, Any] = output.__pydantic_serializer__.to_python(output, mode="json")
         # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
         raw = to_json(data)
         if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
@@ -378,9 +411,9 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        content = output.attached_content() if isinstance(output, ToolOutput) else None
+        content = output.attached_content() if isinstance(output, ToolOutput) else []
         meta = ResultMeta(output_bytes=len(raw), full_output_handle=handle)
-        return ToolResult.ok(data, notes=notes, meta=meta, content=content)
+        return ToolResult.ok_checked_already(data, list(notes), meta, content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
@@ -401,14 +434,16 @@ class Executor:
     async def _record(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """Stage 4: after_tool hooks (for calls that ran), then exactly one audit row, whatever happened."""
         for after in self.extensions.after_tool:
-            result = await after(call, result)
+            replaced = after(call, result)
+            result = replaced if isinstance(replaced, ToolResult) else await replaced
         meta = result.meta
         meta.tool = call.name
         meta.call_id = call.call_id
         meta.duration_ms = (time.perf_counter() - call.started) * 1000
         for audit in self.extensions.audit:
             try:
-                await audit(call, result)
+                if (pending := audit(call, result)) is not None:
+                    await pending
             except anyio.get_cancelled_exc_class():
                 raise
             except ToolError as err:

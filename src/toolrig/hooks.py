@@ -21,7 +21,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -249,9 +249,12 @@ class HookGate:
             chains.append(own)
         return chains
 
-    async def before(self, call: ToolCall) -> None:
+    def before(self, call: ToolCall) -> Awaitable[None] | None:
         if call.dry_run or not (self.chain._hooks or run_hooks.get()):
-            return  # `policy explain` reports the hooks, it does not run scripts; and nothing to run
+            return None  # `policy explain` reports the hooks, it does not run scripts; and nothing to run
+        return self._before(call)
+
+    async def _before(self, call: ToolCall) -> None:
         chains = self._chains()
         event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
         for chain in chains:
@@ -262,9 +265,12 @@ class HookGate:
                 call.decided_by = "hooks.before_tool"
                 raise
 
-    async def after(self, call: ToolCall, result: ToolResult) -> ToolResult:
+    def after(self, call: ToolCall, result: ToolResult) -> Awaitable[ToolResult] | ToolResult:
         if not call.ran or not (self.chain._hooks or run_hooks.get()):
-            return result
+            return result  # nothing to run: the executor skips the await
+        return self._after(call, result)
+
+    async def _after(self, call: ToolCall, result: ToolResult) -> ToolResult:
         chains = self._chains()
         if chains:
             event = HookEvent(

@@ -152,6 +152,9 @@ class Rig:
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
 
         self.executor.durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        from toolrig.sampling import ModelRouter
+
+        self.executor.models = ModelRouter(self.executor.approvals)  # ctx.sample: the client's model or the run's
         from toolrig.skills.binding import bind
 
         bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them

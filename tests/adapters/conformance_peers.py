@@ -29,12 +29,14 @@ def plugin_path(site: Path) -> str:
 
 def install_skills(home: Path) -> None:
     """The suite's prompts, as skills in the user's skill folder (no workspace trust needed)."""
-    from tests.adapters.conformance_tools import SKILLS
+    from tests.adapters.conformance_tools import SKILL_FILES, SKILLS
 
     for name, text in SKILLS.items():
         folder = home / "skills" / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "SKILL.md").write_text(text)
+        for file, data in SKILL_FILES.get(name, {}).items():
+            (folder / file).write_bytes(data)
 
 
 @contextmanager

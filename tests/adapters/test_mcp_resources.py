@@ -6,6 +6,7 @@ through the same gate as a tool call: what the policy refuses to a tool, it refu
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,12 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types import BlobResourceContents, EmbeddedResource, ImageContent, TextContent, TextResourceContents
 
+from tests.media_tools import tiny_png
 from tests.skills.helpers import isolate_home
 from toolrig import Tool, ToolContext, ToolInput, ToolOutput
-from toolrig.adapters.mcp_resources import fill, prompt_arguments, route, tool_resource
+from toolrig.adapters import mcp_resources
+from toolrig.adapters.mcp_resources import fill, prompt_arguments, prompt_embeds, route, tool_resource
 from toolrig.adapters.mcp_server import McpToolServer
 from toolrig.config import set_trust
+from toolrig.content import ImagePart
 from toolrig.definition import Subject
 from toolrig.rig import Rig
 
@@ -126,9 +131,17 @@ async def test_a_uri_outside_what_is_served_is_not_found(served: Path, uri: str)
 
 
 @given(st.text(max_size=80))
-def test_route_only_ever_reads_through_the_four_reading_tools(uri: str) -> None:
+def test_route_only_ever_reads_through_the_five_reading_tools(uri: str) -> None:
     read = route(uri)
-    assert read is None or read.tool in {"load_skill", "memory_get", "capabilities_refresh", "read_output"}
+    assert read is None or read.tool in {
+        "load_skill",
+        "read_skill_resource",
+        "memory_get",
+        "capabilities_refresh",
+        "read_output",
+    }
+    if read is not None and read.tool in {"load_skill", "read_skill_resource"}:
+        assert "/" not in read.args["name"] and not read.args["name"].startswith(".")
     if read is not None and read.tool == "memory_get":
         assert ".." not in read.args["file_path"].split("/") and not read.args["file_path"].startswith("/")
 
@@ -219,6 +232,10 @@ class NoteOut(ToolOutput):
     text: str
 
 
+class NoIn(ToolInput):
+    pass
+
+
 class Note(Tool[NoteIn, NoteOut]):
     name = "note_of"
     group = "sample"
@@ -266,3 +283,192 @@ def test_a_declared_uri_is_matched_whole_and_its_variables_never_span_a_slash() 
     assert declared.read("notes://x/y/latest") is None
     assert declared.read("xnotes://x/latest") is None
     assert tool_resource(WritingNote()) is None
+
+
+# ------------------------------------------------------------------------------ content: bytes, images, embeds
+
+
+def _skill(workspace: Path, name: str, front: str, body: str = "Look at it.\n") -> Path:
+    folder = workspace / ".agents" / "skills" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A skill with files.\n{front}---\n{body}")
+    return folder
+
+
+async def test_a_skill_image_is_read_as_a_binary_resource_with_its_media_type(served: Path) -> None:
+    png = tiny_png(3, 2)
+    (_skill(served, "pictures", "") / "diagram.png").write_bytes(png)
+    async with client_of(served) as client:
+        (content,) = (await client.read_resource("skill://pictures/diagram.png")).contents
+    assert isinstance(content, BlobResourceContents)
+    assert (str(content.uri), content.mime_type) == ("skill://pictures/diagram.png", "image/png")
+    assert base64.b64decode(content.blob) == png
+
+
+async def test_a_skill_text_file_is_read_as_text_and_a_tool_resource_with_an_image_part_as_a_blob(
+    served: Path,
+) -> None:
+    (_skill(served, "pictures", "") / "notes.md").write_text("# Notes\n")
+    with Rig(served, tools=[Picture()]) as rig:
+        server = McpToolServer(rig)
+        async with server.running(), Client(server.server) as client:
+            (notes,) = (await client.read_resource("skill://pictures/notes.md")).contents
+            (picture,) = (await client.read_resource("pictures://red")).contents
+    assert isinstance(notes, TextResourceContents) and (notes.mime_type, notes.text) == ("text/markdown", "# Notes\n")
+    assert isinstance(picture, BlobResourceContents) and picture.mime_type == "image/png"
+    assert base64.b64decode(picture.blob) == tiny_png()
+
+
+class Picture(Tool[NoIn, NoteOut]):
+    name = "red_picture"
+    group = "sample"
+    description = "A red square."
+    read_only = True
+    resource_uri = "pictures://red"
+
+    async def execute(self, input: NoIn, ctx: ToolContext) -> NoteOut:
+        return NoteOut(text="A red square.").attach_content(ImagePart.of(tiny_png(), "image/png"))
+
+
+async def test_a_prompt_embeds_an_image_and_a_text_file_of_its_own_folder_before_its_text(served: Path) -> None:
+    folder = _skill(served, "explain", "embed: [chart.png, data/table.csv]\n", "Explain ${what}. $ARGUMENTS\n")
+    (folder / "chart.png").write_bytes(tiny_png())
+    (folder / "data").mkdir()
+    (folder / "data" / "table.csv").write_text("a,b\n1,2\n")
+    async with client_of(served) as client:
+        got = await client.get_prompt("explain", {"arguments": "the trend"})
+    image, table, text = (message.content for message in got.messages)
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == tiny_png()
+    assert isinstance(table, EmbeddedResource) and isinstance(table.resource, TextResourceContents)
+    assert str(table.resource.uri) == "skill://explain/data/table.csv"
+    assert (table.resource.mime_type, table.resource.text) == ("text/csv", "a,b\n1,2\n")
+    assert isinstance(text, TextContent) and text.text.startswith("Explain ${what}. the trend")
+
+
+async def test_what_a_prompt_embeds_is_judged_by_content_not_by_file_name(served: Path) -> None:
+    folder = _skill(served, "disguised", "embed: [photo.png, notes.txt]\n")
+    (folder / "photo.png").write_text("not an image at all\n")
+    (folder / "notes.txt").write_bytes(tiny_png())
+    async with client_of(served) as client:
+        got = await client.get_prompt("disguised", {})
+    first, second, _ = (message.content for message in got.messages)
+    assert isinstance(first, EmbeddedResource) and isinstance(first.resource, TextResourceContents)
+    assert first.resource.mime_type == "text/plain" and first.resource.text == "not an image at all\n"
+    assert isinstance(second, ImageContent) and second.mime_type == "image/png"
+
+
+async def test_an_argument_can_never_choose_what_a_prompt_embeds(served: Path) -> None:
+    folder = _skill(served, "fixed", "arguments: [embed]\nembed: [own.txt]\n", "Use ${embed}.\n")
+    (folder / "own.txt").write_text("mine\n")
+    (served / "secret.txt").write_text("the vault code\n")
+    async with client_of(served) as client:
+        got = await client.get_prompt("fixed", {"embed": "../../../secret.txt"})
+    assert "vault" not in got.model_dump_json()
+    assert [type(m.content).__name__ for m in got.messages] == ["EmbeddedResource", "TextContent"]
+
+
+@pytest.mark.parametrize(
+    "embed",
+    ["../review/SKILL.md", "/etc/passwd", "~/.bashrc", "inner/../../review/SKILL.md", "leak.txt", "linked/secret.txt"],
+)
+async def test_a_prompt_cannot_embed_anything_outside_its_own_folder(served: Path, tmp_path: Path, embed: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("the vault code\n")
+    folder = _skill(served, "escape", f"embed: [{embed!r}]\n")
+    (folder / "inner").mkdir()
+    (folder / "leak.txt").symlink_to(outside / "secret.txt")
+    (folder / "linked").symlink_to(outside)
+    async with client_of(served) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("escape", {})
+        with pytest.raises(MCPError):
+            await client.read_resource(f"skill://escape/{embed}")
+    assert refused.value.error.code in (-32602, -32002)
+    assert isinstance(refused.value.error.data, dict)
+    assert refused.value.error.data["error_type"] in ("denied", "invalid_input", "not_found")
+    assert "vault" not in str(refused.value.error) and "review the change" not in str(refused.value.error).lower()
+
+
+async def test_oversized_files_are_refused_whole_never_cut(served: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrig.tools import skills as skill_tools
+
+    folder = _skill(served, "big", "embed: [huge.md]\n")
+    (folder / "huge.md").write_text("x" * (skill_tools.MAX_RESOURCE_BYTES + 1))
+    (_skill(served, "big-image", "embed: [huge.png]\n") / "huge.png").write_bytes(
+        tiny_png() + b"\0" * skill_tools.MAX_IMAGE_BYTES
+    )
+    pair = _skill(served, "pair", "embed: [a.png, b.png]\n")
+    for name in ("a.png", "b.png"):
+        (pair / name).write_bytes(tiny_png() + b"\0" * 600)
+    monkeypatch.setattr(mcp_resources, "MAX_EMBEDDED_BYTES", 1000)
+    async with client_of(served) as client:
+        with pytest.raises(MCPError) as text:
+            await client.get_prompt("big", {})
+        with pytest.raises(MCPError):
+            await client.read_resource("skill://big/huge.md")
+        with pytest.raises(MCPError) as image:
+            await client.get_prompt("big-image", {})
+        with pytest.raises(MCPError) as together:
+            await client.get_prompt("pair", {})
+    assert "too large" in text.value.error.message
+    assert isinstance(image.value.error.data, dict) and image.value.error.data["error_type"] == "too_large"
+    assert "more than 1,000 bytes" in together.value.error.message
+
+
+async def test_too_many_embeds_and_binary_files_that_are_not_images_are_refused(served: Path) -> None:
+    many = _skill(served, "many", f"embed: {[f'f{i}.txt' for i in range(mcp_resources.MAX_EMBEDS + 1)]}\n")
+    for i in range(mcp_resources.MAX_EMBEDS + 1):
+        (many / f"f{i}.txt").write_text("x")
+    (_skill(served, "blob", "embed: [data.bin]\n") / "data.bin").write_bytes(b"\x00\x01binary")
+    (_skill(served, "broken", "embed: [bad.png]\n") / "bad.png").write_bytes(tiny_png()[:10])
+    async with client_of(served) as client:
+        for name in ("many", "blob", "broken"):
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt(name, {})
+            assert refused.value.error.code == -32602, name
+
+
+async def test_embedded_files_pass_the_same_policy_as_the_read_skill_resource_tool(served: Path) -> None:
+    folder = _skill(served, "guarded", "embed: [private/key.txt]\n")
+    (folder / "private").mkdir()
+    (folder / "private" / "key.txt").write_text("the vault code\n")
+    (folder / "open.txt").write_text("fine\n")
+    rule = {"tools": {"rules": [{"tool": "read_skill_resource", "subject": "guarded/private/*", "verdict": "deny"}]}}
+    async with client_of(served, rule) as client:
+        assert (await client.read_resource("skill://guarded/open.txt")).contents
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("guarded", {})
+        with pytest.raises(MCPError) as read:
+            await client.read_resource("skill://guarded/private/key.txt")
+    for refused in (prompt, read):
+        assert isinstance(refused.value.error.data, dict) and refused.value.error.data["error_type"] == "denied"
+        assert "vault" not in str(refused.value.error)
+    async with client_of(served, {"tools": {"deny": ["read_skill_resource"]}}) as client:
+        with pytest.raises(MCPError):
+            await client.get_prompt("guarded", {})
+        assert (await client.get_prompt("review", {"focus": "bugs"})).messages  # no embeds: unaffected
+
+
+@given(
+    st.one_of(st.none(), st.integers(), st.text(max_size=20), st.lists(st.one_of(st.text(max_size=5), st.integers())))
+)
+def test_embed_declarations_yield_only_nonempty_strings(declared: object) -> None:
+    embeds = prompt_embeds({"embed": declared})
+    assert all(isinstance(e, str) and e for e in embeds)
+    if isinstance(declared, list):
+        assert embeds == [e for e in declared if isinstance(e, str) and e]
+
+
+async def test_a_prompt_refused_for_a_file_never_loads_the_skill_or_grants_its_allowed_tools(served: Path) -> None:
+    _skill(served, "greedy", "allowed-tools: read_files\nembed: [missing.png]\n")
+    with Rig(served, {"audit": {"enabled": True}}) as rig:
+        server = McpToolServer(rig)
+        async with server.running(), Client(server.server) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt("greedy", {})
+        assert rig.governance.audit is not None
+        assert rig.governance.audit.query(tool="load_skill") == []
+        assert [row.tool for row in rig.governance.audit.query(tool="read_skill_resource")] == ["read_skill_resource"]
+    assert refused.value.error.code == -32002

@@ -78,6 +78,78 @@ def test_list_starts_nothing_and_says_when_nothing_is_configured(workspace: Path
     assert "later" in out.output and "never listed" in out.output
 
 
+def _signed_in(name: str, server: dict[str, object], **token: object) -> None:
+    import anyio
+    from mcp.shared.auth import OAuthToken
+
+    from toolrig.sources.mcp_tokens import McpTokenStore
+
+    stored = OAuthToken(access_token="secret-access", token_type="Bearer", **token)
+    anyio.run(McpTokenStore(name, McpServerConfig.model_validate(server)).set_tokens, stored)
+
+
+def _remote(port: int, **auth: object) -> dict[str, object]:
+    return {"url": f"http://127.0.0.1:{port}/mcp", "auth": {"store": "file", **auth}}
+
+
+def test_list_shows_each_servers_sign_in_state_from_the_token_store(workspace: Path, toolrig_home: Path) -> None:
+    servers: dict[str, object] = {
+        "local": {"command": "/nonexistent/mcp-server"},
+        "plain": {"url": "http://127.0.0.1:9/mcp"},
+        "fresh": _remote(9),
+        "good": _remote(10),
+        "stale": _remote(11),
+        "gone": _remote(12),
+        "service": _remote(13, type="client_credentials", client_id="svc", client_secret_env="SVC_SECRET"),
+    }
+    configure(toolrig_home, servers)
+    _signed_in("good", servers["good"], expires_in=3600, refresh_token="r")
+    _signed_in("stale", servers["stale"], expires_in=0, refresh_token="r")
+    _signed_in("gone", servers["gone"], expires_in=0)
+    out = CliRunner().invoke(app, ["mcp", "list", "--root", str(workspace)])
+    assert out.exit_code == 0, out.output
+    state = {line.split()[0]: line for line in out.output.splitlines() if not line.startswith(" ")}
+    assert "no auth" in state["local"] and "no auth" in state["plain"]
+    assert "not signed in" in state["fresh"] and "not signed in" in state["service"]
+    assert "signed in" in state["good"] and "not signed in" not in state["good"]
+    assert "token expired" in state["stale"] and "token expired" in state["gone"]
+    hints = [line.strip() for line in out.output.splitlines() if line.startswith(" ")]
+    assert hints == [
+        "fresh: run 'toolrig mcp login fresh' to sign in",
+        "gone: run 'toolrig mcp login gone' to sign in",
+        "service: signs in by itself on first use (client_credentials)",
+        "stale: renewed with its refresh token on next use",
+    ]
+    assert "secret-access" not in out.output
+
+
+def test_list_reads_the_sign_in_state_without_loading_any_network_client(workspace: Path, toolrig_home: Path) -> None:
+    configure(toolrig_home, {"good": _remote(10)})
+    _signed_in("good", _remote(10), expires_in=3600)
+    code = (
+        "import sys\nfrom toolrig.cli import main\n"
+        f"sys.argv = ['toolrig', 'mcp', 'list', '--root', {str(workspace)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & {'mcp', 'httpx', 'httpx2', 'httpcore', 'anyio'}\n"
+        "print('LOADED', sorted(loaded), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "signed in" in out.stdout, out.stderr
+    assert "LOADED ['anyio']" in out.stderr or "LOADED []" in out.stderr, out.stderr
+
+
+def test_list_survives_a_token_store_it_cannot_read(workspace: Path, toolrig_home: Path, tmp_path: Path) -> None:
+    from toolrig.sources.mcp_tokens import TOKEN_DIR
+
+    configure(toolrig_home, {"tampered": _remote(9)})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (toolrig_home / TOKEN_DIR).symlink_to(elsewhere)
+    out = CliRunner().invoke(app, ["mcp", "list", "--root", str(workspace)])
+    assert out.exit_code == 0, out.output
+    assert "unknown" in out.output and "cannot be read" in out.output and "symlink" in out.output
+
+
 @pytest.mark.parametrize(
     ("config", "expected"),
     [

@@ -108,6 +108,29 @@ async def test_a_wrong_token_is_a_clear_error(bot: BotApi) -> None:
         await telegram.decide([request("git push")])
 
 
+async def test_a_form_is_asked_field_by_field_and_the_answers_come_back_as_its_values(bot: BotApi) -> None:
+    from toolrig.approvals.model import Reply
+    from toolrig.approvals.questions import question_from
+
+    form = {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "title": "Verified?"},
+        },
+    }
+    asked = ApprovalRequest(
+        "q1", "ask_user", {}, questions=(question_from({"question": "Your profile", "form": form}),), fingerprint="fp"
+    )
+    telegram = channel(bot)
+    async with anyio.create_task_group() as group:
+        group.start_soon(answer_with, bot, [(0, "inactive", {}), (1, "no", {})], 2)
+        [decision] = await telegram.decide([asked])
+    assert decision.answers == (Reply(values={"status": "inactive", "verified": False}),)
+    assert decision.fingerprint == "fp"
+    assert "Verified?" in bot.sent[1]["text"]
+
+
 def long_request(prefix: str, subjects: tuple[str, ...]) -> ApprovalRequest:
     args = {"command": prefix + "; ".join(subjects)}
     return ApprovalRequest(

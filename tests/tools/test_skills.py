@@ -168,3 +168,33 @@ def test_the_schema_lists_the_skills_found_as_an_enum(skills_rig: Rig, workspace
     with Rig(workspace.parent, {}) as elsewhere:  # another workspace, no skills: a plain string
         plain = {s["name"]: s for s in elsewhere.schemas("anthropic")}
     assert "enum" not in plain["load_skill"]["input_schema"]["properties"]["name"]
+
+
+def test_read_skill_resource_attaches_an_image_judged_by_its_bytes_not_its_name(skills_rig: Rig) -> None:
+    from tests.media_tools import tiny_png
+    from toolrig.content import ImagePart
+
+    folder = skills_rig.workspace.root / ".agents/skills/pdf-forms"
+    (folder / "assets" / "form.dat").write_bytes(tiny_png(4, 3))
+    result = call(skills_rig, "read_skill_resource", name="pdf-forms", path="assets/form.dat")
+    assert not result.is_error, result.output
+    assert result.output["media_type"] == "image/png" and "4x3" in result.output["content"]
+    (image,) = result.content
+    assert isinstance(image, ImagePart) and image.media_type == "image/png" and image.size == len(tiny_png(4, 3))
+    text = call(skills_rig, "read_skill_resource", name="pdf-forms", path="references/fields.md")
+    assert text.output["media_type"] == "text/markdown" and text.content == []
+
+
+def test_read_skill_resource_refuses_an_oversized_or_damaged_image_and_other_binaries(skills_rig: Rig) -> None:
+    from tests.media_tools import tiny_png
+    from toolrig.tools.skills import MAX_IMAGE_BYTES
+
+    folder = skills_rig.workspace.root / ".agents/skills/pdf-forms/assets"
+    (folder / "huge.png").write_bytes(tiny_png() + b"\0" * MAX_IMAGE_BYTES)
+    (folder / "cut.png").write_bytes(tiny_png()[:12])
+    (folder / "blob.bin").write_bytes(b"\0\1\2")
+    expected = {"huge.png": "too_large", "cut.png": "invalid_input", "blob.bin": "invalid_input"}
+    for name, error_type in expected.items():
+        result = call(skills_rig, "read_skill_resource", name="pdf-forms", path=f"assets/{name}")
+        assert result.is_error and result.error_type == error_type, name
+        assert result.content == []

@@ -8,12 +8,19 @@ whose tool is not offered is not listed. A URI is parsed strictly; anything else
 
 A tool can serve a resource of its own: a read-only tool that sets ``resource_uri`` (a URI, or a
 template such as ``notes://{topic}`` whose variables are its arguments) is read by calling it; its
-output's one text field, or else its output as JSON, is the resource's text.
+output's one text field, or else its output as JSON, is the resource's text. A result that carries
+content parts (``toolrig.content``: an image, audio, an embedded resource) is served as those parts
+instead: bytes as ``BlobResourceContents`` with their media type, text as text. One content model for
+tool results, resource reads and prompt messages.
 
-URIs: ``skill://NAME``, ``memory://PATH`` (MEMORY.md, memory.md, memory/...), ``toolrig://capabilities``
+URIs: ``skill://NAME``, ``skill://NAME/PATH`` (a file in the skill's folder, read by
+``read_skill_resource``), ``memory://PATH`` (MEMORY.md, memory.md, memory/...), ``toolrig://capabilities``
 and ``toolrig://outputs/HANDLE``. A skill is also a prompt: its front matter may declare ``arguments``
 (names, or ``{name, description, required, values}``); ``$ARGUMENTS`` and ``${name}`` in its body are
-filled in, and ``values`` are what ``completion/complete`` offers.
+filled in, and ``values`` are what ``completion/complete`` offers. Its front matter may also list files of
+its own folder under ``embed``: each becomes a message before the text, an image as an image, any other
+text file as an embedded resource ``skill://NAME/PATH``. The list is the skill's, never an argument's, and
+each file is read by ``read_skill_resource`` through the gate (its no-follow walk, its size and type checks).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolrig.content import AudioPart, ContentPart, ImagePart, ResourcePart, TextPart
 from toolrig.result import ToolResult
 
 SKILL_SCHEME = "skill://"
@@ -32,6 +40,8 @@ MEMORY_SCHEME = "memory://"
 CAPABILITIES_URI = "toolrig://capabilities"
 OUTPUTS_PREFIX = "toolrig://outputs/"
 MAX_LISTED_MEMORY_FILES = 500
+MAX_EMBEDS = 8  # files one prompt embeds
+MAX_EMBEDDED_BYTES = 10_000_000  # all of one prompt's embedded files together
 _SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # what skill discovery accepts
 _MEMORY_PATH = re.compile(r"^(MEMORY\.md|memory\.md|memory/[^\x00]+)$")
 _HANDLE = re.compile(r"^out_[0-9a-f]{16}$")
@@ -47,14 +57,21 @@ class Read:
     tool: str
     args: dict[str, Any]
     text: Callable[[Any], str]
-    mime: str = "text/markdown"
+    mime: str | Callable[[Any], str] = "text/markdown"
+
+    def media_type(self, output: Any) -> str:
+        return self.mime if isinstance(self.mime, str) else self.mime(output)
 
 
 def route(uri: str) -> Read | None:
     """The read a URI stands for, or None (not one of ours, or malformed: both are "not found")."""
     if uri.startswith(SKILL_SCHEME):
-        name = uri.removeprefix(SKILL_SCHEME)
-        return Read("load_skill", {"name": name}, _instructions) if _SKILL_NAME.match(name) else None
+        name, slash, path = uri.removeprefix(SKILL_SCHEME).partition("/")
+        if not _SKILL_NAME.match(name):
+            return None
+        if not slash:
+            return Read("load_skill", {"name": name}, _instructions)
+        return Read("read_skill_resource", {"name": name, "path": path}, _whole_file, _file_type) if path else None
     if uri.startswith(MEMORY_SCHEME):
         path = uri.removeprefix(MEMORY_SCHEME)
         if not _MEMORY_PATH.match(path) or ".." in Path(path).parts or "\\" in path:
@@ -74,6 +91,20 @@ def route(uri: str) -> Read | None:
 
 def _instructions(output: Any) -> str:
     return str(output.get("instructions", "")) if isinstance(output, dict) else ""
+
+
+def _whole_file(output: Any) -> str:
+    """A skill file's text; a served file is whole or refused, never silently cut."""
+    if not isinstance(output, dict):
+        return ""
+    if output.get("truncated"):
+        message = f"{output.get('path')!r} is too large to serve whole."
+        raise _error(-32602, message, {"error_type": "too_large"})
+    return str(output.get("content", ""))
+
+
+def _file_type(output: Any) -> str:
+    return str(output.get("media_type") or "text/plain") if isinstance(output, dict) else "text/plain"
 
 
 def _unnumbered(output: Any) -> str:
@@ -175,6 +206,28 @@ def _tool_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, separators=(",", ":"))
 
 
+def resource_contents(uri: str, parts: list[ContentPart]) -> list[Any]:
+    """A result's content parts as a resource's contents: bytes as blobs with their media type, text as text.
+
+    An image or audio part is the resource itself (its URI is the one read); an embedded resource part
+    names itself, so it keeps its own URI.
+    """
+    from mcp.types import BlobResourceContents, TextResourceContents
+
+    from toolrig.adapters.mcp_server import mcp_content
+
+    contents: list[Any] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            contents.append(TextResourceContents(uri=uri, mime_type="text/plain", text=part.text))
+        elif isinstance(part, ImagePart | AudioPart):
+            contents.append(BlobResourceContents(uri=uri, mime_type=part.media_type, blob=part.data))
+        else:
+            (block,) = mcp_content([part])
+            contents.append(block.resource)  # type: ignore[union-attr]
+    return contents
+
+
 # ------------------------------------------------------------------------------------------ prompts
 
 
@@ -211,6 +264,38 @@ def prompt_arguments(extra: dict[str, Any], body: str) -> list[Argument]:
         hint = extra.get("argument-hint")
         found.append(Argument("arguments", str(hint) if hint is not None else "What the skill should work on."))
     return found
+
+
+def prompt_embeds(extra: dict[str, Any]) -> list[str]:
+    """The files a skill's front matter lists under ``embed`` (paths inside its own folder), in order.
+
+    Malformed entries are ignored; whether a path stays inside the folder is ``read_skill_resource``'s
+    check, made at the read, where the walk that enforces it is.
+    """
+    declared = extra.get("embed")
+    if isinstance(declared, str):
+        declared = [declared]
+    if not isinstance(declared, list):
+        return []
+    return [item for item in declared if isinstance(item, str) and 0 < len(item) <= 1000]
+
+
+def embedded_part(name: str, result: ToolResult) -> ContentPart:
+    """One file ``read_skill_resource`` read, as a prompt message's part: its image, or an embedded resource."""
+    output = result.output if isinstance(result.output, dict) else {}
+    uri = f"{SKILL_SCHEME}{name}/{output.get('path', '')}"
+    images = [part for part in result.content if isinstance(part, ImagePart)]
+    if images:
+        return images[0]
+    return ResourcePart(uri=uri, media_type=_file_type(output), text=_whole_file(output))
+
+
+def part_size(part: ContentPart) -> int:
+    if isinstance(part, ImagePart | AudioPart):
+        return part.size
+    if isinstance(part, ResourcePart):
+        return len((part.text or part.blob or "").encode())
+    return len(part.text.encode())
 
 
 def fill(body: str, arguments: list[Argument], given: dict[str, str]) -> str:
@@ -312,7 +397,8 @@ class ServedResources:
                 Resource(uri=CAPABILITIES_URI, name="capabilities", description=description, mime_type="text/markdown")
             )
         resources += [
-            Resource(uri=r.uri, name=r.tool, description=r.description, mime_type="text/plain")
+            # No media type: a tool's resource is text or, when its result carries parts, whatever they are.
+            Resource(uri=r.uri, name=r.tool, description=r.description)
             for r in self._tool_resources()
             if not r.is_template
         ]
@@ -346,8 +432,11 @@ class ServedResources:
         result = await self.call(read.tool, read.args)
         if result.is_error:
             raise _refused(uri, result)
+        if result.content:
+            return ReadResourceResult(contents=resource_contents(uri, result.content))
+        text = read.text(result.output)
         return ReadResourceResult(
-            contents=[TextResourceContents(uri=uri, mime_type=read.mime, text=read.text(result.output))]
+            contents=[TextResourceContents(uri=uri, mime_type=read.media_type(result.output), text=text)]
         )
 
     async def subscribe(self, ctx: Any, params: Any) -> Any:
@@ -411,13 +500,35 @@ class ServedResources:
         missing = [a.name for a in arguments if a.required and not given.get(a.name)]
         if missing:
             raise _error(-32602, f"The prompt {params.name!r} needs the argument(s): {', '.join(missing)}.")
+        # The files first: a prompt refused for one of them has not loaded the skill (nor granted its tools).
+        messages = [PromptMessage(role="user", content=block) for block in await self._embedded(skill)]
         result = await self.call("load_skill", {"name": skill.name})
         if result.is_error:
             raise _refused(f"{SKILL_SCHEME}{skill.name}", result)
         text = fill(_instructions(result.output) or skill.body, arguments, given)
-        return GetPromptResult(
-            description=skill.description, messages=[PromptMessage(role="user", content=TextContent(text=text))]
-        )
+        messages.append(PromptMessage(role="user", content=TextContent(text=text)))
+        return GetPromptResult(description=skill.description, messages=messages)
+
+    async def _embedded(self, skill: Any) -> list[Any]:
+        """The files the skill embeds, each read through the gate as ``read_skill_resource``, as MCP blocks."""
+        from toolrig.adapters.mcp_server import mcp_content
+
+        paths = prompt_embeds(skill.extra)
+        if len(paths) > MAX_EMBEDS:
+            raise _error(-32602, f"The prompt {skill.name!r} embeds {len(paths)} files; at most {MAX_EMBEDS}.")
+        parts: list[ContentPart] = []
+        left = MAX_EMBEDDED_BYTES
+        for path in paths:
+            result = await self.call("read_skill_resource", {"name": skill.name, "path": path})
+            if result.is_error:
+                raise _refused(f"{SKILL_SCHEME}{skill.name}/{path}", result)
+            part = embedded_part(skill.name, result)
+            left -= part_size(part)
+            if left < 0:
+                message = f"The prompt {skill.name!r} embeds more than {MAX_EMBEDDED_BYTES:,} bytes of files."
+                raise _error(-32602, message)
+            parts.append(part)
+        return mcp_content(parts)
 
     def _skill(self, name: str) -> Any:
         if "load_skill" in self._offered():

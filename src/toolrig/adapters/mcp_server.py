@@ -17,9 +17,9 @@ import os
 import threading
 import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from functools import partial
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -38,11 +38,12 @@ from toolrig.approvals.mcp import (
     elicit_request,
 )
 from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
-from toolrig.errors import ErrorType
+from toolrig.errors import ErrorType, ToolError
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
+from toolrig.sampling import ClientSampler, ModelRouter
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
         Tool,
     )
 
+    from toolrig.adapters.mcp_opening import OpeningAnswers
+    from toolrig.context import Sample
     from toolrig.registry import AnyTool
     from toolrig.rig import Rig
 
@@ -87,7 +90,7 @@ def mcp_tool(tool: AnyTool) -> Tool:
         description=tool.description,
         input_schema=tool.input_schema(),
         # 2025-era clients take only object output schemas; others get the text alone.
-        output_schema=output if output is not None and output.get("type") == "object" else None,
+        output_schema=output if _object_schema(output) else None,
         annotations=annotations,
     )
 
@@ -218,10 +221,6 @@ class McpToolServer:
     def __init__(
         self, rig: Rig, *, approval_fallback: Fallback | None = None, approval_timeout: float | None = None
     ) -> None:
-        from mcp.server.lowlevel import Server
-
-        from toolrig import __version__
-
         self.rig = rig
         settings = rig.config.approvals
         fallback: Fallback = approval_fallback or ("allow" if settings.fallback == "allow" else "deny")
@@ -232,8 +231,9 @@ class McpToolServer:
         self.channel = channel if isinstance(channel, McpApprovalChannel) else None
         self.approval_timeout = approval_timeout or settings.timeout_seconds
         self.session_id = f"mcp-{os.getpid()}-{os.urandom(3).hex()}"
+        self.instructions = f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint."
         self._tools: ListToolsResult | None = None
-        self._structured: dict[str, bool] = {}
+        self._structured: dict[str, bool] | None = None
         self._parked: dict[str, ParkedCall] = {}
         self._group: TaskGroup | None = None
         self.log_levels = LogLevels()
@@ -241,27 +241,56 @@ class McpToolServer:
         # Seconds a call's SSE stream stays open before the client is told to poll (reconnect with
         # Last-Event-ID); None keeps it open. Only streamable HTTP with an event store can do this.
         self.sse_poll_after: float | None = None
+
+    def _handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        """The SDK server's handlers; ``mcp_opening`` derives the advertised capabilities from their names."""
+        return {
+            "on_list_tools": self._list_tools,
+            "on_call_tool": self._call_tool,
+            "on_set_logging_level": self._set_logging_level,
+            "on_list_resources": self.resources.list_resources,
+            "on_list_resource_templates": self.resources.list_templates,
+            "on_read_resource": self.resources.read,
+            "on_subscribe_resource": self.resources.subscribe,
+            "on_unsubscribe_resource": self.resources.unsubscribe,
+            "on_list_prompts": self.resources.list_prompts,
+            "on_get_prompt": self.resources.get_prompt,
+            "on_completion": self.resources.complete,
+        }
+
+    @cached_property
+    def server(self) -> Server[Any]:
+        """The SDK's low-level server, built (and ``mcp`` imported) when first needed: see ``serve_stdio``."""
+        from mcp.server.lowlevel import Server
         from mcp.shared.exceptions import MCPDeprecationWarning
+
+        from toolrig import __version__
 
         with warnings.catch_warnings():
             # 2026-07-28 deprecates logging; 2025-era clients, most of those in use, still ask for it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = Server(
-                "toolrig",
-                version=__version__,
-                instructions=f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint.",
-                on_list_tools=self._list_tools,
-                on_call_tool=self._call_tool,
-                on_set_logging_level=self._set_logging_level,
-                on_list_resources=self.resources.list_resources,
-                on_list_resource_templates=self.resources.list_templates,
-                on_read_resource=self.resources.read,
-                on_subscribe_resource=self.resources.subscribe,
-                on_unsubscribe_resource=self.resources.unsubscribe,
-                on_list_prompts=self.resources.list_prompts,
-                on_get_prompt=self.resources.get_prompt,
-                on_completion=self.resources.complete,
-            )
+            handlers: Any = self._handlers()  # the overloads type each handler; these are ours, checked by tests
+            server: Server[Any] = Server("toolrig", version=__version__, instructions=self.instructions, **handlers)
+        return server
+
+    def opening(self) -> OpeningAnswers:
+        """The ``initialize`` and ``tools/list`` answers the stdio transport writes before the SDK loads."""
+        from toolrig import __version__
+        from toolrig.adapters.mcp_opening import OpeningAnswers
+
+        return OpeningAnswers(
+            name="toolrig",
+            version=__version__,
+            instructions=self.instructions,
+            handlers=self._handlers().keys(),
+            tools=self.rig.tools,
+        )
+
+    def structured(self, name: str) -> bool:
+        """Whether a tool's result carries ``structuredContent``: it lists an object output schema."""
+        if self._structured is None:
+            self._structured = {tool.name: _object_schema(tool.output_schema()) for tool in self.rig.tools()}
+        return self._structured.get(name, False)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpToolServer]:
@@ -280,9 +309,7 @@ class McpToolServer:
         if self._tools is None:
             from mcp.types import ListToolsResult
 
-            tools = [mcp_tool(tool) for tool in self.rig.tools()]
-            self._structured = {tool.name: tool.output_schema is not None for tool in tools}
-            self._tools = ListToolsResult(tools=tools)
+            self._tools = ListToolsResult(tools=[mcp_tool(tool) for tool in self.rig.tools()])
         return self._tools
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ListToolsResult:
@@ -331,17 +358,23 @@ class McpToolServer:
     async def _call_tool_now(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
-        self.listing()
         args = params.arguments or {}
         if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
             return await self._call_parked(ctx, params)
         call_id = new_call_id()
-        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None):
+        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None, _client_sampler(ctx)):
             result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
-        return call_tool_result(result, structured=self._structured.get(params.name, False))
+        return call_tool_result(result, structured=self.structured(params.name))
 
-    def _asking(self, call_id: str, asker: Asker | None) -> AbstractContextManager[None]:
-        return self.channel.asking(call_id, asker) if self.channel is not None else nullcontext()
+    @contextmanager
+    def _asking(self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None) -> Iterator[None]:
+        """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
+        models = self.rig.executor.models
+        with (
+            self.channel.asking(call_id, asker) if self.channel is not None else nullcontext(),
+            models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
+        ):
+            yield
 
     async def _invoke(
         self,
@@ -401,7 +434,7 @@ class McpToolServer:
             return InputRequiredResult(input_requests=dict(requests), request_state=parked.key)
         if parked.result is None:
             return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
-        return call_tool_result(parked.result, structured=self._structured.get(params.name, False))
+        return call_tool_result(parked.result, structured=self.structured(params.name))
 
     async def _run_parked(self, parked: ParkedCall, call_id: str, call: Callable[[], Awaitable[ToolResult]]) -> None:
         try:
@@ -415,16 +448,29 @@ class McpToolServer:
 
     # ------------------------------------------------------------------------------------ transports
 
-    async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout until it disconnects."""
-        from toolrig.adapters.mcp_stdio import stdio_streams
+    async def serve_stdio(self, *, opening: bool = True) -> None:
+        """Serve one client over this process's stdin and stdout until it disconnects.
 
-        async with self.running(), stdio_streams(FastToolCalls(self)) as (read, write):
+        ``opening`` answers ``initialize`` and ``tools/list`` before the SDK is imported (``mcp_opening``);
+        False leaves every message to the SDK from the start, as a reference.
+        """
+        from toolrig.adapters.mcp_stdio import serve
+
+        async def run(read: Any, write: Any) -> None:
             await self.server.run(read, write, self.server.create_initialization_options())
+
+        async with self.running():
+            await serve(run, self._load_sdk, FastToolCalls(self), self.opening() if opening else None)
+
+    def _load_sdk(self) -> None:
+        """Import the SDK and build its server (in a thread of the stdio transport, while it answers)."""
+        from mcp.shared.message import SessionMessage  # noqa: F401 # what the transport's first hand-over needs
+        from mcp.types import jsonrpc_message_adapter  # noqa: F401
+
+        self.server.create_initialization_options()
 
     async def call_plainly(self, name: str, args: dict[str, Any]) -> ToolResult:
         """A call with no progress token from a client that cannot elicit: ``_call_tool`` minus the SDK."""
-        self.listing()
         call_id = new_call_id()
         try:
             with self._asking(call_id, None):
@@ -448,13 +494,12 @@ class FastToolCalls:
     """
 
     def __init__(self, server: McpToolServer) -> None:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+        from toolrig.adapters.mcp_opening import MODERN_VERSIONS
 
         self._server = server
         self._modern: bool | None = None  # decided by the first request, as the SDK decides the era
-        self._versions = frozenset(MODERN_PROTOCOL_VERSIONS)
-        # The SDK deep-copies this per response so a handler cannot alias it; ours is dumped at once.
-        self._stamp = {_SERVER_INFO_KEY: server.server.server_info_stamp}
+        self._versions = frozenset(MODERN_VERSIONS)
+        self._stamp: dict[str, Any] | None = None  # the SDK's serverInfo, once it is loaded
 
     @property
     def decided(self) -> bool:
@@ -490,6 +535,7 @@ class FastToolCalls:
             and isinstance(meta.get(_CLIENT_KEY), dict)
             and isinstance(capabilities, dict)
             and "elicitation" not in capabilities
+            and "sampling" not in capabilities  # its calls may sample through the SDK's session
             and "progressToken" not in meta
             and _LOG_LEVEL_KEY not in meta  # a client that wants this call's log lines
         ):
@@ -509,9 +555,11 @@ class FastToolCalls:
             return to_json({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
         content = [{"type": "text", "text": result.to_json()}, *content_json(result.content)]
         body: dict[str, Any] = {"content": content, "isError": result.is_error}
-        if not result.is_error and server._structured.get(name, False):
+        if not result.is_error and server.structured(name):
             body["structuredContent"] = result.output
         body["resultType"] = "complete"
+        if self._stamp is None:  # the SDK deep-copies it per response (no aliasing); ours is dumped at once
+            self._stamp = {_SERVER_INFO_KEY: server.server.server_info_stamp}
         body["_meta"] = self._stamp
         return to_json({"jsonrpc": "2.0", "id": request_id, "result": body}) + b"\n"
 
@@ -521,6 +569,11 @@ _CLIENT_KEY = "io.modelcontextprotocol/clientInfo"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 _LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+
+
+def _object_schema(schema: dict[str, Any] | None) -> bool:
+    """2025-era clients take only object output schemas; a tool with another kind lists none (text alone)."""
+    return schema is not None and schema.get("type") == "object"
 
 
 async def _close_stream_after(seconds: float, close: CloseSSEStreamCallback) -> None:
@@ -545,6 +598,41 @@ async def _send_log(ctx: ServerRequestContext[Any, Any], line: ToolLogEvent) -> 
 
     params = LoggingMessageNotificationParams(level=line.level, data=line.message, logger=line.name)
     await ctx.session.send_notification(LoggingMessageNotification(params=params), related_request_id=ctx.request_id)
+
+
+def _client_sampler(ctx: ServerRequestContext[Any, Any]) -> ClientSampler | None:
+    """The calling client's model for this call's ``ctx.sample``, when it declared sampling and can be asked now.
+
+    A refusal by the client (its user said no, it has no model) is the tool's error result, as the client said it.
+    """
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.sampling is None or not ctx.session.can_send_request:
+        return None
+
+    async def sample(turns: list[tuple[str, str]], max_tokens: int, system: str | None) -> Sample:
+        from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+        from mcp.types import SamplingMessage, TextContent
+
+        from toolrig.context import Sample
+
+        messages = [
+            SamplingMessage(
+                role="assistant" if role == "assistant" else "user", content=TextContent(type="text", text=text)
+            )
+            for role, text in turns
+        ]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # 2026-07-28 deprecates it; 2025 clients sample
+                result = await ctx.session.create_message(
+                    messages, max_tokens=max_tokens, system_prompt=system, related_request_id=ctx.request_id
+                )
+        except (MCPError, NoBackChannelError) as exc:
+            raise ToolError(ErrorType.UNAVAILABLE, f"The MCP client did not sample: {str(exc)[:300]}") from None
+        text = result.content.text if isinstance(result.content, TextContent) else ""
+        return Sample(text, str(result.model)[:200], str(result.stop_reason or "endTurn"))
+
+    return sample
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:

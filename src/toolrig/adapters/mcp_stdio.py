@@ -1,9 +1,16 @@
-"""MCP over this process's stdin and stdout without a worker thread per line.
+"""MCP over this process's stdin and stdout without a worker thread per line, and without waiting for the SDK.
 
 The SDK's ``stdio_server`` reads and writes through ``anyio.wrap_file``: every line read and every message
 written (write, then flush) is a hop to a worker thread, three or more per call. When stdin and stdout are
 pipes or sockets (as an MCP client starts us) this transport waits on the descriptors in the event loop
-instead; for anything else (a regular file, say) ``stdio_streams`` falls back to the SDK's transport.
+instead; for anything else (a regular file, say) ``serve`` falls back to the SDK's transport.
+
+The opening: given an ``OpeningPath`` (``mcp_opening.OpeningAnswers``), the ``initialize`` and ``tools/list``
+it can answer are answered before the SDK is even imported (importing it is most of a server's start-up).
+The SDK loads in a worker thread after the tool list is written, or at once when a message needs it; then it is
+handed the connection as if it had served it from the start: the ``initialize`` answered here (its own
+answer to it is dropped, and compared) and the ``notifications/initialized`` held meanwhile, in order,
+then everything else. A message the opening does not answer goes to the SDK, never around it.
 
 Given a fast path (``mcp_server.FastToolCalls``), the plain ``tools/call`` requests it accepts are answered
 here without the SDK's request pipeline; every other message goes to the SDK as before.
@@ -19,8 +26,8 @@ import fcntl
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -39,9 +46,16 @@ class FastPath(Protocol):
     def accept(self, message: dict[str, Any]) -> Callable[[], Awaitable[bytes]] | None: ...
 
 
+class OpeningPath(Protocol):
+    def answer(self, message: dict[str, Any]) -> bytes | None: ...
+
+
+RunSdk = Callable[[Any, Any], Awaitable[None]]
+
 log = logging.getLogger("toolrig.mcp")
 
 _CHUNK = 1 << 16
+_HELD = 8  # the read stream's buffer: room for every line held for the SDK (two at most) and then some
 
 
 def _pollable(fd: int) -> bool:
@@ -76,17 +90,74 @@ class _Wire:
                 view = view[written:]
 
 
-@asynccontextmanager
-async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """The (read, write) stream pair a low-level MCP ``Server.run`` takes, over fds 0 and 1."""
+class _Handover:
+    """The SDK's side of the connection: loaded in a worker thread, then given what the opening held back for it.
+
+    Until ``needed`` the opening answers alone. The load runs in a thread (imports hold the GIL in bursts,
+    the event loop stays free to answer); the main task waits for ``decided`` (loaded, or the input ended
+    first) and ``flush``es the held lines before the SDK reads anything else, so it sees them first. A load
+    is never abandoned: leaving waits for it, so the interpreter never shuts down under an import.
+    """
+
+    def __init__(self, answers: OpeningPath, load: Callable[[], None], group: TaskGroup) -> None:
+        self.answers = answers
+        self.active = True  # the opening still answers; False once anything went to the SDK
+        self.held: list[bytes] = []
+        self.shadow: tuple[int | str, bytes] | None = None  # the initialize we answered, the SDK will too
+        self.decided = anyio.Event()
+        self.flushed = anyio.Event()
+        self.loaded = False
+        self._load = load
+        self._group = group
+        self._error: BaseException | None = None
+        self._started = False
+
+    def preload(self) -> None:
+        """Start loading the SDK (once): after the opening's answers are out, or when a message needs it."""
+        if not self._started:
+            self._started = True
+            self._group.start_soon(self._run_load)
+
+    async def _run_load(self) -> None:
+        from anyio import to_thread
+
+        try:
+            await to_thread.run_sync(self._load)
+            self.loaded = True
+        except Exception as exc:  # re-raised in the serving task, which owns the failure
+            self._error = exc
+        self.decided.set()
+
+    async def needed(self) -> None:
+        """Hand the rest of the connection to the SDK; return once it has the held lines."""
+        self.active = False
+        self.preload()
+        await self.flushed.wait()
+
+    def ended(self) -> None:
+        self.decided.set()
+
+    def raise_failure(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
+async def serve(
+    run: RunSdk,
+    load: Callable[[], None],
+    fast: FastPath | None = None,
+    opening: OpeningPath | None = None,
+) -> None:
+    """Serve one client over fds 0 and 1: ``load`` imports the SDK and builds its server, ``run`` serves."""
     if not (_pollable(0) and _pollable(1)):
+        load()
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as streams:
-            yield streams
+        async with stdio_server() as (read, write):
+            await run(read, write)
         return
-    from mcp.shared.message import SessionMessage
-
+    if opening is None:
+        load()
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -95,14 +166,21 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[tuple[Any
     os.dup2(2, 1)
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
-    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    read_send, read_receive = anyio.create_memory_object_stream[Any](_HELD)
+    write_send, write_receive = anyio.create_memory_object_stream[Any](0)
     try:
         out = _Wire(wire_out)
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_lines, wire_in, read_send, out, fast, group)
-            group.start_soon(_write_messages, out, write_receive)
-            yield read_receive, write_send
+            handover = _Handover(opening, load, group) if opening is not None else None
+            group.start_soon(_read_lines, wire_in, read_send, out, fast, group, handover)
+            group.start_soon(_write_messages, out, write_receive, handover)
+            if handover is not None:
+                await handover.decided.wait()
+                handover.raise_failure()
+            if handover is None or handover.loaded:
+                if handover is not None:
+                    _flush(handover, read_send)
+                await run(read_receive, write_send)
             group.cancel_scope.cancel()
     finally:
         for fd, wire in ((0, wire_in), (1, wire_out)):
@@ -111,35 +189,98 @@ async def stdio_streams(fast: FastPath | None = None) -> AsyncIterator[tuple[Any
             os.close(wire)
 
 
-async def _read_lines(
-    fd: int, send: MemoryObjectSendStream[Any], wire: _Wire, fast: FastPath | None, group: TaskGroup
-) -> None:
+def _flush(handover: _Handover, send: MemoryObjectSendStream[Any]) -> None:
+    """The held lines, first into the SDK's read stream, in order; then the reader may go on.
+
+    From here on every line goes to the SDK (or the fast path): nothing may be held after the flush.
+    """
+    handover.active = False
+    for line in handover.held:
+        with suppress(anyio.ClosedResourceError):  # the input ended meanwhile: nobody reads them
+            send.send_nowait(_sdk_message(line))
+    handover.held.clear()
+    handover.flushed.set()
+
+
+def _sdk_message(line: bytes) -> Any:
+    """A line as the SDK's read stream carries it: a message, or the validation error it answers."""
     from mcp.shared.message import SessionMessage
     from mcp.types import jsonrpc_message_adapter
 
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # pydantic's ValidationError: the runner answers with an error
+        return exc
+
+
+async def _read_lines(
+    fd: int,
+    send: MemoryObjectSendStream[Any],
+    wire: _Wire,
+    fast: FastPath | None,
+    group: TaskGroup,
+    handover: _Handover | None = None,
+) -> None:
     calls: dict[int | str, anyio.CancelScope] = {}  # fast-path calls in flight, for notifications/cancelled
     buffer = b""
-    async with send:
-        while True:
-            await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, _CHUNK)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                return
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                if fast is not None and _took_fast(line, fast, wire, calls, group):
-                    continue
+    try:
+        async with send:
+            while True:
+                await anyio.wait_readable(fd)
                 try:
-                    message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValueError as exc:  # pydantic's ValidationError: the runner answers with an error
-                    await send.send(exc)
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:
                     continue
-                await send.send(SessionMessage(message))
+                if not chunk:
+                    return
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    if handover is not None and handover.active:
+                        if await _opened(line, handover, wire, fast):
+                            continue
+                        await handover.needed()
+                    if fast is not None and _took_fast(line, fast, wire, calls, group):
+                        continue
+                    await send.send(_sdk_message(line))
+    finally:
+        if handover is not None:
+            handover.ended()
+
+
+async def _opened(line: bytes, handover: _Handover, wire: _Wire, fast: FastPath | None) -> bool:
+    """Answer or hold a line of the opening; False when it needs the SDK (then so does everything after it)."""
+    from pydantic_core import from_json
+
+    try:
+        message = from_json(line)  # the SDK's parser: what it refuses (lone surrogates...) goes its way
+    except ValueError:
+        return False
+    if not isinstance(message, dict):
+        return False
+    if handover.shadow is not None and message.keys() <= {"jsonrpc", "method", "params"}:
+        initialized = message.get("jsonrpc") == "2.0" and message.get("method") == "notifications/initialized"
+        if initialized and len(handover.held) < _HELD:  # a flood of them is the SDK's to take, at its pace
+            handover.held.append(line)  # the SDK's session must see it; nothing answers a notification
+            return True
+        return False
+    try:
+        answer = handover.answers.answer(message)
+    except Exception:  # a tool that cannot describe itself, say: the SDK's path answers as it always did
+        log.exception("the opening could not answer %r; the SDK will", message.get("method"))
+        return False
+    if answer is None:
+        return False
+    if message["method"] == "initialize":
+        handover.shadow = (message["id"], answer)
+        handover.held.append(line)  # the SDK answers it too, later: that answer is dropped
+        if fast is not None and not fast.decided:
+            fast.opening(message)
+    await wire.write(answer)
+    if message["method"] != "initialize":
+        handover.preload()  # the client has what it waited for: load the SDK for what comes next
+    return True
 
 
 def _took_fast(
@@ -189,9 +330,24 @@ async def _answer_fast(
         await wire.write(data)
 
 
-async def _write_messages(wire: _Wire, receive: MemoryObjectReceiveStream[Any]) -> None:
+async def _write_messages(
+    wire: _Wire, receive: MemoryObjectReceiveStream[Any], handover: _Handover | None = None
+) -> None:
     async with receive:
         async for message in receive:
-            await wire.write((message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+            data = (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+            if handover is not None and handover.shadow is not None and _answers(message, handover.shadow[0]):
+                sent = handover.shadow[1]
+                handover.shadow = None
+                if data != sent:  # a defect of ours, never the client's: say so, the client has its answer
+                    log.warning("the opening's initialize answer differs from the SDK's: %r, then %r", sent, data)
+                continue
+            await wire.write(data)
             if wire.closed:
                 return
+
+
+def _answers(message: Any, request_id: int | str) -> bool:
+    """Whether an outgoing message is the response (or error) to this request id."""
+    sent = message.message
+    return not hasattr(sent, "method") and type(getattr(sent, "id", None)) is type(request_id) and sent.id == request_id

@@ -223,18 +223,51 @@ def login(name: str, rig_root: Path, no_browser: bool, wait_seconds: float) -> N
 @command.command("list")
 @_root
 def list_servers(rig_root: Path) -> None:
-    """List the configured MCP servers and how many of their tools are trusted (starts nothing)."""
+    """List the configured MCP servers, how many of their tools are trusted and their sign-in state.
+
+    Starts nothing and calls no server: the sign-in state is what the token store holds (signed in, token
+    expired, not signed in), or "no auth" for a server without an ``auth:`` block.
+    """
     from toolrig.sources.mcp_trust import TrustStore
 
     servers = _load_config(rig_root).mcp_servers
     store = TrustStore()
+    hints: list[str] = []
     for name, config in sorted(servers.items()):
         where = config.url or " ".join([config.command or "", *config.args])
         trusted = store.trusted(name, config)
         status = "never listed" if trusted is None else f"{len(trusted)} tools trusted"
-        click.echo(f"{name:<20} {status:<18} {where}")
+        signed, hint = _sign_in(name, config)
+        click.echo(f"{name:<20} {status:<18} {signed:<14} {where}")
+        if hint:
+            hints.append(f"  {name}: {hint}")
     if not servers:
         click.echo("No MCP servers are configured (mcp_servers: in ~/.toolrig/config.yaml).")
+    for hint in hints:
+        click.echo(hint)
+
+
+def _sign_in(name: str, config: McpServerConfig) -> tuple[str, str | None]:
+    """The server's sign-in state from its stored tokens, and what to do about it (if anything)."""
+    if config.auth is None:
+        return "no auth", None
+    from toolrig.sources.mcp_tokens import McpTokenStore
+
+    tokens = McpTokenStore(name, config)
+    try:
+        state = tokens.sign_in_state()
+        refreshable = tokens.can_refresh()
+    except Exception as exc:  # a locked keyring or a tampered token file must not break the listing
+        reason = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        return "unknown", f"the token store ({tokens.where}) cannot be read: {reason}"
+    login = f"run 'toolrig mcp login {name}' to sign in"
+    if state == "token expired":
+        return state, "renewed with its refresh token on next use" if refreshable else login
+    if state == "not signed in":
+        if config.auth.type == "oauth":
+            return state, login
+        return state, f"signs in by itself on first use ({config.auth.type})"
+    return state, None
 
 
 def _load_config(root: Path) -> Config:

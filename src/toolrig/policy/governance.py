@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +17,10 @@ import anyio
 from toolrig.approvals.broker import Answer, ApprovalBroker
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
-from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
+from toolrig.approvals.questions import answered, question_from, question_json, refused, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
+from toolrig.forms import FormError
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
     from toolrig.executor import Extensions, ToolCall
     from toolrig.policy.audit import AuditLog
+    from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.sandbox.paths import Workspace
 
@@ -101,7 +103,7 @@ class Governance:
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
-    async def check_policy(self, call: ToolCall) -> None:
+    def check_policy(self, call: ToolCall) -> None:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
@@ -126,21 +128,27 @@ class Governance:
             "Do not retry this call; choose another approach, or ask the user to change the policy.",
         )
 
-    async def check_rate(self, call: ToolCall) -> None:
+    def check_rate(self, call: ToolCall) -> Awaitable[None] | None:
         if self.limiter is None or call.tool is None or call.dry_run:
-            return
-        refusal = await self.limiter.acquire(call.tool, call.agent_id)
+            return None  # nothing to wait for: the executor skips the await
+        return self._acquire(self.limiter, call.tool, call)
+
+    async def _acquire(self, limiter: RateLimiter, tool: AnyTool, call: ToolCall) -> None:
+        refusal = await limiter.acquire(tool, call.agent_id)
         if refusal is not None:
             call.verdict = "rate_limited"
             call.decided_by = refusal.limit.source
             raise over_limit(call.name, refusal)
 
-    async def check_approval(self, call: ToolCall) -> None:
+    def check_approval(self, call: ToolCall) -> Awaitable[None] | None:
         if call.dry_run:
-            return
+            return None
         self.broker.depart(call.call_id)
         if call.verdict != "ask":
-            return
+            return None
+        return self._ask(call)
+
+    async def _ask(self, call: ToolCall) -> None:
         answer = await self.broker.decide(self.request_for(call), call.events or self.events)
         call.approval = answer.how
         decision = answer.decision
@@ -151,11 +159,10 @@ class Governance:
         if decision.verdict == "allow_always":
             await self.remember(call, decision)
 
-    async def record(self, call: ToolCall, result: ToolResult) -> None:
+    def record(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None:
         self.broker.depart(call.call_id)
         audit = self._audit or self.audit
-        if audit is not None:
-            await audit.record(call, result)
+        return audit.record(call, result) if audit is not None else None
 
     # ------------------------------------------------------------------------------ approvals
 
@@ -207,8 +214,12 @@ class Governance:
         except (OSError, ConfigError) as exc:
             log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
 
-    async def ask_in_call(self, tool: str, subject: str, reason: str) -> bool:
-        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback)."""
+    async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
+
+        The request has an id of its own (an answer to the call's approval never answers it) and names the
+        asking call, so a channel that asks per call (MCP: the client that made it) puts it to the right person.
+        """
         if self.config.approvals.mode == "off":
             return True
         args = {"subject": subject}
@@ -216,6 +227,7 @@ class Governance:
             id=f"ask_{secrets.token_hex(6)}",
             tool=tool,
             args=args,
+            call_id=call_id,
             subjects=(subject,),
             reason=reason,
             fingerprint=fingerprint(tool, args),
@@ -237,9 +249,17 @@ class Governance:
         Its id is the asking call's id (a paused run finds it again by that), and it is asked whatever the
         approval mode: ``approvals.mode: off`` means nothing needs approval, not that nobody may be asked.
         No channel, no answer within the timeout, a failing channel or an empty answer: ``None`` (skipped),
-        never the approval fallback (``allow`` cannot invent an answer).
+        never the approval fallback (``allow`` cannot invent an answer). A form outside the allowed subset,
+        or an answer that does not fit its form, is the asking tool's error (``ToolError``), saying why.
         """
-        parsed = tuple(question_from(q) for q in questions)
+        try:
+            parsed = tuple(question_from(q) for q in questions)
+        except FormError as exc:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The form cannot be shown: {exc}.",
+                "Send a flat form: an object of string, number, integer, boolean or enum fields (MCP elicitation).",
+            ) from None
         args = {"questions": [question_json(q) for q in parsed]}
         request = ApprovalRequest(
             id=call_id or f"ask_{secrets.token_hex(6)}",
@@ -257,6 +277,13 @@ class Governance:
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
         checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
+        why = refused(checked)
+        if why is not None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The answer did not fit the form ({why}), so it was not used.",
+                "Ask again, or decide yourself and say what you assumed.",
+            )
         return [reply_json(r) for r in checked] if answered(checked) else None
 
     def refused_answer(self, refused: RefusedAnswer) -> None:
@@ -292,8 +319,8 @@ class ToolApprovals:
     def __init__(self, governance: Governance) -> None:
         self.governance = governance
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
-        return await self.governance.ask_in_call(tool, subject, reason)
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id)
 
     async def ask_user(
         self,

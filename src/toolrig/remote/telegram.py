@@ -19,6 +19,7 @@ import anyio
 
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, Verdict
 from toolrig.approvals.model import RefusedAnswer, Reply
+from toolrig.approvals.questions import with_forms, without_forms
 
 if TYPE_CHECKING:
     import httpx2
@@ -86,6 +87,12 @@ class TelegramChannel:
         self.on_refused: Callable[[RefusedAnswer], None] | None = None  # the audit's hook (set by the Rig)
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        # A chat shows no forms: a form question is asked field by field, its answers folded back into values.
+        plain = [without_forms(request) for request in requests]
+        decisions = await self._decide(plain)
+        return [with_forms(request, decision) for request, decision in zip(requests, decisions, strict=True)]
+
+    async def _decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
         mine: list[tuple[str, _Open]] = []
         try:
             for request in requests:

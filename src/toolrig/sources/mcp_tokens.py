@@ -222,6 +222,25 @@ class McpTokenStore:
         value = (data.get("tokens") or {}).get("expires_at")
         return float(value) if isinstance(value, int | float) else None
 
+    def sign_in_state(self, now: float | None = None) -> str:
+        """'signed in', 'token expired' or 'not signed in', from what is stored alone (no network call).
+
+        An expired token with a refresh token is still 'token expired': whether the refresh works is only
+        known by trying, which a listing must not do.
+        """
+        tokens = self.load().get("tokens")
+        if not isinstance(tokens, dict) or not tokens.get("access_token"):
+            return "not signed in"
+        expires = tokens.get("expires_at")
+        if isinstance(expires, int | float) and expires <= (time.time() if now is None else now):
+            return "token expired"
+        return "signed in"
+
+    def can_refresh(self) -> bool:
+        """Whether a refresh token is stored, so an expired access token is renewed without the user."""
+        tokens = self.load().get("tokens")
+        return isinstance(tokens, dict) and bool(tokens.get("refresh_token"))
+
     async def get_client_info(self) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
 

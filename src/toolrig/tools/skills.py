@@ -3,6 +3,9 @@
 Trust model: skill names and resource paths come from the model and are hostile. A name must be one the
 workspace's discovery found; a resource path is read relative to that skill's folder only, component by
 component without following any symlink, so nothing outside the folder can be reached through it.
+
+A skill's image (decided by its first bytes, never by its name) is attached as an image part, within the
+same limits as an image read from the workspace; other binary files are refused (scripts use them).
 """
 
 from __future__ import annotations
@@ -14,14 +17,33 @@ from typing import Any
 
 from pydantic import Field
 
+from toolrig.content import DEFAULT_MAX_IMAGE_BYTES, ImagePart
 from toolrig.context import SkillAccess, ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.documents import MAX_IMAGE_SIDE, image_size, image_type
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox import fdwalk
 from toolrig.skills.skill import SKILL_FILE, Skill
 
 MAX_RESOURCES = 200
 MAX_RESOURCE_BYTES = 256_000
+MAX_IMAGE_BYTES = DEFAULT_MAX_IMAGE_BYTES
+# Text media types by file name; content decides text, image or refused, a name only which kind of text.
+TEXT_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".json": "application/json",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".xml": "application/xml",
+    ".toml": "application/toml",
+    ".py": "text/x-python",
+    ".sh": "text/x-shellscript",
+}
 
 
 class LoadSkillInput(ToolInput):
@@ -48,7 +70,8 @@ class ReadSkillResourceInput(ToolInput):
 class ReadSkillResourceOutput(ToolOutput):
     name: str
     path: str
-    content: str
+    media_type: str = Field(description="What the file is, judged by its content: a text type, or an image's.")
+    content: str = Field(description="The text; for an image, a line saying it is attached.")
     truncated: bool
 
 
@@ -127,8 +150,9 @@ class ReadSkillResource(_NamesSkills, Tool[ReadSkillResourceInput, ReadSkillReso
     group = "skills"
     read_only = True
     description = (
-        "Read one file of a loaded skill (a reference, a template, a script's source) by its path inside the "
-        "skill's folder. Only files inside that folder can be read. To run a skill's script, use run_command."
+        "Read one file of a loaded skill (a reference, a template, a script's source, an image) by its path "
+        "inside the skill's folder. Only files inside that folder can be read; an image comes back attached. "
+        "To run a skill's script, use run_command."
     )
 
     def subjects(self, input: ReadSkillResourceInput) -> list[str]:
@@ -151,8 +175,14 @@ class ReadSkillResource(_NamesSkills, Tool[ReadSkillResourceInput, ReadSkillReso
             raise ToolError(ErrorType.NOT_FOUND, f"The skill {skill.name!r} has no file {input.path!r}.") from None
         try:
             data = fdwalk.read_fd(fd, MAX_RESOURCE_BYTES)
+            media_type = image_type(data)
+            if media_type is not None and len(data) > MAX_RESOURCE_BYTES:
+                data += fdwalk.read_fd(fd, MAX_IMAGE_BYTES - len(data))
         finally:
             os.close(fd)
+        shown = "/".join(parts)
+        if media_type is not None:
+            return _image(skill.name, shown, data, media_type)
         if b"\x00" in data[:8192]:
             raise ToolError(
                 ErrorType.INVALID_INPUT,
@@ -161,7 +191,28 @@ class ReadSkillResource(_NamesSkills, Tool[ReadSkillResourceInput, ReadSkillReso
             )
         truncated = len(data) > MAX_RESOURCE_BYTES
         text = data[:MAX_RESOURCE_BYTES].decode("utf-8", errors="replace")
-        return ReadSkillResourceOutput(name=skill.name, path="/".join(parts), content=text, truncated=truncated)
+        kind = TEXT_TYPES.get(PurePosixPath(shown).suffix.lower(), "text/plain")
+        return ReadSkillResourceOutput(name=skill.name, path=shown, media_type=kind, content=text, truncated=truncated)
+
+
+def _image(skill: str, shown: str, data: bytes, media_type: str) -> ReadSkillResourceOutput:
+    """The image attached, within the limits a provider accepts (bytes, pixels a side), or a clear refusal."""
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ToolError(
+            ErrorType.TOO_LARGE,
+            f"{shown!r} is an image larger than {MAX_IMAGE_BYTES:,} bytes.",
+            "Images in a skill's folder must be small enough for a model to take.",
+        )
+    size = image_size(data, media_type)
+    if size is None:
+        raise ToolError(ErrorType.INVALID_INPUT, f"{shown!r} starts like a {media_type} image but is damaged.")
+    if max(size) > MAX_IMAGE_SIDE:
+        raise ToolError(
+            ErrorType.TOO_LARGE, f"{shown!r} is a {size[0]}x{size[1]} image; at most {MAX_IMAGE_SIDE} pixels a side."
+        )
+    line = f"{shown} ({media_type}, {size[0]}x{size[1]}, {len(data):,} bytes) is attached as an image."
+    output = ReadSkillResourceOutput(name=skill, path=shown, media_type=media_type, content=line, truncated=False)
+    return output.attach_content(ImagePart.of(data, media_type))
 
 
 def resource_parts(path: str) -> list[str]:
