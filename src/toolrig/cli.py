@@ -18,6 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from toolrig.approvals import ApprovalChannel
+    from toolrig.config import LoadedConfig
     from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
@@ -98,15 +99,39 @@ def make_rig(
     approval_channel: ApprovalChannel | None = None,
     profile: str | None = None,
 ) -> Rig:
-    """The Rig a command works with; config, agent and usage mistakes exit 2 with the reason."""
+    """The Rig a command works with; config, agent and usage mistakes exit 2 with the reason.
+
+    ``agent`` names a profile in config's ``agents:`` or any agent type ``toolrig agents list`` shows (an
+    organism.yaml listener, a Markdown definition): the same settings a spawned child of that type gets.
+    """
     from toolrig.errors import ToolrigError
     from toolrig.rig import Rig
 
     try:
-        rig = Rig(root, agent=agent, approval_channel=approval_channel, profile=profile)
+        loaded = _with_agent_type(root, agent) if agent is not None else None
+        rig = Rig(root, loaded, agent=agent, approval_channel=approval_channel, profile=profile)
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
     return rig
+
+
+def _with_agent_type(root: Path, agent: str) -> LoadedConfig:
+    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.config import load_config
+    from toolrig.errors import UsageError
+
+    loaded = load_config(root)
+    if agent in loaded.config.agents:
+        return loaded
+    types = load_agent_types(root.resolve(), loaded, log_warnings=False)
+    kind = types.get(agent)
+    if kind is None:
+        raise UsageError(
+            f"no agent named {agent!r} is configured or defined (known: {', '.join(types.names())}); "
+            "see `toolrig agents list`"
+        )
+    loaded.config.agents[agent] = kind.profile
+    return loaded
 
 
 def emit_result(result: ToolResult) -> NoReturn:

@@ -208,12 +208,18 @@ class AgentConfig(Section):
     # ---- subagents (issue 14): what makes a profile an agent TYPE a parent can spawn. Every field below
     # narrows a child further than its parent; none of them can widen it (toolrig.agent.subagents.narrowing).
     description: str = Field(default="", description="When to use this agent type (shown to the parent model).")
-    system_prompt: str | None = Field(default=None, description="The child's system prompt; default: toolrig's.")
-    model: str | None = Field(default=None, description="The child's model; absent or 'inherit': the parent's.")
+    system_prompt: str | None = Field(
+        default=None, description="Its system prompt (a child of this type, or a run as `--agent NAME`); default: ours."
+    )
+    model: str | None = Field(
+        default=None, description="Its model (a child, or `--agent NAME`); absent or 'inherit': the parent's."
+    )
     disallowed_tools: list[str] = Field(
         default_factory=list, description="Tool name globs (MCP tools as server/tool) removed from this type."
     )
-    max_turns: int | None = Field(default=None, ge=1, description="Turn budget of one child of this type.")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="Turn budget of one run of this agent (a child of its type, or `--agent NAME`)."
+    )
     max_budget_usd: float | None = Field(
         default=None, gt=0, description="Spend cap of one child (out of the parent's)."
     )
@@ -928,8 +934,10 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
     return loaded
 
 
-def config_from(value: Config | dict[str, Any] | str | os.PathLike[str]) -> LoadedConfig:
-    """Accept a Config, a plain dict, or the path of a YAML file, for ``Rig(config=...)``."""
+def config_from(value: LoadedConfig | Config | dict[str, Any] | str | os.PathLike[str]) -> LoadedConfig:
+    """Accept loaded files, a Config, a plain dict, or the path of a YAML file, for ``Rig(config=...)``."""
+    if isinstance(value, LoadedConfig):
+        return value
     if isinstance(value, Config):
         return LoadedConfig(value, trusted=True)
     if isinstance(value, dict):

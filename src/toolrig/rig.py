@@ -35,7 +35,7 @@ from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
-from toolrig.profiles import Profile, get_profile
+from toolrig.profiles import Profile, get_profile, speaking
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
@@ -57,7 +57,7 @@ class Rig:
     def __init__(
         self,
         root: str | os.PathLike[str] = ".",
-        config: Config | dict[str, Any] | str | os.PathLike[str] | None = None,
+        config: LoadedConfig | Config | dict[str, Any] | str | os.PathLike[str] | None = None,
         *,
         agent: str | None = None,
         tools: Iterable[AnyTool] = (),
@@ -291,11 +291,17 @@ class Rig:
             return await self.executor.invoke(name, args, events=events, **options)
         from toolrig.adapters.faces import shape_result, speak, translate
 
-        if face is None:
-            return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
-        translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
-        result = await self.executor.invoke(translated.name, translated.args, events=events, called_as=name, **options)
-        return speak(chosen, shape_result(translated, result))
+        token = speaking.set(chosen)
+        try:
+            if face is None:
+                return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
+            translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
+            result = await self.executor.invoke(
+                translated.name, translated.args, events=events, called_as=name, **options
+            )
+            return speak(chosen, shape_result(translated, result))
+        finally:
+            speaking.reset(token)
 
     async def decide(
         self, name: str, args: dict[str, Any] | str | None = None, /, *, profile: str | Profile | None = None

@@ -72,3 +72,15 @@ async def test_run_options_profile_wins(llm: FakeLLM, provider: str, workspace: 
     llm.script(reply(Text("ok")))
     await run_agent("hi", RunOptions(profile="native"), rig=rig)
     assert "list_dir" in offered_names(llm.bodies()[0], provider)
+
+
+async def test_tool_search_in_a_run_under_a_profile_names_the_tools_as_the_model_calls_them(
+    llm: FakeLLM, provider: str, workspace: Path
+) -> None:
+    config = {"llm": {**agent_config(llm, provider)["llm"], "tool_profile": "claude"}}
+    rig = Rig(workspace, config=config)
+    query = json.dumps({"query": "run a shell command in the workspace"})
+    llm.script(reply(Call("c1", "tool_search", query)), reply(Text("Bash it is.")))
+    await run_agent("Which tool runs commands?", rig=rig)
+    sent = last_result(llm.bodies()[1], provider)
+    assert sent["output"]["tools"][0]["name"] == "Bash"

@@ -41,3 +41,31 @@ async def test_an_image_a_tool_returns_is_shown_to_the_model(llm: FakeLLM, works
         assert user["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
     stored = messages_from_json(messages_to_json(result.new_messages))
     assert stored[2].tool_results[0].media[0]["data"] == PNG  # sessions keep the image with its result
+
+
+async def test_an_image_read_before_a_pause_reaches_the_model_after_the_resume(
+    llm: FakeLLM, workspace: Path, provider: str
+) -> None:
+    from toolrig.agent import RunOptions, RunState, resume_run
+    from toolrig.tools.interact import AskUser
+
+    ask = json.dumps({"questions": [{"question": "Crop it?", "options": ["yes", "no"]}]})
+    llm.script(reply(Call("call_1", "snapshot", '{"kinds": ["image"]}'), Call("call_2", "ask_user", ask)))
+    rig = Rig(workspace, config=agent_config(llm, provider), registry=Registry([Snapshot(), AskUser()]))
+    paused = await run_agent("Look, then ask", RunOptions(approvals="pause"), rig=rig)
+    assert paused.stop_reason == "paused" and paused.state is not None
+    state = RunState.from_json(paused.state.to_json())  # the state a new process reads back
+    llm.script(reply(Text("Cropped.")))
+    result = await resume_run(state, rig=rig, answers={"call_2": [{"selected": ["yes"]}]})
+    assert result.response == "Cropped."
+    sent = json.dumps(llm.bodies()[-1]["messages"])
+    assert PNG in sent
+
+
+async def test_media_a_state_file_carries_is_checked_and_what_does_not_validate_is_dropped() -> None:
+    hostile = {"type": "image", "data": "not base64!", "media_type": "image/png"}
+    good = {"type": "image", "data": PNG, "media_type": "image/png"}
+    raw = {"role": "user", "content": [{"type": "tool_result", "call_id": "c", "name": "t", "content": "{}"}]}
+    raw["content"][0]["media"] = [hostile, good]
+    [message] = messages_from_json([raw])
+    assert [part["data"] for part in message.tool_results[0].media] == [PNG]

@@ -84,3 +84,36 @@ def test_a_childs_memory_is_its_own_unless_its_type_shares_the_parents(
     stores = Stores(workspace / ".toolrig")
     assert stores.kv.get(owner, "k") == (True, "child's")
     stores.close()
+
+
+def test_run_as_an_organism_listener_uses_its_prompt_and_only_its_tools(
+    llm: FakeLLM, workspace: Path, toolrig_home: Path
+) -> None:
+    from toolrig.config import set_trust
+
+    configure(toolrig_home, llm, "anthropic")
+    (workspace / "organism.yaml").write_text(
+        "listeners:\n"
+        "  - name: researcher\n"
+        "    agent: true\n"
+        "    prompt: You are a research assistant.\n"
+        "    tools: [read_files, calculate]\n",
+        encoding="utf-8",
+    )
+    set_trust(workspace)
+    llm.script(reply(Call("c1", "run_command", '{"command": "true"}')), reply(Text("done")))
+    code, out, err = invoke("run", "go", "--agent", "researcher", "--json", "--root", str(workspace))
+    assert code == 0, err
+    first, second = llm.bodies()
+    assert "You are a research assistant." in json.dumps(first["system"])
+    assert {tool["name"] for tool in first["tools"]} == {"read_files", "calculate"}
+    refused = [json.loads(line) for line in out.splitlines() if '"tool_result"' in line]
+    assert refused and refused[0]["is_error"] and "run_command" in json.dumps(second["messages"][-1])
+
+
+def test_an_agent_no_config_or_definition_names_is_a_usage_error_listing_the_known(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    code, _, err = invoke("run", "go", "--agent", "nobody", "--root", str(workspace))
+    assert code == 2
+    assert "no agent named 'nobody'" in err and "general" in err and "toolrig agents list" in err

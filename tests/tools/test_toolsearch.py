@@ -65,3 +65,14 @@ def test_tool_search_finds_the_tools_of_an_npm_mcp_server(workspace: Path) -> No
 @pytest.mark.parametrize("query", ["", "   ", "\x00", "*", '"unclosed', "a" * 500, "ÄÖÜ 漢字"])
 def test_any_query_gives_a_result_not_an_error(rig: Rig, query: str) -> None:
     assert "tools" in call(rig, "tool_search", query=query)
+
+
+def test_under_a_profile_search_and_info_give_the_names_and_schemas_that_profile_calls(workspace: Path) -> None:
+    with Rig(workspace, profile="claude") as rig:
+        found = call(rig, "tool_search", query="run a shell command in the workspace")
+        assert found["tools"][0]["name"] == "Bash"
+        info = call(rig, "tool_info", name="Bash")
+        assert {"command", "timeout"} <= set(info["input_schema"]["properties"])
+        assert call(rig, "tool_info", name="Read")["input_schema"]["required"] == ["file_path"]
+    with Rig(workspace) as plain:  # toolrig's own names when no profile is spoken
+        assert call(plain, "tool_search", query="run a shell command")["tools"][0]["name"] == "run_command"

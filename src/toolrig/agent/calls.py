@@ -16,7 +16,7 @@ from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
-from toolrig.profiles import Profile
+from toolrig.profiles import Profile, speaking
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -79,18 +79,22 @@ async def run_calls(
 
             # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
             translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
-        result = await rig.executor.invoke(
-            translated.name if translated is not None else call.name,
-            translated.args if translated is not None else call.arguments,
-            call_id=call.id,
-            origin="agent",
-            agent_id=agent_id,
-            parent_agent_id=parent_agent_id,
-            session_id=session_id,
-            events=events,
-            offered=offered,
-            called_as=call.name if translated is not None else None,
-        )
+        token = speaking.set(profile)
+        try:
+            result = await rig.executor.invoke(
+                translated.name if translated is not None else call.name,
+                translated.args if translated is not None else call.arguments,
+                call_id=call.id,
+                origin="agent",
+                agent_id=agent_id,
+                parent_agent_id=parent_agent_id,
+                session_id=session_id,
+                events=events,
+                offered=offered,
+                called_as=call.name if translated is not None else None,
+            )
+        finally:
+            speaking.reset(token)
         if profile is None:
             return result
         from toolrig.adapters.faces import shape_result, speak

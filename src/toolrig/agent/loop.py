@@ -32,7 +32,8 @@ from toolrig.approvals.channel import QuestionsApart
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
 from toolrig.approvals.questions import question_json
 from toolrig.approvals.routing import install_router
-from toolrig.content import parts_to_json
+from toolrig.config import AgentConfig
+from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
@@ -91,9 +92,14 @@ class _Run:
         self.options = options
         self.sink = _Sink(on_event)
         agent = rig.config.llm
-        self.provider: Provider = options.provider or self._make_provider()
-        self.max_turns = options.max_turns or agent.max_turns
-        self.budget = options.max_budget_usd if options.max_budget_usd is not None else agent.max_budget_usd
+        # Run as a named agent (`--agent`, a config profile or an agent type): its prompt, model and budgets
+        # stand in for llm's, as they would for a child of that type. A child's come from its hub instead.
+        own = rig.config.agents.get(rig.agent) if rig.agent is not None and lineage is None else None
+        self.provider: Provider = options.provider or self._make_provider(own)
+        self.max_turns = options.max_turns or (own.max_turns if own else None) or agent.max_turns
+        self.budget = options.max_budget_usd
+        if self.budget is None:
+            self.budget = own.max_budget_usd if own and own.max_budget_usd is not None else agent.max_budget_usd
         price = agent.price
         self.price: Price | None = price_for(
             self.provider.settings.model,
@@ -101,7 +107,8 @@ class _Run:
         )
         if self.budget is not None and self.price is None:
             log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
-        system = options.system_prompt or agent.system_prompt or DEFAULT_SYSTEM_PROMPT
+        system = options.system_prompt or (own.system_prompt if own else None) or agent.system_prompt
+        system = system or DEFAULT_SYSTEM_PROMPT
         self.system = system.replace("{root}", str(rig.workspace.root))
         # A program's own prompt stays as given; ours gets skills and capabilities. A subagent's does not: the
         # summary describes the Rig's agent, not the child's narrowed permissions (and costs ms per child).
@@ -163,16 +170,17 @@ class _Run:
                 self.offered.setdefault(face.name, self.offered[face.tool])
         return shown
 
-    def _make_provider(self) -> Provider:
+    def _make_provider(self, own: AgentConfig | None = None) -> Provider:
         agent = self.rig.config.llm
         options = self.options
+        model = options.model or (own.model if own is not None and own.model != "inherit" else None)
         updates: dict[str, Any] = {}
         if options.thinking is not None:
             updates["thinking"] = options.thinking
         if options.effort is not None:
             updates["effort"] = options.effort
         config = agent.model_copy(update=updates) if updates else agent
-        return make_provider(settings_from(config, model=options.model))
+        return make_provider(settings_from(config, model=model))
 
     # ------------------------------------------------------------------------------ session
 
@@ -252,7 +260,10 @@ class _Run:
         for call in state.messages[-1].tool_calls:
             if call.id not in pending and call.id in state.results:
                 saved = state.results[call.id]
-                done[call.id] = ToolResultBlock(call.id, call.name, str(saved["content"]), bool(saved["is_error"]))
+                media = parts_to_json(parts_from_json(saved.get("media")))  # a state file is input: re-checked
+                done[call.id] = ToolResultBlock(
+                    call.id, call.name, str(saved["content"]), bool(saved["is_error"]), media=media
+                )
         asked = [p.call_id for p in state.pending if p.questions]
         channel = ReplayChannel(
             self._resume_children(state, decisions), answers, asked=asked, then=self._resumed_questions()
@@ -538,7 +549,10 @@ class _Run:
                     )
                 )
             else:
-                results[call.id] = {"content": outcome.result.to_json(), "is_error": outcome.result.is_error}
+                result = outcome.result
+                results[call.id] = {"content": result.to_json(), "is_error": result.is_error}
+                if result.content:  # an image read before the pause reaches the model after it
+                    results[call.id]["media"] = parts_to_json(result.content)
         paused.pending.clear()
         pending, children = self._children_paused(pending)
         s = self.provider.settings

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from toolrig.content import parts_from_json, parts_to_json
+
 Role = Literal["user", "assistant"]
 
 
@@ -116,7 +118,10 @@ class Message:
             kind = _BLOCKS.get(raw.get("type", ""))
             if kind is None:
                 raise ValueError(f"unknown message block type {raw.get('type')!r}")
-            blocks.append(kind(**{k: v for k, v in raw.items() if k != "type"}))
+            fields = {k: v for k, v in raw.items() if k != "type"}
+            if "media" in fields:  # sessions and paused states are files: parts that no longer validate drop
+                fields["media"] = parts_to_json(parts_from_json(fields["media"]))
+            blocks.append(kind(**fields))
         return cls(role, blocks)
 
 

@@ -33,7 +33,9 @@ def agent_options(command: Any) -> Any:
             click.option("--max-turns", type=click.IntRange(min=1), help="Model turns before a summary is asked for."),
             click.option("--thinking", type=click.Choice(["adaptive", "off"]), help="Extended thinking (Anthropic)."),
             click.option("--effort", type=click.Choice(["low", "medium", "high", "max"]), help="Reasoning effort."),
-            click.option("--agent", "agent", metavar="NAME", help="Run as this named agent (`agents:` in config)."),
+            click.option(
+                "--agent", "agent", metavar="NAME", help="Run as this agent (`agents:` or `toolrig agents list`)."
+            ),
             root_option(),
         ]
     ):

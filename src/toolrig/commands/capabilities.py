@@ -19,7 +19,7 @@ command.invoke_without_command = True
 
 command.params += [
     click.Option(["--refresh"], is_flag=True, help="Rebuild it from the tools and policy in force first."),
-    click.Option(["--agent", "agent"], metavar="NAME", default=None, help="For this named agent (`agents:`)."),
+    click.Option(["--agent", "agent"], metavar="NAME", default=None, help="For this agent or agent type."),
     _root_option(),
 ]
 

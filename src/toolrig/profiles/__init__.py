@@ -7,6 +7,7 @@ Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``ca
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from functools import cache
 
 from toolrig.errors import UsageError
@@ -15,7 +16,29 @@ from toolrig.profiles.profile import Face, Profile, Shaped
 DEFAULT = "toolrig"
 NAMES = ("toolrig", "claude", "codebuff", "native", "camelagi")
 
-__all__ = ["DEFAULT", "NAMES", "Face", "Profile", "Shaped", "aliases_of", "all_faces", "canonical_name", "get_profile"]
+__all__ = [
+    "DEFAULT",
+    "NAMES",
+    "Face",
+    "Profile",
+    "Shaped",
+    "aliases_of",
+    "all_faces",
+    "canonical_name",
+    "get_profile",
+    "speaking",
+    "tools_named",
+]
+
+# The profile the model making the current call speaks, set around its call by the two paths that translate
+# calls (Rig.call, the agent loop); read by the tools that name tools (tool_search, tool_info), so the names
+# they return are the names that model can call.
+speaking: ContextVar[Profile | None] = ContextVar("toolrig_speaking", default=None)
+
+# Names other agents' skill and agent files use that no built-in profile serves as a face: Claude Code's ``LS``
+# (gone from its SDK's tool list, still in older files), and its rule that ``Edit`` covers every file-editing
+# tool (``MultiEdit`` too).
+_UNSERVED: dict[str, tuple[str, ...]] = {"LS": ("list_directory",), "Edit": ("str_replace",)}
 
 
 @cache
@@ -80,3 +103,13 @@ def canonical_name(name: str) -> str | None:
 def face_named(name: str) -> Face | None:
     """The face of a built-in profile called ``name`` (for its policy subject and pattern style), if any."""
     return next((face for face in all_faces() if face.name == name), None)
+
+
+def tools_named(name: str) -> tuple[str, ...]:
+    """The toolrig tools a name from another system stands for (``Edit`` -> edit, str_replace); () when none.
+
+    The one table skills' ``allowed-tools`` and agent definitions' ``tools`` read, so a name means the same
+    tool there as when a model calls it under a profile.
+    """
+    tools = [face.tool for face in all_faces() if face.name == name]
+    return tuple(dict.fromkeys([*tools, *_UNSERVED.get(name, ())]))

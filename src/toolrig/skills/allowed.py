@@ -1,7 +1,8 @@
 """``allowed-tools`` entries turned into toolrig allowlist patterns (``tool`` or ``tool:subject glob``).
 
-Skills are written for many agents: Claude Code's names (``Bash(git diff:*)``, ``Read``, ``WebFetch``) are
-mapped to the toolrig tools that do the same, toolrig's own spellings (``run_command:git *``) pass through.
+Skills are written for many agents: other systems' names (``Bash(git diff:*)``, ``Read``, ``WebFetch``) mean
+the tools the tool profiles give those names (``profiles.tools_named``), toolrig's own spellings
+(``run_command:git *``) pass through.
 The tool part must name an offered tool exactly: a skill can never pre-approve ``*`` or a group.
 """
 
@@ -10,19 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-# Claude Code's built-in tool names -> the toolrig tools doing the same work.
-FOREIGN_NAMES: dict[str, tuple[str, ...]] = {
-    "Bash": ("run_command",),
-    "Read": ("read_files",),
-    "Write": ("write_file",),
-    "Edit": ("str_replace", "edit"),
-    "MultiEdit": ("str_replace", "edit"),
-    "Glob": ("glob",),
-    "Grep": ("code_search",),
-    "LS": ("list_directory",),
-    "WebFetch": ("fetch_url",),
-    "WebSearch": ("web_search",),
-}
+from toolrig.profiles import tools_named
+
 _ENTRY = re.compile(r"^(?P<tool>[A-Za-z0-9_./-]+)(?:\((?P<paren>.*)\)|:(?P<colon>.+))?$", re.DOTALL)
 
 
@@ -37,7 +27,7 @@ def to_patterns(entries: Iterable[str], known: Callable[[str], bool]) -> tuple[l
             continue
         tool = match.group("tool")
         subject = _subject(match.group("paren"), match.group("colon"))
-        names = [n for n in FOREIGN_NAMES.get(tool, (tool,)) if known(n)]
+        names = [n for n in (tools_named(tool) or (tool,)) if known(n)]
         if not names:
             notes.append(f"{entry!r}: no offered tool is called {tool!r}; ignored")
             continue

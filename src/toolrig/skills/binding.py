@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
+from toolrig.profiles import speaking
 from toolrig.skills import capabilities, verdicts
 from toolrig.skills.allowed import to_patterns
 from toolrig.skills.capabilities import Theme
@@ -53,7 +54,14 @@ class RigCatalog:
         self.grouper: AsyncGrouper | None = None
 
     def offered(self, agent: str | None) -> list[Any]:
-        return verdicts.offered(self._rig, agent)
+        """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""
+        tools = verdicts.offered(self._rig, agent)
+        profile = speaking.get()
+        if profile is None or profile.is_identity:
+            return tools
+        from toolrig.adapters.faces import faced
+
+        return faced(tools, profile)
 
     async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
         regrouped = None

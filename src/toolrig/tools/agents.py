@@ -146,6 +146,8 @@ class CancelTaskOutput(ToolOutput):
 class CancelTask(Tool[CancelTaskInput, CancelTaskOutput]):
     name = "cancel_task"
     group = "agents"
+    # It stops only work this run started, every call of which went through the gate: asking a person before
+    # a run may stop its own child would only keep a runaway child running.
     read_only = True
     description = "Stop a subagent this run started (and everything it runs); its result says cancelled."
 

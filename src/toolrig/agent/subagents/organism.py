@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from toolrig.agent.subagents.types import (
-    FOREIGN_TOOLS,
+    SPAWN_TOOLS,
     TYPE_NAME,
     AgentType,
     DefinitionProblem,
@@ -108,7 +108,7 @@ def _profile(item: dict[Any, Any], agents: set[str], path: Path, key: str, notes
         if peers:
             data["spawns"] = [*name_list(data.get("spawns")), *(p for p in peers if p in agents)]
             if data["spawns"] and data.get("tools") is not None:  # calling a peer agent is spawning it
-                data["tools"] = [*data["tools"], *FOREIGN_TOOLS["Agent"]]
+                data["tools"] = [*data["tools"], *SPAWN_TOOLS]
             called = [p for p in peers if p not in agents]
             if called:
                 data["tools"] = [*(data.get("tools") or []), *toolrig_tool_names(called, notes)[0]]

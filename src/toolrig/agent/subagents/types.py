@@ -18,6 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from toolrig.config import AgentConfig, LoadedConfig, is_trusted
+from toolrig.profiles import tools_named
 from toolrig.sandbox.paths import toolrig_home
 
 log = logging.getLogger("toolrig.agent")
@@ -28,22 +29,8 @@ MAX_DEFINITION_BYTES = 256_000
 TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 GENERAL = "general"
 
-# Tool names models and other runtimes use in definitions, as toolrig's own (Claude Code's names).
-FOREIGN_TOOLS: dict[str, tuple[str, ...]] = {
-    "Read": ("read_files",),
-    "Write": ("write_file",),
-    "Edit": ("edit", "str_replace"),
-    "MultiEdit": ("edit",),
-    "Bash": ("run_command",),
-    "Grep": ("code_search",),
-    "Glob": ("glob",),
-    "LS": ("list_directory",),
-    "WebFetch": ("fetch_url",),
-    "WebSearch": ("web_search",),
-    "Task": ("spawn_agents", "Task", "Agent"),
-    "Agent": ("spawn_agents", "Task", "Agent"),
-    "TodoWrite": ("write_todos",),
-}
+# Claude Code's delegation tool, under every name toolrig serves it by.
+SPAWN_TOOLS = ("spawn_agents", "Task", "Agent")
 _SPAWN_SPEC = re.compile(r"^(?:Agent|Task)\((.*)\)$")
 _MCP_FOREIGN = re.compile(r"^mcp__([A-Za-z0-9_-]+?)__(.+)$")
 _MODEL_ALIASES = frozenset({"inherit", "sonnet", "opus", "haiku", "default"})
@@ -214,10 +201,13 @@ def toolrig_tool_names(names: list[str], notes: list[str]) -> tuple[list[str], l
         spec = _SPAWN_SPEC.match(name)
         if spec:
             spawns += [p.strip() for p in spec.group(1).split(",") if p.strip()]
-            tools += list(FOREIGN_TOOLS["Agent"])
+            tools += SPAWN_TOOLS
             continue
-        if name in FOREIGN_TOOLS:
-            tools += list(FOREIGN_TOOLS[name])
+        if name in ("Task", "Agent"):
+            tools += SPAWN_TOOLS
+            continue
+        if foreign := tools_named(name):
+            tools += foreign
             continue
         mcp = _MCP_FOREIGN.match(name)
         if mcp:
