@@ -41,6 +41,8 @@ BULK_CACHE_KIB = 32_768  # the connection's page cache during a bulk index (SQLi
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
 _READ_AHEAD = 2  # batches read and split ahead of the one being written
+_AUDIT_STRIDE = 32  # the audit walk checks for a running search every this many files...
+_AUDIT_PAUSE = 0.005  # ...and waits up to this long for it: paused, it still walks 10,000 files in 1.6 s
 COMMON_ROWS = 500  # a query term in more paragraphs than this is "common" (see MemoryIndex._ranked)
 
 _PROBE = "SELECT rowid FROM chunks WHERE chunks MATCH ? LIMIT ?"
@@ -250,6 +252,10 @@ class MemoryIndex:
         self._audit_result: _Audit | None = None
         self._audit_generation = 0  # a full walk outdates an audit still running
         self._since_audit: set[str] = set()
+        self._users = 0  # refreshes and searches running now; the audit walk pauses for them
+        self._users_lock = threading.Lock()
+        self._quiet = threading.Event()
+        self._quiet.set()
         self._known: dict[str, tuple[int, int, str]] = self.db.read(
             lambda conn: {
                 row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
@@ -262,7 +268,7 @@ class MemoryIndex:
         Files ``hidden`` hides are dropped from the index like deleted ones; a new predicate (the deny
         globs changed) means a full walk.
         """
-        with self._refresh_lock:
+        with self._in_use(), self._refresh_lock:
             now = time.monotonic()
             if hidden != self._hidden:
                 self._hidden = hidden
@@ -314,6 +320,19 @@ class MemoryIndex:
                 self._vectors_stale = False
             return RefreshReport(indexed, len(gone), len(self._known) - len(changed))
 
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        with self._users_lock:
+            self._users += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._users_lock:
+                self._users -= 1
+                if not self._users:
+                    self._quiet.set()
+
     def _start_audit(self, now: float, hidden: Hidden | None) -> None:
         if self._auditing:
             return
@@ -336,9 +355,11 @@ class MemoryIndex:
         """The full walk, compared with what the index knows, in the audit's thread.
 
         Comparing 10,000 entries is ~15 ms of Python: done in a search, it was that search's whole
-        latency (the p99). Every 256 entries the thread gives up the GIL, so a search waiting for it runs
-        at once instead of after the interpreter's 5 ms switch interval. A path the index learns about
-        after this comparison was reported by inotify, and the merge stats it afresh.
+        latency (the p99). Here it pauses (up to ``_AUDIT_PAUSE`` at a time, every ``_AUDIT_STRIDE``
+        entries) while a refresh or search runs: a thread holding the GIL can be preempted by the OS on a
+        loaded machine, and the search then waits for it (measured: the slowest searches all ran beside
+        the walk, at under 1 ms of CPU each). A path the index learns about after this comparison was
+        reported by inotify, and the merge stats it afresh.
         """
         known = self._known  # read, never changed, here: single lookups and one copy of the keys are safe
         present: set[str] = set()
@@ -348,8 +369,8 @@ class MemoryIndex:
             seen = known.get(relative)
             if seen is None or seen[0] != info.st_size or seen[1] != info.st_mtime_ns:
                 differs.append((relative, info))
-            if number % 256 == 255:
-                time.sleep(0)
+            if number % _AUDIT_STRIDE == 0 and not self._quiet.is_set():
+                self._quiet.wait(_AUDIT_PAUSE)
         return _Audit(hidden, generation, differs, [path for path in list(known) if path not in present])
 
     def _merge_audit(self, audit: _Audit, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
@@ -440,9 +461,9 @@ class MemoryIndex:
     def _bulk(self) -> Iterator[None]:
         """Settings of the write connection for a bulk index, restored after it; durability is unchanged.
 
-        Each batch still commits on its own in WAL mode with ``synchronous = NORMAL``, so a kill -9 (or a
-        power loss) leaves whole batches: a correct index of the files its ``files`` rows name, which the
-        next refresh completes before any search reads it. What changes is when the WAL is copied back:
+        Each transaction still commits on its own in WAL mode with ``synchronous = NORMAL``, so a kill -9
+        (or a power loss) leaves whole transactions: a correct index of the files its ``files`` rows name,
+        which the next refresh (always run before a search) completes. What changes is when the WAL is copied back:
         every ``BULK_CHECKPOINT_PAGES`` pages instead of every 1,000 (SQLite's default; each checkpoint
         syncs twice and copies pages the next FTS5 merge rewrites), then once at the end.
         """
@@ -514,7 +535,8 @@ class MemoryIndex:
                 'Search for words, or a "quoted phrase".',
             )
         limit = max_results if self._semantic is None else max(50, max_results)
-        rows = self.db.read(lambda conn: self._ranked(conn, terms, limit))
+        with self._in_use():
+            rows = self.db.read(lambda conn: self._ranked(conn, terms, limit))
         if self._semantic is None:
             return [
                 MemoryHit(p, start, end, snippet(text, query), float(f"{-rank:.4g}"))
