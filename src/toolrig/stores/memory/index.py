@@ -34,10 +34,6 @@ BATCH = 500  # files read and split at a time; more than one batch to index make
 # at every commit, so small transactions write (and later merge) far more pages. Bounded so that another
 # process waiting to write gets its turn within seconds.
 TRANSACTION_BYTES = 8 << 20
-# A bulk (re)index (more than one batch) checkpoints the WAL once per this many pages instead of SQLite's
-# 1,000: every checkpoint copies pages FTS5 will rewrite at its next merge and syncs twice (see _bulk).
-BULK_CHECKPOINT_PAGES = 16_384  # 64 MB of WAL at most
-BULK_CACHE_KIB = 32_768  # the connection's page cache during a bulk index (SQLite's default is 2 MB)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
 _READ_AHEAD = 2  # batches read and split ahead of the one being written
@@ -404,10 +400,14 @@ class MemoryIndex:
         Batches of ``BATCH`` files are read, hashed and split in a thread (up to ``_READ_AHEAD`` ahead)
         while this thread writes earlier ones; reading and hashing give up the GIL, and so does SQLite
         while it tokenizes and commits. The batches go in with one transaction per ``TRANSACTION_BYTES``.
+        Durability is the database's own (WAL, ``synchronous = NORMAL``): a kill -9 or a power loss leaves
+        whole transactions, a correct index of the files its ``files`` rows name, which the next refresh
+        (always run before a search) completes. A files row and its paragraphs commit together, so no
+        file is ever half indexed.
         """
         if not changed:
             return 0
-        if len(changed) <= BATCH:  # the warm path: a thread and the bulk settings would cost more than they save
+        if len(changed) <= BATCH:  # the warm path: a thread would cost more than it saves
             indexed = self._write_batch(self._prepare(changed))
             if progress is not None:
                 progress(len(changed), len(changed))
@@ -424,7 +424,7 @@ class MemoryIndex:
             groups[-1].append(number)
             size += sum(entry[1] for entry in batch)
         indexed = done = 0
-        with ThreadPoolExecutor(1, thread_name_prefix="memory-read") as reader, self._bulk():
+        with ThreadPoolExecutor(1, thread_name_prefix="memory-read") as reader:
             pending: dict[int, Future[_Batch]] = {}
 
             def prepared(number: int) -> _Batch:
@@ -456,40 +456,6 @@ class MemoryIndex:
         indexed = self.db.write(lambda conn: self._index_batch(conn, batch))
         self._known.update(batch.updates)  # only once committed: a rolled-back batch is read again next time
         return indexed
-
-    @contextmanager
-    def _bulk(self) -> Iterator[None]:
-        """Settings of the write connection for a bulk index, restored after it; durability is unchanged.
-
-        Each transaction still commits on its own in WAL mode with ``synchronous = NORMAL``, so a kill -9
-        (or a power loss) leaves whole transactions: a correct index of the files its ``files`` rows name,
-        which the next refresh (always run before a search) completes. What changes is when the WAL is copied back:
-        every ``BULK_CHECKPOINT_PAGES`` pages instead of every 1,000 (SQLite's default; each checkpoint
-        syncs twice and copies pages the next FTS5 merge rewrites), then once at the end.
-        """
-
-        def settings(conn: sqlite3.Connection) -> tuple[int, int]:
-            found = (
-                conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0],
-                conn.execute("PRAGMA cache_size").fetchone()[0],
-            )
-            conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_CHECKPOINT_PAGES}")
-            conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-            return int(found[0]), int(found[1])
-
-        # db.read runs on the connection db.write uses (pragmas outside a transaction are per connection).
-        checkpoint, cache = self.db.read(settings)
-        try:
-            yield
-        finally:
-
-            def restore(conn: sqlite3.Connection) -> None:
-                conn.execute(f"PRAGMA wal_autocheckpoint = {checkpoint}")
-                conn.execute(f"PRAGMA cache_size = {cache}")
-                # PASSIVE never waits for readers; what it cannot copy now, a later commit's checkpoint does.
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-            self.db.read(restore)
 
     def _prepare(self, files: list[tuple[str, int, int]]) -> _Batch:
         """Read, hash and split files before the write transaction, so the lock is held for inserts only."""
