@@ -4,14 +4,17 @@ The tool runs every command under ``bash -c`` (started by the launcher's per-com
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
 ``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Target: ours / peer <= 1.3 with the
 pids cgroup on. The machine's load matters a great deal here (each command is three process hand-offs:
-toolrig -> keeper -> bash -> keeper), so note ``uptime`` with any figure.
+toolrig -> keeper -> bash -> keeper), so note ``uptime`` with any figure. CPU per command over the whole
+process tree (toolrig, the launcher and its keepers, bash) is printed too: on a busy machine it moves far
+less than wall time.
 
-    python benchmarks/run_command.py [--rounds N] [--per-round N]
+    python benchmarks/run_command.py [--rounds N] [--per-round N] [--cpu-calls N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
@@ -37,7 +40,38 @@ async def spaced(contenders: dict[str, Callable[[], Awaitable[object]]], calls: 
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int) -> None:
+def launcher_cpu() -> float:
+    """CPU seconds of this process's launcher and keepers, with the commands they reaped (from /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+            if not any(arg.endswith(b"launcher.py") for arg in argv) or argv[-2:-1] != [str(os.getpid()).encode()]:
+                continue
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return total / ticks
+
+
+async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float:
+    """CPU seconds per call of the whole tree: this process, its children, the launcher and its keepers."""
+    before = os.times()
+    tree = launcher_cpu()
+    for _ in range(calls):
+        await fn()
+    after = os.times()
+    used = sum(after[:4]) - sum(before[:4]) + launcher_cpu() - tree
+    return used / calls
+
+
+async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cpu_calls: int) -> None:
     rig = Rig(tempfile.mkdtemp(), config={})
     rig_no_cgroup = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"max_processes": None}}})
 
@@ -73,6 +107,11 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int) ->
     print(f"containment: {sample.output['containment']}")
     ours = series["toolrig run_command('true')"].median
     print(result_line("run_command", ours, peer, peer_name="subprocess.run_bash_-c_true"))
+    if cpu_calls:
+        cpu = {name: await cpu_per_call(fn, cpu_calls) for name, fn in list(contenders.items())[:2]}
+        ours_cpu, peer_cpu = cpu["toolrig run_command('true')"], cpu["subprocess.run(['bash', '-c', 'true'])"]
+        print(f"CPU per command, whole process tree: toolrig {ours_cpu * 1e3:.2f} ms, peer {peer_cpu * 1e3:.2f} ms")
+        print(result_line("run_command_cpu", ours_cpu, peer_cpu))
     if spaced_calls:
         medians = await spaced(contenders, spaced_calls, gap_ms / 1000)
         peer = medians["subprocess.run(['bash', '-c', 'true'])"]
@@ -88,5 +127,6 @@ if __name__ == "__main__":
     parser.add_argument("--per-round", type=int, default=40)
     parser.add_argument("--gap-ms", type=float, default=100.0, help="idle time before each spaced call")
     parser.add_argument("--spaced", type=int, default=15, help="spaced calls per contender (0: none)")
+    parser.add_argument("--cpu-calls", type=int, default=200, help="calls for the CPU-per-command line (0: none)")
     options = parser.parse_args()
-    anyio.run(main, options.rounds, options.per_round, options.gap_ms, options.spaced)
+    anyio.run(main, options.rounds, options.per_round, options.gap_ms, options.spaced, options.cpu_calls)

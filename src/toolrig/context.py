@@ -1,8 +1,9 @@
 """ToolContext: the only capability surface a tool gets.
 
 A tool that needs the world asks its context: files through ``workspace``, state through ``stores``, the
-network through ``http``, the user through ``approvals``. Nothing else is handed in, so what a tool can
-reach is exactly what its context carries, and a test can hand it a context of its own.
+network through ``http``, the user through ``approvals``, a model through ``models`` (``sample``). Nothing
+else is handed in, so what a tool can reach is exactly what its context carries, and a test can hand it a
+context of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from toolrig.cancel import CancelToken
+from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, LogLevel, NullSink, ToolLogEvent, ToolProgressEvent
 from toolrig.sandbox.paths import Workspace
 from toolrig.stores import Stores
@@ -44,7 +46,9 @@ class HttpAccess(Protocol):
 class Approvals(Protocol):
     """Lets a tool ask the user mid-call (the executor asks before calls on its own)."""
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool: ...
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        """Yes or no from the person; ``call_id`` (the asking call's) lets a front end that asks per call find it."""
+        ...
 
     async def ask_user(
         self,
@@ -57,6 +61,36 @@ class Approvals(Protocol):
     ) -> list[dict[str, Any]] | None:
         """Put questions to the person; their answers, one per question, or None when nobody answered."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A model's answer to a tool's request: its text, which model wrote it, and why it stopped."""
+
+    text: str
+    model: str
+    stop_reason: str = "endTurn"  # endTurn | maxTokens | stopSequence, as MCP spells them
+
+
+class Models(Protocol):
+    """Lets a tool ask a model for a completion (MCP sampling), whichever front end it runs under.
+
+    Under ``toolrig mcp serve`` the connected client's model answers; in toolrig's agent runtime the run's
+    own model does, its tokens counted in the run's budget. Either way the request is approved first and
+    capped; a refusal or failure is raised as ``ToolError``.
+    """
+
+    async def sample(
+        self,
+        turns: Sequence[tuple[str, str]],
+        *,
+        max_tokens: int,
+        system: str | None,
+        tool: str,
+        call_id: str,
+        session_id: str | None,
+        agent_id: str | None,
+    ) -> Sample: ...
 
 
 class ToolCatalog(Protocol):
@@ -114,7 +148,7 @@ class SubagentAccess(Protocol):
 class AllowAll:
     """Approvals switched off: every question is answered yes."""
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
         return True
 
     async def ask_user(
@@ -149,6 +183,7 @@ class ToolContext:
     catalog: ToolCatalog | None = None
     skills: SkillAccess | None = None
     subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
+    models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:
@@ -178,3 +213,30 @@ class ToolContext:
     def log(self, level: LogLevel, message: str) -> None:
         """A log line or warning for whoever watches this call (an MCP client at that level); thread-safe."""
         self.events.emit(ToolLogEvent(self.call_id, self.tool_name, level, message))
+
+    async def sample(
+        self, messages: str | Sequence[tuple[str, str]], *, max_tokens: int = 1000, system: str | None = None
+    ) -> Sample:
+        """Ask a model for a completion: ``messages`` is a prompt, or (role, text) turns with role user/assistant.
+
+        The model answers without tools. Raises ``ToolError`` when no model can be asked here, the request
+        is refused (approval, caps, budget), or the model call fails: the calling tool's error result says so.
+        """
+        turns = [("user", messages)] if isinstance(messages, str) else [(str(r), str(t)) for r, t in messages]
+        if not turns or any(role not in ("user", "assistant") or not text for role, text in turns):
+            raise ToolError(ErrorType.INVALID_INPUT, "A sampling request needs non-empty user/assistant turns.")
+        if self.models is None:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "No model can be asked from this tool here (no MCP client with sampling, no agent run).",
+                "Do without the model's help, or run the tool from `toolrig run` or an MCP client that samples.",
+            )
+        return await self.models.sample(
+            turns,
+            max_tokens=max_tokens,
+            system=system,
+            tool=self.tool_name,
+            call_id=self.call_id,
+            session_id=self.session_id,
+            agent_id=self.agent_id,
+        )

@@ -84,10 +84,12 @@ class ToolOutput(BaseModel):
     moves them onto the ToolResult and each adapter converts them for its consumer.
     """
 
-    _content: list[ContentPart] = PrivateAttr(default_factory=list)
+    # A plain immutable default: with ``default_factory=list`` pydantic inspects ``list``'s signature on every
+    # construction (~0.4 ms per tool output).
+    _content: tuple[ContentPart, ...] = PrivateAttr(default=())
 
     def attach_content(self, *parts: ContentPart) -> Self:
-        self._content.extend(parts)
+        self._content = (*self._content, *parts)
         return self
 
     def attached_content(self) -> list[ContentPart]:

@@ -32,7 +32,16 @@ from pydantic_core import to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.cancel import CancelToken, bind_token, unbind_token
-from toolrig.context import AllowAll, Approvals, HttpAccess, SkillAccess, SubagentAccess, ToolCatalog, ToolContext
+from toolrig.context import (
+    AllowAll,
+    Approvals,
+    HttpAccess,
+    Models,
+    SkillAccess,
+    SubagentAccess,
+    ToolCatalog,
+    ToolContext,
+)
 from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import EventSink, NullSink
@@ -169,6 +178,7 @@ class Executor:
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
         self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
+        self.models: Models | None = None  # set by the rig: tools' sampling (toolrig.sampling)
 
     async def invoke(
         self,
@@ -316,6 +326,7 @@ class Executor:
                 catalog=self.catalog,
                 skills=self.skills,
                 subagents=self.subagents,
+                models=self.models,
             )
             limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
             bound = bind_token(token)

@@ -152,6 +152,9 @@ class Rig:
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
 
         self.executor.durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        from toolrig.sampling import ModelRouter
+
+        self.executor.models = ModelRouter(self.executor.approvals)  # ctx.sample: the client's model or the run's
         from toolrig.skills.binding import bind
 
         bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them
@@ -379,7 +382,7 @@ class Rig:
         """
         if self.governance.limiter is not None:
             self.governance.limiter.share_buckets(name, rate_owner if profile is not None else None)
-        self.governance.policy.set_profile(name, profile)
+        self.governance.policy.set_profile(name, profile, rate_owner)
         self._views.pop(name, None)
         for key in [k for k in self._tool_configs if k[1] == name]:
             del self._tool_configs[key]

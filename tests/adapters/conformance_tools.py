@@ -11,14 +11,15 @@ are Agent Skills (``SKILLS``), so they too are what a user would write.
 Results beyond text (image, audio, an embedded resource, all three mixed) attach content parts to an
 ordinary output, as a tool reading an image file does.
 
-Left out: the binary resource (a resource read carries text only), sampling (a tool has no way to ask
-the client's model through its ToolContext), and the two elicitation-schema ones (``ask_user`` builds
-its own form from its options; a tool cannot send a JSON Schema with defaults or the five enum shapes).
+A tool asks the client's model through ``ctx.sample`` (``test_sampling``) and its user with a form of its
+own through ``ask_user`` (the SEP-1034 defaults and SEP-1330 enum fixtures): the form travels unchanged.
+
+Left out: the binary resource (a resource read carries text only).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from pydantic import BaseModel
@@ -118,6 +119,103 @@ class Elicitation(Tool[MessageIn, Text]):
             [question], call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id
         )
         return Text(text=f"User response: {answers!r}")
+
+
+class PromptIn(ToolInput):
+    prompt: str
+
+
+class Sampling(Tool[PromptIn, Text]):
+    """Asks the model through ``ctx.sample``: under ``toolrig mcp serve`` the client's (sampling/createMessage)."""
+
+    name = "test_sampling"
+    group = "conformance"
+    description = "Asks the model to answer a prompt and returns its answer (MCP conformance fixture)."
+    read_only = True
+
+    async def execute(self, input: PromptIn, ctx: ToolContext) -> Text:
+        answer = await ctx.sample(input.prompt, max_tokens=100)
+        return Text(text=f"LLM response: {answer.text}")
+
+
+SEP1034_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {
+            "type": "string",
+            "description": "User status",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "description": "Verification status", "default": True},
+    },
+}
+
+SEP1330_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+class FormTool(Tool[NoInput, Text]):
+    """Asks the user to fill in the tool's own form through ``ctx.approvals.ask_user`` (MCP: elicitation)."""
+
+    group = "conformance"
+    read_only = True
+    message = ""
+    form: ClassVar[dict[str, Any]] = {}
+
+    async def execute(self, input: NoInput, ctx: ToolContext) -> Text:
+        question = {"question": self.message, "form": self.form}
+        answers = await ctx.approvals.ask_user(
+            [question], call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id
+        )
+        if answers is None:
+            return Text(text="Elicitation completed: action=decline, content={}")
+        return Text(text=f"Elicitation completed: action=accept, content={answers[0].get('values')}")
+
+
+class Sep1034Defaults(FormTool):
+    name = "test_elicitation_sep1034_defaults"
+    description = "Asks for a form whose fields all have defaults (SEP-1034; MCP conformance fixture)."
+    message = "Please review and update the form fields with defaults"
+    form = SEP1034_FORM
+
+
+class Sep1330Enums(FormTool):
+    name = "test_elicitation_sep1330_enums"
+    description = "Asks for a form with the five enum shapes (SEP-1330; MCP conformance fixture)."
+    message = "Please select options from the enum fields"
+    form = SEP1330_FORM
 
 
 class Address(BaseModel):
@@ -256,6 +354,9 @@ TOOLS = [
     Reconnection,
     JsonSchema202012,
     Elicitation,
+    Sampling,
+    Sep1034Defaults,
+    Sep1330Enums,
     StaticText,
     Watched,
     Template,

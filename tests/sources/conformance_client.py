@@ -90,7 +90,7 @@ def server_config(url: str, scenario: str, context: dict[str, Any], scratch: Pat
 class User:
     """The person at the run's approval channel: answers the server's questions with yes (the form's defaults)."""
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
         print(f"asked ({tool}): {subject} [{reason}] -> yes")
         return True
 

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
 class Person:
     """The user at the run's approval and question channel: answers by a rule, remembering each request.
 
-    ``replies`` fills forms (one reply per field); without them the question channel is left unanswered,
+    ``replies`` fills forms (the form's values); without them the question channel is left unanswered,
     as by a person who only approves, and the yes/no approval decides.
     """
 
@@ -73,26 +73,30 @@ async def test_a_servers_question_reaches_the_user_and_yes_sends_the_forms_defau
     assert "Delete the build directory?" in " ".join(question.subjects)
 
 
-async def test_a_person_at_the_question_channel_fills_the_form_with_typed_values(workspace: Path) -> None:
-    person = Person(replies=[Reply(selected=("no",)), Reply(other_text="neat")])
+async def test_a_person_at_the_question_channel_fills_the_servers_own_form_with_typed_values(
+    workspace: Path,
+) -> None:
+    person = Person(replies=[Reply(values={"proceed": False, "label": "neat"})])
     async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
         answer = await call(rig, "confirm")
     assert answer == {"action": "accept", "data": {"proceed": False, "label": "neat"}}
     [form] = person.forms()
     assert "Delete the build directory?" in form.questions[0].question
-    assert [c.label for c in form.questions[0].options] == ["yes", "no"]
+    fields = (form.questions[0].form or {})["properties"]
+    assert fields["proceed"]["type"] == "boolean" and fields["proceed"]["default"] is True  # as the server wrote it
     assert person.questions() == []  # answered in the form: no yes/no approval on top
 
 
 async def test_a_field_only_a_person_could_fill_is_asked_and_sent(workspace: Path) -> None:
-    person = Person(replies=[Reply(other_text="Ada")])
+    person = Person(replies=[Reply(values={"name": "Ada"})])
     async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
         answer = await call(rig, "ask_name")
-    assert answer["action"] == "accept"
+    assert answer == {"action": "accept", "data": {"name": "Ada"}}
 
 
-async def test_a_required_field_left_empty_declines(workspace: Path) -> None:
-    person = Person(replies=[Reply(selected=("nothing",))])  # not an answer the question allows: dropped
+@pytest.mark.parametrize("values", [{}, {"name": 7}, {"name": "Ada", "admin": True}])
+async def test_an_answer_that_does_not_fit_the_servers_form_declines(workspace: Path, values: dict[str, Any]) -> None:
+    person = Person(replies=[Reply(values=values)])  # left empty, the wrong type, a field the form has not
     async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
         answer = await call(rig, "ask_name")
     assert answer["action"] == "decline"
@@ -144,7 +148,9 @@ async def test_sampling_is_refused_unless_the_config_enables_it(workspace: Path)
 async def test_sampling_goes_to_the_runs_model_capped_approved_and_budgeted(workspace: Path) -> None:
     seen: list[tuple[str | None, list[tuple[str, str]], int]] = []
 
-    async def model(system: str | None, turns: list[tuple[str, str]], max_tokens: int) -> tuple[str, str]:
+    async def model(
+        system: str | None, turns: list[tuple[str, str]], max_tokens: int, session_id: str | None
+    ) -> tuple[str, str]:
         seen.append((system, turns, max_tokens))
         return "short.", "the-runs-model"
 

@@ -4,8 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
+from toolrig.tools.search import _newest
 
 
 @pytest.fixture
@@ -119,6 +122,15 @@ def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> Non
     write(workspace, {f"f{n:02}.txt": "" for n in range(25)})
     out = Caller(workspace, {"tool_config": {"glob": {"max_files": 10}}}).ok("glob", pattern="*.txt")
     assert len(out["files"]) == 10 and out["count"] == 25 and "10 newest of 25" in out["message"]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from([0.0, 1.5, 2.0, 1e9, 1e9 + 0.5]), st.text(max_size=3)), max_size=60),
+    st.integers(min_value=1, max_value=70),
+)
+def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tuple[float, str]], limit: int) -> None:
+    mtimes, names = [mtime for mtime, _ in files], [name for _, name in files]
+    assert _newest(mtimes, names, limit) == sorted((-mtime, name) for mtime, name in files)[:limit]
 
 
 def test_non_utf8_lines_are_shown_with_replacement_characters(call: Caller, workspace: Path) -> None:

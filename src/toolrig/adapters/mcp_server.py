@@ -17,8 +17,8 @@ import os
 import threading
 import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +38,12 @@ from toolrig.approvals.mcp import (
     elicit_request,
 )
 from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
-from toolrig.errors import ErrorType
+from toolrig.errors import ErrorType, ToolError
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
+from toolrig.sampling import ClientSampler, ModelRouter
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         Tool,
     )
 
+    from toolrig.context import Sample
     from toolrig.registry import AnyTool
     from toolrig.rig import Rig
 
@@ -336,12 +338,19 @@ class McpToolServer:
         if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
             return await self._call_parked(ctx, params)
         call_id = new_call_id()
-        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None):
+        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None, _client_sampler(ctx)):
             result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
         return call_tool_result(result, structured=self._structured.get(params.name, False))
 
-    def _asking(self, call_id: str, asker: Asker | None) -> AbstractContextManager[None]:
-        return self.channel.asking(call_id, asker) if self.channel is not None else nullcontext()
+    @contextmanager
+    def _asking(self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None) -> Iterator[None]:
+        """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
+        models = self.rig.executor.models
+        with (
+            self.channel.asking(call_id, asker) if self.channel is not None else nullcontext(),
+            models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
+        ):
+            yield
 
     async def _invoke(
         self,
@@ -490,6 +499,7 @@ class FastToolCalls:
             and isinstance(meta.get(_CLIENT_KEY), dict)
             and isinstance(capabilities, dict)
             and "elicitation" not in capabilities
+            and "sampling" not in capabilities  # its calls may sample through the SDK's session
             and "progressToken" not in meta
             and _LOG_LEVEL_KEY not in meta  # a client that wants this call's log lines
         ):
@@ -545,6 +555,41 @@ async def _send_log(ctx: ServerRequestContext[Any, Any], line: ToolLogEvent) -> 
 
     params = LoggingMessageNotificationParams(level=line.level, data=line.message, logger=line.name)
     await ctx.session.send_notification(LoggingMessageNotification(params=params), related_request_id=ctx.request_id)
+
+
+def _client_sampler(ctx: ServerRequestContext[Any, Any]) -> ClientSampler | None:
+    """The calling client's model for this call's ``ctx.sample``, when it declared sampling and can be asked now.
+
+    A refusal by the client (its user said no, it has no model) is the tool's error result, as the client said it.
+    """
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.sampling is None or not ctx.session.can_send_request:
+        return None
+
+    async def sample(turns: list[tuple[str, str]], max_tokens: int, system: str | None) -> Sample:
+        from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
+        from mcp.types import SamplingMessage, TextContent
+
+        from toolrig.context import Sample
+
+        messages = [
+            SamplingMessage(
+                role="assistant" if role == "assistant" else "user", content=TextContent(type="text", text=text)
+            )
+            for role, text in turns
+        ]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # 2026-07-28 deprecates it; 2025 clients sample
+                result = await ctx.session.create_message(
+                    messages, max_tokens=max_tokens, system_prompt=system, related_request_id=ctx.request_id
+                )
+        except (MCPError, NoBackChannelError) as exc:
+            raise ToolError(ErrorType.UNAVAILABLE, f"The MCP client did not sample: {str(exc)[:300]}") from None
+        text = result.content.text if isinstance(result.content, TextContent) else ""
+        return Sample(text, str(result.model)[:200], str(result.stop_reason or "endTurn"))
+
+    return sample
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:

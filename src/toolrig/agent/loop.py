@@ -266,7 +266,12 @@ class _Run:
                 )
         asked = [p.call_id for p in state.pending if p.questions]
         channel = ReplayChannel(
-            self._resume_children(state, decisions), answers, asked=asked, then=self._resumed_questions()
+            self._resume_children(state, decisions),
+            answers,
+            asked=asked,
+            then=self._resumed_questions(),
+            bound={p.call_id: p.fingerprint for p in state.pending if p.fingerprint},
+            approvals=self.pause if self.options.approvals == "pause" else self.options.approvals,
         )
         return await self._guarded(progress, done, channel)
 
@@ -403,6 +408,7 @@ class _Run:
                 return outcome
 
     async def _model_turn(self, progress: _Progress, tool_choice: str) -> TurnComplete:
+        self._check_budget(progress)  # a tool's sampling may have spent it since the last turn
         request = TurnRequest(self.system, progress.messages, self.tools, "none" if tool_choice == "none" else "auto")
         steps = self.options.steps
         if steps is None:
@@ -453,11 +459,14 @@ class _Run:
             status=None if message.tool_calls else ("max_tokens" if _stop_of(complete) == "max_tokens" else "done"),
         )
         progress.session_turn += 1
+        self._check_budget(progress)
+        return complete
+
+    def _check_budget(self, progress: _Progress) -> None:
         if self.budget is not None and progress.usage.cost_usd > self.budget:
             raise RunError(
                 "budget", f"the run spent ${progress.usage.cost_usd:.4f}, over its budget of ${self.budget:.4f}"
             )
-        return complete
 
     async def _tool_phase(self, progress: _Progress, done: dict[str, ToolResultBlock]) -> RunResult | None:
         """Run the last turn's calls (those not already ``done``); a RunResult when the run stops here."""
@@ -546,6 +555,7 @@ class _Run:
                         subjects=list(request.subjects) if request else [],
                         needs_approval=request is not None and not request.questions,
                         questions=[question_json(q) for q in request.questions] if request else [],
+                        fingerprint=request.fingerprint if request else "",
                     )
                 )
             else:
@@ -645,6 +655,20 @@ class _Run:
         self.resume_decisions = decisions
         spawns = state.children.get("spawns", {}) if state.children else {}
         return {**decisions, **dict.fromkeys(spawns, "allow_once")} if spawns else decisions
+
+    def spend(self, usage: Usage) -> None:
+        """Tokens used outside the run's own turns (sampling for a tool or an MCP server), on its budget.
+
+        They are priced, added to the run's usage (so ``max_budget_usd`` covers them) and shown as a usage event.
+        """
+        priced = usage.priced(self.price)
+        if self.progress is not None:
+            self.progress.usage.add(priced)
+        self.sink.emit(priced.event())
+
+    def over_budget(self) -> bool:
+        """Whether the run has spent its budget (``max_budget_usd``) already."""
+        return self.budget is not None and self.spent().cost_usd >= self.budget
 
     def spent(self) -> Usage:
         """What the run has spent so far (a child cut short still reports its usage)."""

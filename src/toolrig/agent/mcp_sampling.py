@@ -1,48 +1,100 @@
-"""MCP sampling for the run: a server with ``sampling:`` in its config may ask this run's model to write.
+"""Sampling answered by the run's own model: a tool's ``ctx.sample``, and a remote MCP server's request.
 
-Trust model: what the server sends is untrusted text shown to the model without tools (it cannot make
-calls), under the server's per-run request cap and each request's approval (sources/mcp_relay.py); the
-answer is capped at the smaller of the server's and the config's token limit.
+Trust model: what a tool or a server sends is untrusted text shown to the model without tools (it cannot
+make calls); the requests are approved and capped before they get here (``toolrig.sampling`` for tools,
+``sources/mcp_relay.py`` for servers, under the server's per-run cap), and the answer is capped at the
+smaller of the asker's and the config's token limit. Every token is the run's: it is priced, added to the
+usage of the run that made the call (so ``max_budget_usd`` covers it, and a parent's covers its children)
+and shown as a usage event; a run whose budget is already spent gets no more sampling.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolrig.agent.messages import Message, TextBlock
 from toolrig.agent.providers import make_provider
 from toolrig.agent.providers.base import Provider, TurnComplete, TurnRequest
+from toolrig.agent.usage import Usage
+from toolrig.context import Sample
+from toolrig.errors import ErrorType, ToolError
+from toolrig.sampling import ModelRouter
 
 if TYPE_CHECKING:
     from toolrig.rig import Rig
-    from toolrig.sources.mcp_relay import Sampler
 
 _SDK_PROVIDERS = ("toolrig.agent.providers.anthropic", "toolrig.agent.providers.openai")
 
 
-def sampler_for(provider: Provider) -> Sampler:
-    """Answer a server's sampling request with ``provider``'s model, no tools, within the token cap."""
+async def complete(
+    provider: Provider, system: str | None, turns: list[tuple[str, str]], max_tokens: int
+) -> tuple[Sample, Usage]:
+    """One model call without tools, its answer capped at ``max_tokens``: the answer and what it used."""
+    messages = [Message("assistant" if role == "assistant" else "user", [TextBlock(text)]) for role, text in turns]
+    capped = provider
+    if type(provider).__module__ in _SDK_PROVIDERS and provider.settings.max_tokens > max_tokens:
+        capped = make_provider(dataclasses.replace(provider.settings, max_tokens=max_tokens))
+    done: TurnComplete | None = None
+    try:
+        async for item in capped.stream(TurnRequest(system=system, messages=messages, tools=[])):
+            if isinstance(item, TurnComplete):
+                done = item
+    finally:
+        if capped is not provider:
+            await capped.aclose()
+    if done is None:
+        return Sample("", provider.settings.model), Usage()
+    stop = "maxTokens" if done.stop_reason == "max_tokens" else "endTurn"
+    return Sample(done.message.text, provider.settings.model, stop), done.usage
 
-    async def sample(system: str | None, turns: list[tuple[str, str]], max_tokens: int) -> tuple[str, str]:
-        messages = [Message("assistant" if role == "assistant" else "user", [TextBlock(text)]) for role, text in turns]
-        capped = provider
-        if type(provider).__module__ in _SDK_PROVIDERS and provider.settings.max_tokens > max_tokens:
-            capped = make_provider(dataclasses.replace(provider.settings, max_tokens=max_tokens))
-        text = ""
-        try:
-            async for item in capped.stream(TurnRequest(system=system, messages=messages, tools=[])):
-                if isinstance(item, TurnComplete):
-                    text = item.message.text
-        finally:
-            if capped is not provider:
-                await capped.aclose()
-        return text, provider.settings.model
 
-    return sample
+class RunModels:
+    """The agent runtime's answer to sampling: the model of the run a call belongs to, on its budget.
+
+    A call is found by its session id (a root run's session, a child's task id) among the hub's live runs;
+    a request from outside any run (a server's notice between calls) uses ``provider`` and counts nowhere.
+    """
+
+    def __init__(self, rig: Rig, provider: Provider) -> None:
+        self.rig = rig
+        self.provider = provider
+
+    def _run(self, session_id: str | None) -> Any:
+        hub = self.rig.executor.subagents
+        nodes = getattr(hub, "nodes", None)
+        node = nodes.get(session_id or "") if isinstance(nodes, dict) else None
+        return node.run if node is not None else None
+
+    async def sample(
+        self, turns: list[tuple[str, str]], max_tokens: int, system: str | None, session_id: str | None
+    ) -> Sample:
+        run = self._run(session_id)
+        if run is not None and run.over_budget():
+            raise ToolError(
+                ErrorType.DENIED,
+                "The run's budget (max_budget_usd) is spent: no more model calls for it.",
+                "Finish with what you have.",
+            )
+        sample, usage = await complete(run.provider if run is not None else self.provider, system, turns, max_tokens)
+        usage.calls = usage.calls or 1
+        if run is not None:
+            run.spend(usage)
+        return sample
+
+    async def for_server(
+        self, system: str | None, turns: list[tuple[str, str]], max_tokens: int, session_id: str | None = None
+    ) -> tuple[str, str]:
+        """A remote MCP server's sampling request (``sources/mcp_relay.Sampler``), on the calling run's budget."""
+        sample = await self.sample(turns, max_tokens, system, session_id)
+        return sample.text, sample.model
 
 
 def install_sampler(rig: Rig, provider: Provider) -> None:
-    """Let the rig's MCP servers that enable sampling use this run's model."""
+    """Let the rig's tools (``ctx.sample``) and its MCP servers that enable sampling use the run's model."""
+    models = RunModels(rig, provider)
+    router = rig.executor.models
+    if isinstance(router, ModelRouter):
+        router.run = models.sample
     if rig.mcp_servers is not None:
-        rig.mcp_servers.use_model(sampler_for(provider))
+        rig.mcp_servers.use_model(models.for_server)

@@ -4,7 +4,9 @@ Trust model: the answer is only as good as the client that relays it; an answer 
 request it was asked for (its id, hence its fingerprint of tool and arguments). A client that cannot ask
 gets the fallback (deny by default), never a silent yes.
 
-Questions (``ask_user``) travel the same way, as a form whose JSON Schema is built from the options.
+Questions (``ask_user``) travel the same way, as a form whose JSON Schema is built from the options; a
+question with a form of its own (checked by ``toolrig.forms``) sends that form as written, and the client's
+answer is checked against it before the tool sees it.
 
 Clients on 2025-era protocols are asked mid-call with ``elicitation/create``. 2026-07-28 clients cannot be
 sent requests, so the call is parked: the server answers ``input_required`` with the questions, the client
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Verdict
-from toolrig.approvals.questions import answered, elicitation_schema, replies_from_form
+from toolrig.approvals.questions import answered, elicitation_schema, refused, replies_from_form
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -63,9 +65,10 @@ class Asker(Protocol):
 class McpApprovalChannel:
     """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the client that made each call.
 
-    A request's id is its call's id, and the server registers each call's asker (``asking``) for as long
-    as the call runs: a batch that gathers calls from several clients is split, and each client is asked
-    only about its own calls. A call whose client cannot ask gets the fallback.
+    A request names its call (its id, or ``call_id`` for a tool's own mid-call question), and the server
+    registers each call's asker (``asking``) for as long as the call runs: a batch that gathers calls from
+    several clients is split, and each client is asked only about its own calls. A call whose client
+    cannot ask gets the fallback.
     """
 
     def __init__(self, fallback: Fallback = "deny") -> None:
@@ -84,7 +87,7 @@ class McpApprovalChannel:
         decisions: list[ApprovalDecision | None] = [None] * len(requests)
         groups: dict[int, tuple[Asker, list[int]]] = {}
         for index, request in enumerate(requests):
-            asker = self._askers.get(request.id)
+            asker = self._askers.get(request.call_id or request.id)
             if asker is None:
                 decisions[index] = self._fallback()
             else:
@@ -133,7 +136,7 @@ def decision_from(answer: Any, request: ApprovalRequest | None = None) -> Approv
     if request is not None and request.questions:
         if action == "accept" and isinstance(content, dict):
             replies = replies_from_form(content, request.questions)
-            if answered(replies):
+            if answered(replies) or refused(replies) is not None:  # a refusal reaches the tool, with its reason
                 return ApprovalDecision("allow_once", "answered through the MCP client", answers=replies)
         return ApprovalDecision("deny", "the user skipped the questions")
     if action == "accept" and isinstance(content, dict) and content.get("decision") in _VERDICTS:
@@ -148,6 +151,8 @@ def decision_from(answer: Any, request: ApprovalRequest | None = None) -> Approv
 
 def form(request: ApprovalRequest) -> tuple[str, dict[str, Any]]:
     """The message and the JSON Schema of the form a request is asked with."""
+    if len(request.questions) == 1 and request.questions[0].form is not None:
+        return request.questions[0].question or "Please fill in this form.", elicitation_schema(request.questions)
     if request.questions:
         lines = ["The agent asks:"]
         for index, item in enumerate(request.questions, start=1):

@@ -32,25 +32,35 @@ class Choice:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """One question for a person; no options means free text."""
+    """One question for a person; no options means free text, a ``form`` means a form to fill in.
+
+    ``form`` is a checked flat form (``toolrig.forms.check_form``: MCP elicitation's subset of JSON Schema);
+    its answer is ``Reply.values``, never picked labels or free text.
+    """
 
     question: str
     header: str = ""
     options: tuple[Choice, ...] = ()
     allow_multiple: bool = False
     allow_other_text: bool = False
+    form: dict[str, Any] | None = field(default=None, hash=False)
 
     @property
     def free_text(self) -> bool:
-        return not self.options or self.allow_other_text
+        return self.form is None and (not self.options or self.allow_other_text)
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """The person's answer to one question: the labels picked, and/or their own words."""
+    """The person's answer to one question: the labels picked, and/or their own words, or a form's values.
+
+    ``error`` says why an answer was refused (values that do not fit the form): the asking tool is told.
+    """
 
     selected: tuple[str, ...] = ()
     other_text: str | None = None
+    values: dict[str, Any] | None = field(default=None, hash=False)
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,7 @@ class ApprovalRequest:
     fingerprint: str = ""
     suggested: tuple[str, ...] = ()  # allowlist patterns that "allow always" would save, narrowest first
     questions: tuple[Question, ...] = ()  # set: this is a question to the person, not an approval
+    call_id: str = ""  # a tool's own mid-call question: the call asking (its id is the question's own)
 
     @property
     def kind(self) -> Literal["approval", "question"]:

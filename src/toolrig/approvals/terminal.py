@@ -23,6 +23,7 @@ from typing import TextIO
 import anyio
 
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Question, Reply
+from toolrig.approvals.questions import field_questions, optional_fields, values_from_fields
 from toolrig.approvals.selector import Selector
 
 _SHOWN_ARGS = 600
@@ -69,14 +70,25 @@ class TerminalChannel:
             )
             self._say(heading)
             self._say(f"  {_printable(question.question)}")
-            reply = await self._one_question(question)
+            reply = await (self._form(question) if question.form is not None else self._one_question(question))
             if reply is None:  # skipped: the rest is skipped with it
                 return ApprovalDecision("deny", "the user skipped the question", fingerprint=request.fingerprint)
             replies.append(reply)
         return ApprovalDecision("allow_once", "answered at the terminal", fingerprint=request.fingerprint,
                                 answers=tuple(replies))  # fmt: skip
 
-    async def _one_question(self, question: Question) -> Reply | None:
+    async def _form(self, question: Question) -> Reply | None:
+        """A form asked field by field; an empty line takes the field's default (or leaves it out)."""
+        replies = []
+        for field, optional in zip(field_questions(question), optional_fields(question), strict=True):
+            self._say(f"  - {_printable(field.question)}")
+            reply = await self._one_question(field, optional=optional)
+            if reply is None:
+                return None
+            replies.append(reply)
+        return values_from_fields(question, replies)
+
+    async def _one_question(self, question: Question, *, optional: bool = False) -> Reply | None:
         if question.options and os.isatty(self.input_fd):
             selector = Selector(question, self.input_fd, self.output, self._buffer)
             picked = await selector.run()
@@ -99,9 +111,11 @@ class TerminalChannel:
             ask = f"  {hint}, or your own words (empty to skip) > "
         else:
             ask = f"  {hint} (empty to skip) > "
+        if optional:
+            ask = ask.replace("empty to skip", "empty for the default")
         line = await self._prompt(ask)
         if not line:
-            return None
+            return Reply() if optional and line is not None else None
         return _typed_reply(line, question)
 
     def _show(self, index: int, request: ApprovalRequest) -> None:

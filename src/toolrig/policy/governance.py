@@ -17,9 +17,10 @@ import anyio
 from toolrig.approvals.broker import Answer, ApprovalBroker
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
-from toolrig.approvals.questions import answered, question_from, question_json, reply_from, reply_json
+from toolrig.approvals.questions import answered, question_from, question_json, refused, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
 from toolrig.events import EventSink
+from toolrig.forms import FormError
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
@@ -188,9 +189,12 @@ class Governance:
 
     async def remember(self, call: ToolCall, decision: ApprovalDecision) -> None:
         patterns = list(decision.patterns or self.suggest(call))
-        agent = call.agent_id if call.agent_id in self.config.agents else None
+        agent = self.policy.lasting_scope(call.agent_id)
         try:
             self.policy.add_allow(patterns, "approvals.allow (allowed always)", agent)
+            if call.agent_id is not None and call.agent_id != agent and call.agent_id in self.config.agents:
+                # A subagent: from its next call on too (its own rules were narrowed when it started).
+                self.policy.add_allow(patterns, "approvals.allow (allowed always)", call.agent_id)
         except ValueError as exc:
             call.notes.append(f"The approval holds for this call only: {exc}")
             return
@@ -204,8 +208,12 @@ class Governance:
         except (OSError, ConfigError) as exc:
             log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
 
-    async def ask_in_call(self, tool: str, subject: str, reason: str) -> bool:
-        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback)."""
+    async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
+
+        The request has an id of its own (an answer to the call's approval never answers it) and names the
+        asking call, so a channel that asks per call (MCP: the client that made it) puts it to the right person.
+        """
         if self.config.approvals.mode == "off":
             return True
         args = {"subject": subject}
@@ -213,6 +221,7 @@ class Governance:
             id=f"ask_{secrets.token_hex(6)}",
             tool=tool,
             args=args,
+            call_id=call_id,
             subjects=(subject,),
             reason=reason,
             fingerprint=fingerprint(tool, args),
@@ -234,9 +243,17 @@ class Governance:
         Its id is the asking call's id (a paused run finds it again by that), and it is asked whatever the
         approval mode: ``approvals.mode: off`` means nothing needs approval, not that nobody may be asked.
         No channel, no answer within the timeout, a failing channel or an empty answer: ``None`` (skipped),
-        never the approval fallback (``allow`` cannot invent an answer).
+        never the approval fallback (``allow`` cannot invent an answer). A form outside the allowed subset,
+        or an answer that does not fit its form, is the asking tool's error (``ToolError``), saying why.
         """
-        parsed = tuple(question_from(q) for q in questions)
+        try:
+            parsed = tuple(question_from(q) for q in questions)
+        except FormError as exc:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The form cannot be shown: {exc}.",
+                "Send a flat form: an object of string, number, integer, boolean or enum fields (MCP elicitation).",
+            ) from None
         args = {"questions": [question_json(q) for q in parsed]}
         request = ApprovalRequest(
             id=call_id or f"ask_{secrets.token_hex(6)}",
@@ -254,6 +271,13 @@ class Governance:
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
         checked = [reply_from(reply_json(r), q) for r, q in zip(replies, parsed, strict=True)]
+        why = refused(checked)
+        if why is not None:
+            raise ToolError(
+                ErrorType.INVALID_INPUT,
+                f"The answer did not fit the form ({why}), so it was not used.",
+                "Ask again, or decide yourself and say what you assumed.",
+            )
         return [reply_json(r) for r in checked] if answered(checked) else None
 
     def refused_answer(self, refused: RefusedAnswer) -> None:
@@ -289,8 +313,8 @@ class ToolApprovals:
     def __init__(self, governance: Governance) -> None:
         self.governance = governance
 
-    async def ask(self, tool: str, subject: str, reason: str) -> bool:
-        return await self.governance.ask_in_call(tool, subject, reason)
+    async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id)
 
     async def ask_user(
         self,

@@ -1,9 +1,9 @@
 """The launcher: a small process that never held toolrig's secrets and starts every command.
 
 Trust model: the commands it starts are hostile and run as the same user as toolrig. A command can read the
-environment of each of its ancestors through ``/proc/PID/environ``; so its ancestors are a per-command
-*keeper* and this launcher, both started with an empty environment, and the launcher is double-forked away
-from toolrig (its parent is init or the nearest subreaper, not toolrig). Every keeper is a child subreaper
+environment of each of its ancestors through ``/proc/PID/environ``; so its ancestors are a *keeper* and this
+launcher, both started with an empty environment, and the launcher is double-forked away from toolrig (its
+parent is init or the nearest subreaper, not toolrig). Every keeper is a child subreaper
 (``PR_SET_CHILD_SUBREAPER``): whatever the command starts, ``setsid`` and double forks included, stays below
 the keeper, which kills all of it when the command's leader exits, on request, or when the process count
 goes over the limit where no pids cgroup counts for us. The launcher is a subreaper too, so a command that
@@ -12,17 +12,23 @@ kills its keeper leaves its processes to the launcher, which kills them.
 Run as a script with the standard library only (``python -I -S launcher.py FD BASE OWNER``): it imports
 nothing of toolrig, so starting it is quick and it carries none of toolrig's state.
 
-Speed: the next command's keeper is forked *before* the command is asked for (a spare), and has already
-joined a fresh pids cgroup of its own under BASE (the cgroup-v1 migration waits for an RCU grace period:
-milliseconds under load). The spare itself reads the next request from the socket, so a command costs one
-hand-off and one ``posix_spawn``; the launcher only forks the next spare once one is taken. An idle spare
-dies with the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
+Speed: keepers are forked ahead of time and each joins a pids cgroup of its own once (the cgroup-v1
+migration waits for an RCU grace period: milliseconds under load). A keeper reads requests straight off the
+socket and, once a command and everything it started are gone, goes back for the next one in the same cgroup:
+a command costs one hand-off and one ``posix_spawn``, with no fork of Python and no cgroup migration (forking a
+Python keeper per command cost ~4 ms of CPU: page tables, copy-on-write faults, unmapping at exit). Up to
+``SPARES`` keepers stay; one forked because all were busy keeps one command and ends. An idle keeper dies with
+the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
-command's stdout, stderr, a status pipe and (optionally) the final-directory pipe. On the status pipe the
-keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or ``E <message>``),
-``L`` if it killed the command for having too many processes, and ``X <exit code>`` when the leader ended; it
-closes the pipe once every process of the command is gone. The starter removes the cgroup directory.
+command's stdout, stderr, a status socket and (optionally) the final-directory pipe. On the status socket
+the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
+``E <message>`` if it could not start), ``L`` if it killed the command for having too many
+processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
+closes its end. toolrig writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything) on the same
+socket, and closing it kills everything too. These are per command, unlike signals to the keeper, so a late
+one can never reach the keeper's next command.
+toolrig empties and removes the cgroup of a keeper that died; a live keeper's cgroup is its own.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import ctypes
 import fcntl
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -43,7 +50,8 @@ _CWD_FD = 3
 _PRELUDE_FD = 4
 _HIGH_FD = 10
 _COUNT_INTERVAL = 0.02
-SPARES = 2  # idle keepers kept ready: one is always there while the one just taken is being replaced
+INLINE_REQUEST = 64 * 1024  # a larger request comes in a memfd (a small receive buffer is a cheap one)
+SPARES = 2  # keepers that go back to the socket after each command (one more is forked while all are busy)
 _MAX_SPARE_DEATHS = 50
 
 # Read by bash from $BASH_ENV before the command: set limits, report the final directory.
@@ -57,9 +65,14 @@ builtin exec 4<&-
 """
 
 
+_libc: ctypes.CDLL | None = None
+
+
 def _prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(option, value, 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4
         raise OSError(ctypes.get_errno(), f"prctl({option})")
 
 
@@ -141,49 +154,108 @@ def _high(fd: int) -> int:
     return new
 
 
-class _Taken:
-    """Tells the launcher, once, that this spare is a keeper now (so it forks the next spare)."""
+class _Keeper:
+    """One keeper process: its cgroup, how it talks to the launcher, and whether it stays for the next command."""
 
-    def __init__(self, control: int) -> None:
+    def __init__(self, control: int, prelude_fd: int, cgroup: str | None, launcher: int, stays: bool) -> None:
         self.control = control
+        self.prelude_fd = prelude_fd
+        self.cgroup = cgroup
+        self.launcher = launcher
+        self.stays = stays
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
 
-    def say(self) -> None:
-        if self.control >= 0:
-            with contextlib.suppress(OSError):
-                os.write(self.control, f"T {os.getpid()}\n".encode())
-                os.close(self.control)
-            self.control = -1
-
-
-def keeper(request: dict[str, object], fds: list[int], prelude_fd: int, cgroup: str | None, taken: _Taken) -> None:
-    """Start the command, then wait for it and end everything it started. Never returns."""
-    status = fds[2]
-    try:
-        _keep(request, fds, prelude_fd, cgroup, taken)
-    except BaseException as exc:
+    def say(self, kind: str) -> None:
         with contextlib.suppress(OSError):
-            os.write(status, f"E {exc}\n".encode(errors="replace"))
-    taken.say()
-    os._exit(0)
+            os.write(self.control, f"{kind} {os.getpid()}\n".encode())
+
+    def set_pids_max(self, value: str) -> None:
+        """Every time, not only when it changes: the last command may have written it itself."""
+        if self.cgroup is not None:
+            with open(f"{self.cgroup}/pids.max", "w") as handle:
+                handle.write(value)
+
+    def strays(self) -> list[int]:
+        """Processes in this keeper's cgroup other than itself (none, unless a command escaped it)."""
+        if self.cgroup is None:
+            return []
+        try:
+            with open(f"{self.cgroup}/cgroup.procs") as handle:
+                return [pid for pid in map(int, handle.read().split()) if pid != os.getpid()]
+        except (OSError, ValueError):
+            return []
 
 
-def _keep(request: dict[str, object], fds: list[int], prelude_fd: int, cgroup: str | None, taken: _Taken) -> None:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1})
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
-    _subreaper()
-    out, err, status = (_high(fd) for fd in fds[:3])
-    cwd_fd = _high(fds[3]) if len(fds) > 3 else -1
-    prelude_fd = fcntl.fcntl(prelude_fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
+def keep(sock: socket.socket, keeper: _Keeper) -> None:
+    """A keeper: join its cgroup once, then take requests off the socket and keep each command. Never returns.
+
+    A keeper that stays goes back to the socket after each command, in the same cgroup: no fork and no cgroup
+    migration per command. One that does not (forked while the others were busy) ends after its command.
+    """
+    me = os.getpid()
+    try:
+        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)  # the launcher's handler is not ours
+        signal.set_wakeup_fd(keeper.wake_w, warn_on_full_buffer=False)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        keeper.prelude_fd = _high(keeper.prelude_fd)  # clear of the numbers the command's descriptors go to
+        _subreaper()
+        if keeper.cgroup is not None:
+            try:
+                with open(f"{keeper.cgroup}/cgroup.procs", "w") as handle:
+                    handle.write(str(me))
+            except OSError:
+                keeper.cgroup = None
+    except BaseException:  # a keeper that cannot start just ends; the launcher forks another
+        os._exit(1)
+    while True:
+        try:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # idle, it must not outlive the launcher
+            if os.getppid() != keeper.launcher:
+                os._exit(0)
+            taken = _read_request(sock)
+            if taken is None:
+                keeper.say("E")
+                os._exit(0)
+            _prctl(PR_SET_PDEATHSIG, 0)  # from here on it keeps a command: it outlives the launcher if need be
+        except BaseException:
+            os._exit(1)
+        request, received = taken
+        fds = [_high(fd) for fd in received]  # close-on-exec, clear of the numbers posix_spawn dup2s onto
+        status = fds[2]
+        try:
+            _keep(request, fds, keeper)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.write(status, f"E {exc}\n".encode(errors="replace"))
+            keeper.say("T")
+        for fd in fds:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        if not keeper.stays:
+            os._exit(0)
+        for pid in keeper.strays():  # nothing of the last command may meet the next one
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        keeper.say("R")
+
+
+def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
+    """Start one command, wait for it and end everything it started; the status socket says how it went."""
+    out, err, status = fds[:3]
+    cwd_fd = fds[3] if len(fds) > 3 else -1
+    os.set_blocking(status, False)
+    _reaped.clear()
     me = os.getpid()
     limit = request.get("count_limit")
     pids_max = request.get("pids_max")
-    if isinstance(pids_max, int):
-        if cgroup is not None:  # we are in it already; the command inherits it
-            with open(f"{cgroup}/pids.max", "w") as handle:
-                handle.write(str(pids_max))
-        else:  # no cgroup could be made for this spare: count instead
-            limit = pids_max - 1
+    if isinstance(pids_max, int) and keeper.cgroup is None:
+        limit = pids_max - 1  # no cgroup could be made for this keeper: count instead
+    keeper.set_pids_max(str(pids_max) if isinstance(pids_max, int) else "max")
     os.chdir(str(request["cwd"]))
     env = dict(request["env"])  # type: ignore[call-overload]
     actions: list[tuple[object, ...]] = [
@@ -192,7 +264,7 @@ def _keep(request: dict[str, object], fds: list[int], prelude_fd: int, cgroup: s
         (os.POSIX_SPAWN_DUP2, err, 2),
     ]
     if request.get("prelude"):
-        actions.append((os.POSIX_SPAWN_DUP2, prelude_fd, _PRELUDE_FD))
+        actions.append((os.POSIX_SPAWN_DUP2, keeper.prelude_fd, _PRELUDE_FD))
         env["BASH_ENV"] = f"/dev/fd/{_PRELUDE_FD}"
         if cwd_fd >= 0:
             actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
@@ -207,47 +279,64 @@ def _keep(request: dict[str, object], fds: list[int], prelude_fd: int, cgroup: s
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    for fd in (out, err, cwd_fd, prelude_fd):
-        if fd >= 0:
-            os.close(fd)
-    os.write(status, f"P {leader} {me} {cgroup or '-'}\n".encode())
-    # Only now may the next spare join its cgroup: a cgroup migration holds up forks machine-wide while the
-    # kernel waits for an RCU grace period, and this command's spawn must not wait on it.
-    taken.say()
+    for index in (0, 1, 3):  # the command holds its output pipes now: they close when it is gone
+        if index < len(fds):
+            os.close(fds[index])
+            fds[index] = -1
+    with contextlib.suppress(OSError):  # toolrig may be gone
+        os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
+    # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
+    # waits for an RCU grace period, and this command's spawn must not wait on it.
+    keeper.say("T")
+
+    def tell(line: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(status, line)
+
     interval = _COUNT_INTERVAL if isinstance(limit, int) else None
+    watched = [keeper.wake_r, status]
     running = True
-    while True:
-        if running:
-            info = signal.sigtimedwait({signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1}, interval or 3600)
-            if info is not None and info.si_signo == signal.SIGTERM:
+    exit_code = 0
+    while running:
+        ready, _, _ = select.select(watched, [], [], interval)
+        if keeper.wake_r in ready:
+            with contextlib.suppress(OSError):
+                os.read(keeper.wake_r, 4096)
+        if status in ready:  # toolrig asks: T to end the command, K to kill all; closed: toolrig is gone
+            try:
+                asked = os.read(status, 64)
+            except BlockingIOError:
+                asked = b"-"
+            except OSError:
+                asked = b""
+            if b"K" in asked or not asked:
+                watched.remove(status)
+                with contextlib.suppress(OSError):
+                    os.killpg(leader, signal.SIGKILL)
+                kill_all_below(me)
+            elif b"T" in asked:
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGTERM)
-            elif info is not None and info.si_signo == signal.SIGUSR1:
-                with contextlib.suppress(OSError):
-                    os.killpg(leader, signal.SIGKILL)
-                kill_all_below(me)
-            elif isinstance(limit, int) and len(descendants(me)) > limit:
-                os.write(status, b"L\n")
-                with contextlib.suppress(OSError):
-                    os.killpg(leader, signal.SIGKILL)
-                kill_all_below(me)
+        if isinstance(limit, int) and len(descendants(me)) > limit:
+            tell(b"L\n")
+            with contextlib.suppress(OSError):
+                os.killpg(leader, signal.SIGKILL)
+            kill_all_below(me)
         for pid, code in _reap_all():
             if pid == leader and running:
                 running = False
-                with contextlib.suppress(OSError):
-                    os.write(status, f"X {os.waitstatus_to_exitcode(code)}\n".encode())
+                exit_code = os.waitstatus_to_exitcode(code)
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)  # the group is gone once its last member is reaped
-        if not running:
-            kill_all_below(me)
-            return
+    kill_all_below(me)
+    tell(f"X {exit_code}\n".encode())
 
 
 def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | None:
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 8)
+            data, fds, _flags, _addr = socket.recv_fds(sock, INLINE_REQUEST + 1024, 8)
         except OSError:
             return None
         if not data:
@@ -260,37 +349,13 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
                     request = json.loads(os.pread(big, int(request["memfd"]), 0))
                 finally:
                     os.close(big)
-            if not isinstance(request, dict):
-                raise ValueError("not an object")
+            if not isinstance(request, dict) or len(fds) < 3:
+                raise ValueError("not a request")
         except (ValueError, IndexError, TypeError, OSError):
             for received in fds:
                 os.close(received)
             continue
         return request, fds
-
-
-def spare(sock: socket.socket, control: int, prelude_fd: int, cgroup: str | None, launcher: int) -> None:
-    """A keeper-to-be: join a fresh cgroup now, then take the next request off the socket. Never returns."""
-    me = os.getpid()
-    try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # idle, it must not outlive the launcher
-        if os.getppid() != launcher:
-            os._exit(0)
-        if cgroup is not None:
-            try:
-                with open(f"{cgroup}/cgroup.procs", "w") as handle:
-                    handle.write(str(me))
-            except OSError:
-                cgroup = None
-        taken = _read_request(sock)
-        if taken is None:
-            os.write(control, f"E {me}\n".encode())
-            os._exit(0)
-        _prctl(PR_SET_PDEATHSIG, 0)  # from here on it keeps a command: it outlives the launcher if need be
-        sock.close()
-    except BaseException:  # a spare that cannot start just ends; the launcher forks another
-        os._exit(1)
-    keeper(*taken, prelude_fd, cgroup, _Taken(control))
 
 
 def main(fd: int, base: str = "", owner: int = 0) -> None:
@@ -299,80 +364,115 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     os.setsid()
     _subreaper()
     me = os.getpid()
+    os.write(1, str(me).encode())  # toolrig watches us through a pidfd
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
     sock = socket.socket(fileno=fd)
-    prelude_fd = os.memfd_create("toolrig-prelude", os.MFD_CLOEXEC)
+    sock.set_inheritable(False)  # keepers hold it while their command runs: no command may read requests
+    prelude_fd = os.memfd_create("toolrig-prelude", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.write(prelude_fd, PRELUDE.encode())
-    control_r, control_w = os.pipe()  # spares say here when they took a request or found toolrig gone
-    keepers: set[int] = set()
-    spares: dict[int, str | None] = {}  # the idle spares waiting on the socket, and their cgroups
+    # Every command gets it: sealed, so that none can rewrite the next one's limits.
+    seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
+    fcntl.fcntl(prelude_fd, fcntl.F_ADD_SEALS, seals)
+    control_r, control_w = os.pipe()  # keepers say: took a request (T), idle again (R), toolrig is gone (E)
+    keepers: dict[int, str | None] = {}  # every keeper, and its cgroup
+    idle: set[int] = set()
+    staying: set[int] = set()  # the keepers that go back to the socket after a command (at most SPARES)
     counter = iter(range(1, 1 << 62))
 
     def reap(_signum: int, _frame: object) -> None:
         for pid, _status in _reap_all():
-            keepers.discard(pid)
-            if pid in spares:  # a spare died without taking a request (killed): fork another
+            if pid in keepers:  # a keeper ended (killed, or done with its one command): the loop cleans up
                 with contextlib.suppress(OSError):
                     os.write(control_w, f"D {pid}\n".encode())
         # Our only children are keepers: any other was left to us by a keeper that was killed (a command may
         # kill or stop its keeper), and must not outlive it. Its own children come back to us in turn.
-        for orphan in set(children(me)) - keepers:
+        for orphan in set(children(me)) - set(keepers):
             with contextlib.suppress(OSError):
                 os.kill(orphan, signal.SIGKILL)
 
-    def fork_spare() -> None:
+    def fork_keeper() -> None:
         cgroup = None
         if base:
             path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}"
             with contextlib.suppress(OSError):
                 os.mkdir(path)
                 cgroup = path
+        stays = len(staying) < SPARES
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # a new keeper is never taken for an orphan
         pid = os.fork()
         if pid == 0:
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             os.close(control_r)
-            spare(sock, control_w, prelude_fd, cgroup, me)
-        keepers.add(pid)
-        spares[pid] = cgroup
+            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays))
+        keepers[pid] = cgroup
+        idle.add(pid)
+        if stays:
+            staying.add(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 
     signal.signal(signal.SIGCHLD, reap)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for _ in range(SPARES):
-        fork_spare()
+        fork_keeper()
     pending = b""
     running = True
-    deaths = 0  # spares that died in a row without taking a request
+    deaths = 0  # keepers that died in a row without taking a request
     while running:
         pending += os.read(control_r, 4096)
         while b"\n" in pending:
             line, pending = pending.split(b"\n", 1)
             kind, _, sender = line.decode().partition(" ")
+            pid = int(sender)
             if kind == "E":
                 running = False
-            elif int(sender) in spares:  # "T": taken, "D": died; either way it needs a successor
-                cgroup = spares.pop(int(sender))
-                deaths = deaths + 1 if kind == "D" else 0
-                if kind == "D" and cgroup is not None:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(cgroup)
-                if deaths > _MAX_SPARE_DEATHS:  # spares cannot start here: close, so toolrig's send fails
+                break
+            if pid not in keepers:
+                continue
+            if kind == "T":  # taken: another must be ready for the next request
+                deaths = 0
+                idle.discard(pid)
+            elif kind == "R":
+                idle.add(pid)
+            elif kind == "D":
+                deaths += pid in idle
+                idle.discard(pid)
+                staying.discard(pid)
+                _remove_cgroup(keepers.pop(pid))
+                if deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
                     running = False
                     break
-                fork_spare()  # a taken spare's cgroup is the command's now: toolrig removes it
+            if not idle or len(staying) < SPARES:
+                fork_keeper()
     sock.close()
     for pid in list(keepers):  # toolrig is gone: so is everything it started
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + 3
-    while keepers and time.monotonic() < deadline:
-        time.sleep(0.01)
+            os.kill(pid, signal.SIGKILL)
     kill_all_below(me)
-    for cgroup in spares.values():  # the idle spares' cgroups; those that hold a command are toolrig's
-        if cgroup is not None:
-            with contextlib.suppress(OSError):
-                os.rmdir(cgroup)
+    for cgroup in keepers.values():
+        _remove_cgroup(cgroup)
     os._exit(0)
+
+
+def _remove_cgroup(cgroup: str | None) -> None:
+    """Kill what is left in a dead keeper's cgroup, and remove it (toolrig may be doing the same)."""
+    if cgroup is None:
+        return
+    for _ in range(200):
+        try:
+            with open(f"{cgroup}/cgroup.procs") as handle:
+                pids = [int(p) for p in handle.read().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _reap_some()
+        time.sleep(0.005)
+    with contextlib.suppress(OSError):
+        os.rmdir(cgroup)
 
 
 if __name__ == "__main__":

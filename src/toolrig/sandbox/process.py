@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -32,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.launcher import INLINE_REQUEST
 
 log = logging.getLogger("toolrig.sandbox.process")
 
@@ -169,10 +171,10 @@ class Limits:
 
 
 class PidsCgroup:
-    """A pids cgroup per command, where the kernel offers one.
+    """A pids cgroup per keeper (so per running command), where the kernel offers one.
 
-    The launcher's spare keeper makes it and joins it before the command is even asked for (the join is the
-    slow part); toolrig empties and removes it once the command is over. It caps forks (root ignores
+    The launcher makes one for each keeper, which joins it once and keeps command after command in it (the join
+    is the slow part); toolrig empties and removes it only if the keeper died. It caps forks (root ignores
     RLIMIT_NPROC) and finds every process the command left behind, including those that left its session or
     process group.
     """
@@ -309,31 +311,59 @@ class Launcher:
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 pass_fds=(theirs.fileno(),),
                 close_fds=True,
             )
             starter.wait()  # it double-forks: the launcher's parent is not toolrig
+        said = b""
+        if starter.stdout is not None:
+            with starter.stdout:
+                said = starter.stdout.read(64)  # the launcher's pid, then it closes its stdout
+        self.pidfd: int | None = None
+        with contextlib.suppress(ValueError, OSError):
+            self.pidfd = os.pidfd_open(int(said))
         self.sock = ours
         self.owner = os.getpid()
         self.base = base
+
+    def gone(self) -> bool:
+        """Whether the launcher process has ended (a command may kill it)."""
+        return self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
     @classmethod
     def get(cls) -> Launcher:
         base = PidsCgroup.base()
         with cls._lock:
             current = cls._current
-            if current is None or current.owner != os.getpid() or current.base != base:
-                if current is not None:  # ours: its spare sees the end and it exits; inherited: the parent's
-                    current.sock.close()
+            if current is None or current.owner != os.getpid() or current.base != base or current.gone():
+                if current is not None:  # ours: its keepers see the end and it exits; inherited: the parent's
+                    current.close()
+                    PidsCgroup.forget_spares()
                 current = cls._current = cls(base)
             return current
 
     @classmethod
-    def send(cls, request: dict[str, object], fds: list[int]) -> None:
+    def forget(cls, launcher: Launcher) -> None:
+        """Start a new launcher for the next command: this one died."""
+        with cls._lock:
+            if cls._current is launcher:
+                cls._current = None
+        launcher.close()
+        PidsCgroup.forget_spares()
+
+    @classmethod
+    def send(cls, request: dict[str, object], fds: list[int]) -> Launcher:
+        """Hand the request to a keeper of the current launcher (started again once if it died); returns it."""
         data = json.dumps(request).encode()
         big = -1
-        if len(data) > _INLINE_REQUEST:
+        if len(data) > INLINE_REQUEST:
             big = os.memfd_create("toolrig-request", os.MFD_CLOEXEC)
             os.write(big, data)
             data = json.dumps({"memfd": len(data)}).encode()
@@ -343,32 +373,27 @@ class Launcher:
                 launcher = cls.get()
                 try:
                     socket.send_fds(launcher.sock, [data], fds)
-                    return
+                    return launcher
                 except OSError:  # the launcher died (a command may kill it): start another once
-                    with cls._lock:
-                        if cls._current is launcher:
-                            cls._current = None
-                    launcher.sock.close()
-                    PidsCgroup.forget_spares()
+                    cls.forget(launcher)
                     if attempt:
                         raise
+            raise AssertionError("unreachable")
         finally:
             if big >= 0:
                 os.close(big)
 
 
-_INLINE_REQUEST = 64 * 1024
-
-
 class Keeper:
-    """The per-command process that started the command and ends everything it started.
+    """The launcher's process that started the command and ends everything it started (then keeps the next).
 
     Its status pipe says when the command started, why it was stopped and when its leader exited; the pipe
-    closes once every process of the command is gone. Signals reach it through a pidfd (no pid reuse).
+    closes once every process of the command is gone. Requests to stop go back on the same (per-command) socket;
+    only an unanswering keeper gets a signal (SIGKILL, through a pidfd: no pid reuse).
     """
 
     def __init__(self, status_fd: int) -> None:
-        self.fd = status_fd
+        self.fd = status_fd  # a socket: the keeper reports on it, and reads T (end the command) or K (kill all)
         os.set_blocking(status_fd, False)
         self._buffer = b""
         self.closed = False
@@ -390,6 +415,8 @@ class Keeper:
             except BlockingIOError:
                 await anyio.wait_readable(self.fd)
                 continue
+            except OSError:  # reset: the keeper was killed with our T or K unread
+                chunk = b""
             break
         if not chunk:
             self.closed = True
@@ -427,10 +454,26 @@ class Keeper:
             await self._read()
 
     def signal(self, sig: signal.Signals) -> None:
-        if self.closed or self.pidfd is None:
+        """SIGTERM ends the command, SIGUSR1 kills all it started, SIGKILL ends the keeper itself.
+
+        The first two are asked on the command's own pipe, not sent as signals: the keeper lives on for the
+        next command, and a request that arrives late must not reach that one.
+        """
+        if self.closed:
+            return
+        if sig == signal.SIGKILL:
+            if self.pidfd is not None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self.pidfd, sig)
             return
         with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.pidfd, sig)
+            os.write(self.fd, b"K" if sig == signal.SIGUSR1 else b"T")
+
+    def dead(self) -> bool:
+        """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
+        if self.pidfd is None:
+            return True
+        return bool(select.select([self.pidfd], [], [], 0)[0])
 
     def close(self) -> None:
         os.close(self.fd)
@@ -446,7 +489,7 @@ class _Run:
     err: CappedText
     max_output_bytes: int
     stopped: str | None = None
-    flooded: anyio.Event = field(default_factory=anyio.Event)
+    waiting: anyio.CancelScope | None = None  # the wait for the command's end, while it lasts
 
 
 def containment(limits: Limits, cgroup: PidsCgroup | None) -> str:
@@ -472,6 +515,7 @@ async def run_contained(
     prelude: bool = True,
     on_progress: Callable[[float, str], None] | None = None,
     progress_interval: float = 1.0,
+    retry: bool = True,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -489,8 +533,8 @@ async def run_contained(
         child_env["__TOOLRIG_ULIMITS"] = args
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    status_r, status_w = os.pipe()
-    fds = [out_w, err_w, status_w]
+    status_r, status_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # both ways: status, and T/K
+    fds = [out_w, err_w, status_w.detach()]
     read_fd = -1
     if prelude and report_cwd:
         read_fd, write_fd = os.pipe()
@@ -505,9 +549,9 @@ async def run_contained(
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
     }
     started = time.perf_counter()
-    keeper = Keeper(status_r)
+    keeper = Keeper(status_r.detach())
     try:
-        Launcher.send(request, fds)
+        launcher = Launcher.send(request, fds)
     except OSError as exc:
         for fd in (out_r, err_r, read_fd):
             if fd >= 0:
@@ -518,24 +562,30 @@ async def run_contained(
         for fd in fds:
             os.close(fd)
     run = _Run(keeper, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
+    unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
+    lost = False
     try:
         await keeper.started()
-        if keeper.error is not None or not keeper.pid:
-            reason = keeper.error or "the launcher stopped before it started the command"
-            raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
+        # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
+        # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
+        lost = not keeper.pid and keeper.error is None and retry and launcher.gone()
         async with anyio.create_task_group() as group:
+            if lost:
+                group.cancel_scope.cancel()
             done = [anyio.Event(), anyio.Event()]
             group.start_soon(_pump, out_r, run.out, run, done[0])
             group.start_soon(_pump, err_r, run.err, run, done[1])
             if on_progress is not None:
                 group.start_soon(_tick, on_progress, progress_interval, run, started)
             with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
-                async with anyio.create_task_group() as waiters:
-                    waiters.start_soon(_cancel_on, run.flooded, waiters.cancel_scope)
+                with anyio.CancelScope() as run.waiting:  # an output flood stops the wait
                     await keeper.exited()
-                    waiters.cancel_scope.cancel()
+            if not keeper.pid and (keeper.error is not None or keeper.closed):
+                group.cancel_scope.cancel()
+                reason = keeper.error or "the launcher stopped before it started the command"
+                unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
             if scope.cancelled_caught:
                 timed_out = True
                 run.stopped = "timeout"
@@ -552,6 +602,15 @@ async def run_contained(
                 os.close(fd)
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
+    if lost:
+        Launcher.forget(launcher)
+        return await run_contained(
+            argv, cwd=cwd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
+            max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
+            on_progress=on_progress, progress_interval=progress_interval, retry=False,
+        )  # fmt: skip
+    if unstarted is not None:
+        raise unstarted
     run.out.close()
     run.err.close()
     if keeper.over_limit and run.stopped is None:
@@ -577,11 +636,6 @@ async def _tick(report: Callable[[float, str], None], interval: float, run: _Run
         report(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
 
 
-async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
-
-
 async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None:
     os.set_blocking(fd, False)
     try:
@@ -598,8 +652,9 @@ async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None
             sink.feed(chunk)
             if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
                 run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
-                run.flooded.set()
                 run.keeper.signal(signal.SIGUSR1)
+                if run.waiting is not None:
+                    run.waiting.cancel()
     finally:
         done.set()
 
@@ -628,13 +683,14 @@ async def _stop(keeper: Keeper, grace: float) -> None:
                 os.killpg(keeper.leader, signal.SIGKILL)
         with anyio.move_on_after(_KEEPER_SECONDS):
             await keeper.gone()
+    # A keeper that answered lives on in its cgroup, ready for the next command: it has ended everything of this
+    # one itself. Only a dead keeper's cgroup may still hold what it kept (a command may kill or stop its keeper).
     if keeper.cgroup is not None and not keeper.cgroup_removed:
-        if keeper.closed and keeper.pidfd is not None:
-            # The status pipe closes as the keeper exits, before the kernel takes it out of the cgroup: wait for
-            # its pidfd (readable once it is gone) rather than find it still listed, kill it and sleep.
+        if keeper.exit_code is None and keeper.pidfd is not None:  # it did not answer: it is dead or dying
             with anyio.move_on_after(_KEEPER_SECONDS):
                 await anyio.wait_readable(keeper.pidfd)
-        keeper.cgroup_removed = await keeper.cgroup.kill_all()
+        if keeper.dead():
+            keeper.cgroup_removed = await keeper.cgroup.kill_all()
 
 
 _KEEPER_SECONDS = 3.0

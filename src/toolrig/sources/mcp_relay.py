@@ -1,8 +1,10 @@
 """What a connected MCP server may ask of toolrig: questions (elicitation), the model (sampling), roots.
 
-Trust model: the server is untrusted. A question reaches the user only through the run's question
-channel (``ask_user``'s: one question per form field, typed answers), or, when nobody is there, as a
-yes/no approval that accepts the form's own defaults; never answered by the model; sampling is off unless the
+Trust model: the server is untrusted. Its form is checked (``toolrig.forms``: the flat subset MCP allows,
+else declined) and reaches the user only through the run's question channel, as an ``ask_user`` question
+with that form (an MCP client is shown it as written, a terminal field by field; the answer is checked
+against it), or, when nobody is there, as a yes/no approval that accepts the form's own defaults; never
+answered by the model; sampling is off unless the
 server's config turns it on, then capped per run and approved per request; roots are the workspace
 root (or the config's ``roots:``) and nothing else. A ``tools/list_changed`` notice marks the listing
 stale: it is re-read and re-checked against the trusted fingerprints before the next call.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ import anyio
 
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
+from toolrig.errors import ToolError
+from toolrig.forms import FormError, check_form, check_values
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
@@ -37,10 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolrig.mcp")
 
-# A model call made for a server: (system prompt, [(role, text)], max tokens) -> (text, model name).
-Sampler = Callable[[str | None, list[tuple[str, str]], int], Awaitable[tuple[str, str]]]
+# A model call made for a server: (system prompt, [(role, text)], max tokens, the calling run's session id)
+# -> (text, model name). The session id lets the run that holds the call count the tokens in its budget.
+Sampler = Callable[[str | None, list[tuple[str, str]], int, str | None], Awaitable[tuple[str, str]]]
 MAX_QUESTION = 1000
-MAX_FIELDS = 20
 
 
 async def ask_the_user(ctx: ToolContext | None, server: str, question: str, detail: str) -> bool:
@@ -51,7 +54,7 @@ async def ask_the_user(ctx: ToolContext | None, server: str, question: str, deta
     """
     if ctx is None:
         return False
-    return await ctx.approvals.ask(f"{server}/elicitation", question, detail)
+    return await ctx.approvals.ask(f"{server}/elicitation", question, detail, call_id=ctx.call_id)
 
 
 async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -59,84 +62,6 @@ async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]])
     if ctx is None or not questions:
         return None
     return await ctx.approvals.ask_user(questions, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events)
-
-
-def _defaults(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The form's default answers (SEP-1034), and the required fields that have none."""
-    answers = {
-        key: spec["default"]
-        for key, spec in _fields(schema).items()
-        if "default" in spec and not isinstance(spec["default"], dict | list)
-    }
-    return answers, [key for key in _required(schema) if key not in answers]
-
-
-def _required(schema: dict[str, Any]) -> list[str]:
-    listed = schema.get("required")
-    return [key for key in listed if isinstance(key, str)] if isinstance(listed, list) else []
-
-
-def _fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return {}
-    return {str(k): v for k, v in list(properties.items())[:MAX_FIELDS] if isinstance(v, dict)}
-
-
-def _choices(spec: dict[str, Any]) -> list[str]:
-    if spec.get("type") == "boolean":
-        return ["yes", "no"]
-    values = spec.get("enum")
-    if isinstance(values, list):
-        return [str(v)[:100] for v in values[:50]]
-    options = spec.get("oneOf")
-    if isinstance(options, list):
-        return [str(o.get("const"))[:100] for o in options[:50] if isinstance(o, dict) and "const" in o]
-    return []
-
-
-def form_questions(message: str, schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """One question per field of the server's form, in the question channel's shape (``ask_user``)."""
-    questions = []
-    for index, (key, spec) in enumerate(_fields(schema).items()):
-        label = str(spec.get("title") or key)[:80]
-        text = f"{label}: {str(spec.get('description') or '')[:300]}".rstrip(": ")
-        if "default" in spec:
-            text += f" (empty: {str(spec['default'])[:100]})"
-        if index == 0:
-            text = f"{message}\n\n{text}"
-        questions.append({"question": text, "header": key[:30], "options": _choices(spec)})
-    return questions
-
-
-def form_answers(schema: dict[str, Any], replies: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The person's replies as the form's typed values; None when a required field is left empty or wrong."""
-    required = set(_required(schema))
-    content: dict[str, Any] = {}
-    for (key, spec), reply in zip(_fields(schema).items(), replies, strict=False):
-        picked = reply.get("selected") or []
-        raw = str(picked[0]) if picked else str(reply.get("other_text") or "").strip()
-        if not raw:
-            if "default" in spec:
-                content[key] = spec["default"]
-            elif key in required:
-                return None
-            continue
-        kind = spec.get("type")
-        try:
-            if kind == "boolean":
-                content[key] = raw.lower() in ("yes", "true", "y", "1")
-            elif kind == "integer":
-                content[key] = int(raw)
-            elif kind == "number":
-                content[key] = float(raw)
-                if not math.isfinite(content[key]):
-                    return None  # JSON has no NaN or infinity
-            else:
-                content[key] = raw
-        except ValueError:
-            return None
-    return content
 
 
 @dataclass
@@ -171,22 +96,30 @@ class Relay:
             return ElicitResult(action="decline")
         raw: Any = params.requested_schema
         schema = raw if isinstance(raw, dict) else raw.model_dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            form = check_form(schema)
+        except FormError as exc:
+            log.warning("MCP server %r sent a form toolrig does not show (%s); declined", self.server, exc)
+            return ElicitResult(action="decline")
         question = f"The MCP server '{self.server}' asks: {message}"
-        replies = await ask_the_form(self.current(), form_questions(question, schema))
+        try:
+            replies = await ask_the_form(self.current(), [{"question": question, "form": form}])
+        except ToolError as exc:  # the answer did not fit the form: nothing is sent
+            log.warning("an answer for MCP server %r was refused: %s", self.server, exc.message)
+            return ElicitResult(action="decline")
         if replies is not None:  # the person filled the form in the question channel
-            content = form_answers(schema, replies)
-            return (
-                ElicitResult(action="accept", content=content)
-                if content is not None
-                else ElicitResult(action="decline")
-            )
+            try:  # checked here too, whoever answered: left-out fields take their defaults
+                content = check_values(form, (replies[0] if replies else {}).get("values") or {})
+            except FormError as exc:
+                log.warning("an answer for MCP server %r was refused: %s", self.server, exc)
+                return ElicitResult(action="decline")
+            return ElicitResult(action="accept", content=content)
         # Nobody at the question channel: a yes/no approval can still accept the form's own defaults.
-        answers, missing = _defaults(schema)
-        if missing:
-            # The question channel answers yes or no; a form with blanks to fill cannot be answered honestly.
-            log.warning(
-                "MCP server %r asked for %s, which has no default; declined", self.server, ", ".join(missing[:5])
-            )
+        try:
+            answers = check_values(form, {})
+        except FormError as exc:
+            # The approval answers yes or no; a form with blanks to fill cannot be answered honestly.
+            log.warning("MCP server %r asked for what has no default (%s); declined", self.server, exc)
             return ElicitResult(action="decline")
         detail = "Yes accepts" + (f" with: {json.dumps(answers, ensure_ascii=False)[:500]}" if answers else "")
         if await ask_the_user(self.current(), self.server, question, detail):
@@ -223,7 +156,8 @@ class Relay:
         self.samples += 1
         system = params.system_prompt[:4000] if params.system_prompt else None
         try:
-            text, model = await self.sampler(system, turns, limit)
+            current = self.current()
+            text, model = await self.sampler(system, turns, limit, current.session_id if current else None)
         except Exception as exc:  # the model's failure is the server's answer, not our crash
             log.warning("sampling for MCP server %r failed: %s", self.server, exc)
             return ErrorData(code=INVALID_REQUEST, message=f"the model call failed: {str(exc)[:300]}")

@@ -16,6 +16,7 @@ from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import FollowupsEvent, TodosEvent
+from toolrig.forms import FormError, check_form
 
 Status = Literal["pending", "in_progress", "completed", "cancelled"]
 
@@ -113,6 +114,14 @@ class Question(ToolInput):
     )
     allow_multiple: bool = Field(default=False, description="The user may pick several options.")
     allow_other_text: bool = Field(default=False, description="The user may also type their own answer.")
+    form: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "A form to fill in instead of options: a flat JSON Schema object whose properties are string, number, "
+            "integer, boolean or enum fields (enum, oneOf, or an array of enum items), each with an optional "
+            "default. The answer comes back as values."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -133,6 +142,13 @@ class Question(ToolInput):
         labels = [o.label for o in self.options or ()]
         if len(set(labels)) != len(labels):
             raise ValueError("option labels must be distinct (the answer names options by label)")
+        if self.form is not None:
+            if self.options or self.allow_multiple or self.allow_other_text:
+                raise ValueError("a question has either a form or options, not both")
+            try:
+                self.form = check_form(self.form)
+            except FormError as exc:
+                raise ValueError(f"form: {exc}") from None
         return self
 
 
@@ -143,6 +159,11 @@ class AskUserInput(ToolInput):
 class Answer(ToolOutput):
     selected: list[str] | None = Field(default=None, description="The labels the user picked.")
     other_text: str | None = Field(default=None, description="What the user typed.")
+    values: dict[str, Any] | None = Field(
+        default=None,
+        description="The filled-in form, field by field.",
+        exclude_if=lambda v: v is None,  # only form questions have values: other answers keep their shape
+    )
 
 
 class AskUserOutput(ToolOutput):
@@ -157,7 +178,8 @@ class AskUser(Tool[AskUserInput, AskUserOutput]):
     sequential = True  # one question at a time: parallel calls would interleave on the person's screen
     description = (
         "Ask the user questions when you cannot go on without their choice: give options to pick from "
-        "(allow_multiple for several, allow_other_text for their own words), or no options for a free answer. "
+        "(allow_multiple for several, allow_other_text for their own words), no options for a free answer, or a "
+        "form of typed fields with defaults. "
         "The answer may be skipped (skipped: true): then decide yourself and say what you assumed."
     )
 

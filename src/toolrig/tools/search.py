@@ -8,6 +8,7 @@ against the workspace before it is shown.
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import os
 import time
@@ -355,10 +356,11 @@ class Glob(Tool[GlobInput, GlobOutput]):
         paths = _search_paths(start, rel, hidden)
         deny = ctx.workspace.exclusion_globs(root)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        stamped: list[tuple[float, str]] = []
+        kept: list[str] = []
+        mtimes: list[float] = []  # parallel to kept: no tuple per file (allocation, and the cycle collector)
         seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
         accepts = None if selection.directories is None and not selection.typed else selection.accepts
-        stat = os.stat
+        lstat = os.lstat
         try:
             # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
             found = list_files(
@@ -371,15 +373,16 @@ class Glob(Tool[GlobInput, GlobOutput]):
                     seen.update(names)
                 for name in names:
                     try:
-                        stamped.append((-stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime, name))
+                        mtimes.append(lstat(name, dir_fd=dir_fd).st_mtime)
                     except OSError:
                         continue
+                    kept.append(name)
         finally:
             os.close(dir_fd)
-        stamped.sort()
+        stamped = _newest(mtimes, kept, config.max_files)
         prefix = "" if root == ctx.workspace.root else f"{root}/"  # ripgrep printed paths relative to root
-        files = [prefix + name for _, name in stamped[: config.max_files]]
-        count = len(stamped)
+        files = [prefix + name for _, name in stamped]
+        count = len(kept)
         if not count:
             message = "No files match."
         elif count > len(files):
@@ -387,6 +390,20 @@ class Glob(Tool[GlobInput, GlobOutput]):
         else:
             message = f"{count} matching files, newest first."
         return GlobOutput(files=files, count=count, message=message)
+
+
+def _newest(mtimes: list[float], names: list[str], limit: int) -> list[tuple[float, str]]:
+    """The ``limit`` newest (negated mtime, name) pairs in order; ties by name.
+
+    Only the files at or above the ``limit``-th newest mtime are paired and sorted, not every match.
+    """
+    if len(mtimes) > limit:
+        floor = heapq.nlargest(limit, mtimes)[-1]
+        stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True) if mtime >= floor]
+    else:
+        stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True)]
+    stamped.sort()
+    return stamped[:limit]
 
 
 TOOLS = [CodeSearch(), Glob()]

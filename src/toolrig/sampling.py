@@ -1,0 +1,111 @@
+"""Which model answers a tool's ``ctx.sample``, and under what limits.
+
+Trust model: the text a tool sends may carry whatever a hostile model, file or page put into it, and the
+answer is untrusted data for the tool. Each request passes the call's approval first (``approvals.mode``:
+``off`` says yes, otherwise the person is asked, as for a remote MCP server's sampling), is capped in
+tokens and in requests per call, and goes to exactly one model: the MCP client that made the call
+(``sampling/createMessage``) under ``toolrig mcp serve``, or the agent run's own model, its tokens counted
+in the run's budget. A client that did not declare sampling gets a clear error, never another model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+
+from toolrig.context import Approvals, Sample
+from toolrig.errors import ErrorType, ToolError
+
+# (turns, max_tokens, system) -> the answer; a ToolError for a refusal the tool should read.
+ClientSampler = Callable[[list[tuple[str, str]], int, str | None], Awaitable[Sample]]
+# The agent runtime's: the same, plus the session whose run (model and budget) answers.
+RunSampler = Callable[[list[tuple[str, str]], int, str | None, str | None], Awaitable[Sample]]
+
+MAX_TOKENS = 4_000  # per request: a tool gets a paragraph or a page, not a model's whole output window
+MAX_PER_CALL = 10  # requests one call may make
+MAX_TEXT = 100_000  # characters of prompt (all turns and the system prompt) one request may send
+
+
+@dataclass(slots=True)
+class _Client:
+    sampler: ClientSampler | None  # None: the client did not declare sampling
+    used: int = 0
+
+
+class ModelRouter:
+    """``ToolContext.models`` for every call of a rig: the calling client's model, else the agent run's."""
+
+    def __init__(self, approvals: Approvals) -> None:
+        self.approvals = approvals
+        self.run: RunSampler | None = None  # set by the agent runtime (toolrig.agent.mcp_sampling)
+        self._clients: dict[str, _Client] = {}
+        self._used: dict[str, int] = {}
+
+    @contextmanager
+    def serving(self, call_id: str, sampler: ClientSampler | None) -> Iterator[None]:
+        """For as long as a client's call runs, its sampling goes to that client (None: it cannot sample)."""
+        self._clients[call_id] = _Client(sampler)
+        try:
+            yield
+        finally:
+            self._clients.pop(call_id, None)
+
+    async def sample(
+        self,
+        turns: Sequence[tuple[str, str]],
+        *,
+        max_tokens: int,
+        system: str | None,
+        tool: str,
+        call_id: str,
+        session_id: str | None,
+        agent_id: str | None,
+    ) -> Sample:
+        if not 1 <= max_tokens <= MAX_TOKENS:
+            raise ToolError(ErrorType.INVALID_INPUT, f"max_tokens must be from 1 to {MAX_TOKENS}, not {max_tokens}.")
+        if sum(len(text) for _, text in turns) + len(system or "") > MAX_TEXT:
+            raise ToolError(ErrorType.TOO_LARGE, f"A sampling request may send at most {MAX_TEXT} characters.")
+        client = self._clients.get(call_id)
+        if client is not None:
+            if client.sampler is None:
+                raise ToolError(
+                    ErrorType.UNAVAILABLE,
+                    "The MCP client that made this call does not support sampling (it did not declare it).",
+                    "Do the work without asking a model, or tell the user their client cannot sample.",
+                )
+            used = client.used
+            answer = partial(client.sampler, list(turns), max_tokens, system)
+        elif self.run is not None:
+            used = self._used.get(call_id, 0)
+            answer = partial(self.run, list(turns), max_tokens, system, session_id)
+        else:
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                "No model can be asked here: sampling needs an agent run or an MCP client that samples.",
+                "Do the work without asking a model.",
+            )
+        if used >= MAX_PER_CALL:
+            raise ToolError(ErrorType.RATE_LIMITED, f"A call may ask a model at most {MAX_PER_CALL} times.")
+        subject = turns[-1][1][:300] if turns else ""
+        reason = f"The tool '{tool}' asks the model to answer, in up to {max_tokens} tokens."
+        if not await self.approvals.ask(f"{tool}/sampling", subject, reason, call_id=call_id):
+            raise ToolError(ErrorType.DENIED, "The user did not approve asking the model.")
+        if client is not None:
+            client.used += 1
+        else:
+            if len(self._used) >= 10_000:  # counts of calls long gone: keep the table bounded
+                self._used.clear()
+            self._used[call_id] = used + 1
+        return await _guarded(answer())
+
+
+async def _guarded(answer: Awaitable[Sample]) -> Sample:
+    """A model's failure is the tool's error result, never a traceback."""
+    try:
+        return await answer
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise ToolError(ErrorType.UNAVAILABLE, f"The model call failed: {str(exc)[:300]}") from None

@@ -1,0 +1,111 @@
+"""The launcher's keepers stay for the next command (issue 19): nothing of one command may reach the next.
+
+A keeper keeps command after command in the same pids cgroup, so everything a command could leave in it (its
+processes, its process limit, the shared prelude, the request socket the keeper reads) is checked here from
+the next command's side.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from toolrig import Rig
+from toolrig.result import ToolResult
+
+
+def shell(workspace: Path, **settings: Any) -> Rig:
+    return Rig(workspace, config={"tool_config": {"run_command": settings}})
+
+
+def run(rig: Rig, command: str, **args: Any) -> ToolResult:
+    return rig.call_sync("run_command", {"command": command, **args})
+
+
+PIDS_CGROUP = "$(sed -n 's/^[0-9]*:pids:\\(.*\\)$/\\1/p' /proc/self/cgroup)"
+
+
+def test_a_command_cannot_rewrite_the_prelude_the_next_command_runs(workspace: Path) -> None:
+    rig = shell(workspace, cpu_seconds=5)
+    payload = "builtin ulimit -t 99; builtin exit 0\n#"
+    first = run(rig, f"printf '{payload}' > /proc/self/fd/4; printf '{payload}' | dd of=/dev/fd/4 2>/dev/null; true")
+    assert not first.is_error, first
+    second = run(rig, "echo ran; ulimit -t")
+    assert second.output["stdout"] == "ran\n5\n", second.output
+
+
+def test_a_command_holds_no_descriptor_but_its_own_streams(workspace: Path) -> None:
+    result = run(shell(workspace), "ls -l /proc/$$/fd/")  # bash's own, listed by its only child
+    rows = [line.split() for line in result.output["stdout"].splitlines()]
+    held = {row[-3]: row[-1] for row in rows if len(row) > 9 and row[-2] == "->"}
+    assert not any(target.startswith("socket:") for target in held.values()), held  # no request socket
+    assert set(held) <= {"0", "1", "2", "3", "4"}, held  # stdin, out, err, final directory, prelude
+
+
+def test_a_process_limit_and_a_cgroup_setting_of_one_command_do_not_carry_over(workspace: Path) -> None:
+    tight, roomy = shell(workspace, max_processes=8), shell(workspace, max_processes=64)
+    keepers = set()
+    for _ in range(4):  # each keeper in turn: a tight command, then a roomy one, maybe in the same cgroup
+        first = run(tight, f"echo $PPID; echo 2 > /sys/fs/cgroup/pids{PIDS_CGROUP}/pids.max 2>/dev/null; true")
+        keepers.add(first.output["stdout"].split()[0])
+        second = run(roomy, "for i in $(seq 20); do sleep 5 & done; jobs -p | wc -l; kill $(jobs -p)")
+        assert second.output["stdout"].split()[-1] == "20", second.output
+    assert len(keepers) <= 2 + 1, keepers  # kept by the staying keepers, not one new process per command
+
+
+@pytest.mark.slow
+def test_more_commands_at_once_than_idle_keepers_all_run_and_end(workspace: Path) -> None:
+    rig = shell(workspace)
+    outputs: list[str] = []
+
+    async def one(index: int) -> None:
+        result = await rig.call("run_command", {"command": f"sleep 0.3; echo {index}"})
+        outputs.append(result.output["stdout"])
+
+    async def many() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(6):
+                group.start_soon(one, index)
+
+    anyio.run(many)
+    assert sorted(outputs) == [f"{index}\n" for index in range(6)]
+    assert run(rig, "echo after").output["stdout"] == "after\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("request_to_stop", ["timeout", "flood"])
+def test_a_stop_asked_for_one_command_never_reaches_the_next(workspace: Path, request_to_stop: str) -> None:
+    rig = shell(workspace, max_output_bytes=100_000, kill_grace_seconds=0.2)
+    for _ in range(3):
+        if request_to_stop == "timeout":
+            stopped = run(rig, "trap '' TERM; sleep 30", timeout_seconds=0.5)
+            assert stopped.output["timed_out"] is True
+        else:
+            stopped = run(rig, "yes flood")
+            assert stopped.output["stopped"].startswith("output limit")
+        after = run(rig, "sleep 0.3; echo survived")
+        assert after.output["stdout"] == "survived\n", after.output
+        assert after.output["exit_code"] == 0
+
+
+@pytest.mark.slow
+def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(workspace: Path) -> None:
+    rig = shell(workspace)
+    outputs: dict[str, str] = {}
+
+    async def call(name: str, command: str) -> None:
+        result = await rig.call("run_command", {"command": command})
+        outputs[name] = result.output["stdout"] if result.output else f"error: {result.message}"
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "long", "sleep 1.5; echo long done")  # its keeper still holds the socket
+            await anyio.sleep(0.3)
+            await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
+            await call("next", "echo still here")
+
+    anyio.run(scenario)
+    assert outputs == {"long": "long done\n", "killer": "killed\n", "next": "still here\n"}, outputs
