@@ -379,7 +379,7 @@ class Rig:
         """
         if self.governance.limiter is not None:
             self.governance.limiter.share_buckets(name, rate_owner if profile is not None else None)
-        self.governance.policy.set_profile(name, profile)
+        self.governance.policy.set_profile(name, profile, rate_owner)
         self._views.pop(name, None)
         for key in [k for k in self._tool_configs if k[1] == name]:
             del self._tool_configs[key]

@@ -156,3 +156,27 @@ def test_a_faces_tool_defaults_are_sent_only_where_the_tool_takes_them() -> None
     assert sent.args == {"path": "a", "content": "b", "on_conflict": "overwrite"}
     chosen = translate(claude, "Write", {"file_path": "a", "content": "b"}, CATALOG.find("write_file"))
     assert "on_conflict" not in chosen.args or "on_conflict" in CATALOG.get("write_file").input_schema()["properties"]
+
+
+def _scalar_params() -> list[tuple[str, str, str]]:
+    found = []
+    for name in NAMES:
+        for face in get_profile(name).faces:
+            for param, spec in face.schema.get("properties", {}).items():
+                if spec.get("type") in ("string", "number", "integer", "boolean"):
+                    found.append((name, face.name, param))
+    return found
+
+
+@pytest.mark.parametrize(("profile", "face", "param"), _scalar_params())
+def test_a_list_or_object_where_a_face_takes_one_value_is_refused_by_name_and_nothing_runs(
+    tmp_path: Path, profile: str, face: str, param: str
+) -> None:
+    """Review F11: claude's Read with file_path as a list read the first file and dropped the rest."""
+    from toolrig.rig import Rig
+
+    with Rig(tmp_path, {"approvals": {"mode": "off"}}, profile=profile) as rig:
+        for value in (["a.txt", "b.txt"], {"path": "a.txt"}):
+            result = rig.call_sync(face, {param: value})
+            assert result.is_error and result.error_type == "invalid_input", (face, param, result)
+            assert f"'{param}'" in result.message and face in result.message

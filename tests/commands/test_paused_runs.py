@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,26 @@ def test_a_pause_is_taken_once(tmp_path: Path) -> None:
         paused_runs.take(tmp_path, "s1")
     with pytest.raises(paused_runs.ResumeRefused, match="already resumed"):
         paused_runs.claim(tmp_path, "s1")
+
+
+@settings(max_examples=150, deadline=None)
+@given(inner=st.text(max_size=40))
+def test_the_session_id_inside_a_state_file_never_names_another_file(tmp_path_factory: Any, inner: str) -> None:
+    """A shipped `.toolrig/paused/fix.json` naming session "../../../victim" is refused, not obeyed."""
+    state_dir = tmp_path_factory.mktemp("state")
+    victim = state_dir.parent / "victim.json"
+    victim.write_text("{}")
+    forged = state()
+    forged.session_id = inner
+    (state_dir / "paused").mkdir()
+    (state_dir / "paused" / "fix.json").write_text(forged.to_json())
+    try:
+        found = paused_runs.claim(state_dir, "fix")
+    except paused_runs.ResumeRefused as exc:
+        assert "fix.json" in str(exc) or "session id" in str(exc)
+    else:
+        assert found.session_id == "fix"  # only a state that names itself is taken
+    with contextlib.suppress(paused_runs.ResumeRefused):
+        paused_runs.save(state_dir, forged)
+    assert victim.read_text() == "{}"
+    assert sorted(p.name for p in state_dir.parent.glob("victim*")) == ["victim.json"]

@@ -43,6 +43,12 @@ class BotApi:
         """Press the button whose label starts with ``choice`` on a sent message."""
         buttons = [b for row in message["reply_markup"]["inline_keyboard"] for b in row]
         data = next(b["callback_data"] for b in buttons if b["text"].lower().startswith(choice.lower()))
+        self.press_data(message, data, from_id=from_id, chat_id=chat_id)
+
+    def press_data(
+        self, message: dict[str, Any], data: str, *, from_id: int | None = None, chat_id: int | None = None
+    ) -> None:
+        """A press carrying any ``callback_data``: what a modified client could send."""
         chat = message["chat_id"] if chat_id is None else chat_id
         with self._changed:
             update = {

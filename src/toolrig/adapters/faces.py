@@ -78,6 +78,7 @@ class Translated:
     face: Face | None = None
     face_args: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # where the face's own arguments break its schema
 
 
 def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> Translated:
@@ -97,6 +98,11 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
         return Translated(face.tool, args, face)
     # OpenAI strict mode sends every optional parameter, null when unused: null means "not given" here.
     parsed = {key: value for key, value in parsed.items() if value is not None}
+    problems = _problems(face, parsed)
+    if problems:
+        # Nothing is translated from arguments the face itself refuses (Read's file_path as a list would read
+        # one file of several); the executor still sees, refuses and audits the call.
+        return Translated(face.tool, {"_invalid_arguments": parsed}, face, dict(parsed), problems=problems)
     notes: list[str] = []
     converted = face.args_in(dict(parsed), notes)
     if tool is not None:
@@ -108,6 +114,30 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
             if key in known and key not in converted:
                 converted[key] = value
     return Translated(face.tool, converted, face, dict(parsed), notes)
+
+
+_VALIDATORS: dict[int, tuple[Face, Any]] = {}
+
+
+def _problems(face: Face, args: dict[str, Any]) -> list[str]:
+    """Where the face's arguments break its own schema in a way no translation can honour.
+
+    A missing required argument, or a list or object where the face takes one value (Read's ``file_path``
+    as a list would read the first file of several). Scalars of the wrong type are left to the face's
+    lenient reading (``"120000"`` for a number) and to the tool's own validation.
+    """
+    cached = _VALIDATORS.get(id(face))
+    if cached is None or cached[0] is not face:
+        from jsonschema import Draft202012Validator
+
+        schema = {k: v for k, v in face.schema.items() if k != "additionalProperties"}
+        cached = _VALIDATORS[id(face)] = (face, Draft202012Validator(schema))
+    problems = []
+    for error in cached[1].iter_errors(args):
+        if error.validator == "required" or (error.validator == "type" and isinstance(error.instance, list | dict)):
+            where = ".".join(str(p) for p in error.absolute_path)
+            problems.append(f"'{where}': {error.message}" if where else error.message)
+    return sorted(problems)[:10]
 
 
 def _unsupported(args: dict[str, Any], schema: dict[str, Any], face: Face, notes: list[str]) -> dict[str, Any]:
@@ -160,9 +190,11 @@ def shape_result(call: Translated, result: ToolResult) -> ToolResult:
         # The executor named the tool's own parameters; the model called the face, so name the face's too.
         params = ", ".join(f"'{p}'" for p in call.face.schema.get("properties", {}))
         hint = f"Fix the arguments and call {call.face.name} again. Its parameters are: {params}."
-        return result.model_copy(
-            update={"notes": [*notes, f"{call.face.name} stands for toolrig's {call.name}"], "next_action_hint": hint}
-        )
+        update: dict[str, Any] = {"notes": [*notes, f"{call.face.name} stands for toolrig's {call.name}"]}
+        if call.problems:
+            count = f"{len(call.problems)} invalid argument" + ("s" if len(call.problems) > 1 else "")
+            update["message"] = f"{count} of {call.face.name}:\n" + "\n".join(f"- {p}" for p in call.problems)
+        return result.model_copy(update={**update, "next_action_hint": hint})
     if call.face is None or call.face.result_out is None or result.is_error:
         return result.model_copy(update={"notes": notes}) if call.notes else result
     shaped = Shaped(result.output or {}, call.face_args, call.args if isinstance(call.args, dict) else {})

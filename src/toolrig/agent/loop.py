@@ -267,7 +267,12 @@ class _Run:
                 )
         asked = [p.call_id for p in state.pending if p.questions]
         channel = ReplayChannel(
-            self._resume_children(state, decisions), answers, asked=asked, then=self._resumed_questions()
+            self._resume_children(state, decisions),
+            answers,
+            asked=asked,
+            then=self._resumed_questions(),
+            bound={p.call_id: p.fingerprint for p in state.pending if p.fingerprint},
+            approvals=self.pause if self.options.approvals == "pause" else self.options.approvals,
         )
         return await self._guarded(progress, done, channel)
 
@@ -552,6 +557,7 @@ class _Run:
                         subjects=list(request.subjects) if request else [],
                         needs_approval=request is not None and not request.questions,
                         questions=[question_json(q) for q in request.questions] if request else [],
+                        fingerprint=request.fingerprint if request else "",
                     )
                 )
             else:

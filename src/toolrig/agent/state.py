@@ -90,6 +90,9 @@ class PendingCall:
     task_id: str | None = None  # set when the call is a subagent's (its task id); decide it like any other
     # ask_user: the questions this call waits to have answered (resume with `answers={call_id: [...]}`)
     questions: list[dict[str, Any]] = field(default_factory=list)
+    # The approval request's fingerprint (tool and exact arguments): a decision given for this call id holds
+    # for this call only, never for a later call that reuses the id.
+    fingerprint: str = ""
 
 
 @dataclass

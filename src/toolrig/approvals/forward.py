@@ -5,10 +5,12 @@ Trust model: the remote channels come from trusted config only (an untrusted wor
 fingerprint) and reports the answers it refuses (forged, replayed, late, badly signed), which the Rig
 writes to the audit log.
 
-``FirstAnswer`` asks every channel at once. A person's answer from any of them wins and the others are
-cancelled (the terminal prompt stops, the Telegram message is marked expired). A channel that has nobody
-to ask answers ``by_default`` at once (an MCP client without elicitation): that stand-in is used only if no
-person answers anywhere. The broker's timeout and fallback hold for the whole race, as for one channel.
+``FirstAnswer`` asks every channel at once. Each request is decided by the first person to answer it, on
+any channel; once every request has a person's answer the others are cancelled (the terminal prompt stops,
+the Telegram message is marked expired). A channel that has nobody to ask answers ``by_default`` at once
+(an MCP client without elicitation): that stand-in is used for a request only if no person answers that
+request anywhere, so a default answer in a batch never outweighs a person's answer to the same call. The
+broker's timeout and fallback hold for the whole race, as for one channel.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ class FirstAnswer:
         self.channels = list(channels)
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        winner: list[ApprovalDecision] | None = None
-        stand_in: list[ApprovalDecision] | None = None
+        people: list[ApprovalDecision | None] = [None] * len(requests)
+        stand_ins: list[ApprovalDecision | None] = [None] * len(requests)
+        answered = False
 
         async def ask(channel: ApprovalChannel, scope: anyio.CancelScope) -> None:
-            nonlocal winner, stand_in
+            nonlocal answered
             try:
                 decided = list(await channel.decide(requests))
             except NobodyHere:
@@ -46,18 +49,19 @@ class FirstAnswer:
             if len(decided) != len(requests):
                 log.error("an approval channel answered %d of %d requests", len(decided), len(requests))
                 return
-            if all(d.by_default for d in decided):
-                stand_in = stand_in or decided
-                return
-            if winner is None:
-                winner = decided
-                scope.cancel()  # a person answered: stop asking everywhere else
+            answered = True
+            for index, decision in enumerate(decided):
+                slot = stand_ins if decision.by_default else people
+                slot[index] = slot[index] or decision
+            if all(people):
+                scope.cancel()  # a person answered every request: stop asking everywhere else
 
         async with anyio.create_task_group() as group:
             for channel in self.channels:
                 group.start_soon(ask, channel, group.cancel_scope)
-        if winner is not None:
-            return winner
-        if stand_in is not None:
-            return stand_in
-        raise NobodyHere("no channel could ask anyone")
+        if not answered:
+            raise NobodyHere("no channel could ask anyone")
+        return [
+            person or stand_in or ApprovalDecision("deny", "no channel answered this request")
+            for person, stand_in in zip(people, stand_ins, strict=True)
+        ]

@@ -29,7 +29,14 @@ class ResumeRefused(Exception):
     """Why a paused run cannot be resumed as asked; the message is for the person, exit code 2."""
 
 
+def _valid(session_id: str) -> bool:
+    return _SESSION_ID.fullmatch(session_id) is not None and ".." not in session_id
+
+
 def paused_path(state_dir: Path, session_id: str) -> Path:
+    """Where a session's paused state lives; an id that could leave ``paused/`` is refused, whoever wrote it."""
+    if not _valid(session_id):
+        raise ResumeRefused(f"no paused run {session_id!r} (a session id is letters, digits, '-', '_' and '.')")
     return state_dir / "paused" / f"{session_id}.json"
 
 
@@ -43,13 +50,15 @@ def save(state_dir: Path, state: RunState) -> Path:
 
 
 def is_paused(state_dir: Path, session_id: str) -> bool:
-    return _SESSION_ID.fullmatch(session_id) is not None and paused_path(state_dir, session_id).is_file()
+    return _valid(session_id) and paused_path(state_dir, session_id).is_file()
 
 
 def claim(state_dir: Path, session_id: str) -> RunState:
-    """Take the paused state for resuming; afterwards nobody else can (single use)."""
-    if _SESSION_ID.fullmatch(session_id) is None or ".." in session_id:
-        raise ResumeRefused(f"no paused run {session_id!r} (a session id is letters, digits, '-', '_' and '.')")
+    """Take the paused state for resuming; afterwards nobody else can (single use).
+
+    The file's own ``session_id`` must be the one it is kept under: the state is input (a file anyone could
+    have put there), and its id names the files the run writes next.
+    """
     path = paused_path(state_dir, session_id)
     used = path.with_name(path.stem + _USED)
     try:
@@ -60,6 +69,8 @@ def claim(state_dir: Path, session_id: str) -> RunState:
         raise ResumeRefused(f"no paused run {session_id!r} in {path.parent}") from None
     except RunError as exc:
         raise ResumeRefused(f"{path}: {exc.message}") from None
+    if state.session_id != session_id:
+        raise ResumeRefused(f"{path}: the state inside names session {state.session_id!r}, not {session_id!r}")
     return state
 
 

@@ -188,9 +188,12 @@ class Governance:
 
     async def remember(self, call: ToolCall, decision: ApprovalDecision) -> None:
         patterns = list(decision.patterns or self.suggest(call))
-        agent = call.agent_id if call.agent_id in self.config.agents else None
+        agent = self.policy.lasting_scope(call.agent_id)
         try:
             self.policy.add_allow(patterns, "approvals.allow (allowed always)", agent)
+            if call.agent_id is not None and call.agent_id != agent and call.agent_id in self.config.agents:
+                # A subagent: from its next call on too (its own rules were narrowed when it started).
+                self.policy.add_allow(patterns, "approvals.allow (allowed always)", call.agent_id)
         except ValueError as exc:
             call.notes.append(f"The approval holds for this call only: {exc}")
             return

@@ -112,6 +112,7 @@ class Policy:
     _rules: list[Rule] = field(default_factory=list)
     _agent_rules: dict[str, list[Rule]] = field(default_factory=dict)
     _plans: dict[tuple[str, str | None], _Plan] = field(default_factory=dict)
+    _owners: dict[str, str | None] = field(default_factory=dict)  # a run-time agent -> its tree's root
     _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -160,12 +161,18 @@ class Policy:
         self._plans.clear()
         return rules
 
-    def set_profile(self, name: str, profile: AgentConfig | None) -> None:
-        """Add (or with None drop) an agent profile at run time: a subagent's narrowed permissions."""
+    def set_profile(self, name: str, profile: AgentConfig | None, owner: str | None = None) -> None:
+        """Add (or with None drop) an agent profile at run time: a subagent's narrowed permissions.
+
+        ``owner`` is the agent that started it (a subagent's parent): what a person answers "always" for
+        this short-lived agent is kept for the root of its tree, never under its own name.
+        """
         if profile is None:
             self.config.agents.pop(name, None)
             self._agent_rules.pop(name, None)
+            self._owners.pop(name, None)
         else:
+            self._owners[name] = self._owners.get(owner, owner) if owner is not None else None
             self.config.agents[name] = profile
             keys = ("agents", name)
             self._agent_rules[name] = [
@@ -174,6 +181,17 @@ class Policy:
             ]
         for key in [k for k in self._plans if k[1] == name]:
             del self._plans[key]
+
+    def lasting_scope(self, agent: str | None) -> str | None:
+        """The configured agent a lasting answer ("allow always") of ``agent`` belongs to; None: the global one.
+
+        A subagent's id is made up per child: it answers for its tree's root (a configured agent, or none).
+        """
+        if agent in self._owners:
+            agent = self._owners[agent]
+        if agent is None or agent in self._owners or agent not in self.config.agents:
+            return None
+        return agent
 
     def mode(self, agent: str | None) -> ApprovalMode:
         profile = self.config.agents.get(agent) if agent else None

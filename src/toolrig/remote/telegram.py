@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.remote.telegram")
 
 DEFAULT_API = "https://api.telegram.org"
-MAX_TEXT = 3_500  # Telegram's limit is 4,096 characters a message; the rest of a long call is cut
+MAX_TEXT = 3_500  # Telegram's limit is 4,096 characters a message (room left for the answer's line)
 _CHOICES: dict[str, tuple[str, Verdict]] = {
     "o": ("Allow once", "allow_once"),
     "a": ("Allow always", "allow_always"),
@@ -42,7 +42,7 @@ class TelegramError(Exception):
 class Refusal:
     """A button press that did not count, for the audit log."""
 
-    why: str  # forged | replayed | late | unknown (a nonce this process never sent)
+    why: str  # forged | replayed | late | unshown (allow on a call too long to show) | unknown (a nonce never sent)
     nonce: str
     from_id: int | None
     chat_id: int | None
@@ -165,6 +165,10 @@ class TelegramChannel:
             return
         label, verdict = _CHOICES[code]
         request = slot.request
+        if verdict != "deny" and not _showable(request):
+            refusal = Refusal("unshown", nonce, from_id, chat_id)
+            await self._refuse(query, refusal, "This call was too long to show: it can only be denied here.", request)
+            return
         patterns = request.suggested[:1] if verdict == "allow_always" else ()
         slot.decision = ApprovalDecision(
             verdict, f"answered on Telegram by {from_id}", patterns=patterns, fingerprint=request.fingerprint
@@ -245,7 +249,8 @@ class TelegramChannel:
                 rows[-1].append({"text": "Skip", "callback_data": f"{nonce}:skip"})
             text = _summary(request, question)
             return {"chat_id": self.chat_id, "text": text, "reply_markup": {"inline_keyboard": rows}}
-        buttons = [{"text": label, "callback_data": f"{nonce}:{code}"} for code, (label, _) in _CHOICES.items()]
+        choices = _CHOICES if _showable(request) else {"d": _CHOICES["d"]}
+        buttons = [{"text": label, "callback_data": f"{nonce}:{code}"} for code, (label, _) in choices.items()]
         return {"chat_id": self.chat_id, "text": _summary(request), "reply_markup": {"inline_keyboard": [buttons]}}
 
     async def _best_effort(self, method: str, payload: dict[str, Any]) -> None:
@@ -302,12 +307,29 @@ def _summary(request: ApprovalRequest, question: int = -1) -> str:
         text = "\n".join(lines)
         return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
+    head = "\n".join(_judged(request))
+    if len(head) > MAX_TEXT:
+        shown = head[: MAX_TEXT - 200].rsplit("\n", 1)[0]
+        return f"{shown}\n[… {len(head) - len(shown)} more characters: too long to show here, so it can only be denied]"
     args = json.dumps(request.args, ensure_ascii=False, default=str)
+    room = MAX_TEXT - len(head) - len("\narguments: ")
+    if len(args) > room:
+        cut = max(room - 60, 0)
+        args = f"{args[:cut]}[… {len(args) - cut} more characters of arguments not shown]"
+    return f"{head}\narguments: {args}"
+
+
+def _judged(request: ApprovalRequest) -> list[str]:
+    """What the person must see to approve: the tool, why it asks, and every subject policy judged, in full."""
     lines = [f"toolrig asks to run {request.tool}"]
     if request.reason:
         lines.append(request.reason)
     if request.agent_id:
         lines.append(f"agent: {request.agent_id}")
-    lines.append(f"arguments: {args}")
-    text = "\n".join(lines)
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+    lines += [f"• {subject}" for subject in request.subjects]
+    return lines
+
+
+def _showable(request: ApprovalRequest) -> bool:
+    """A call is approvable here only if its subjects fit in one message: nobody approves what they cannot see."""
+    return len("\n".join(_judged(request))) <= MAX_TEXT

@@ -541,6 +541,43 @@ async def test_children_draw_from_their_parents_rate_limit_and_together_cannot_e
     rig.close()
 
 
+async def test_allow_always_on_a_childs_call_is_kept_for_the_tree_not_under_the_childs_made_up_id(
+    llm: Any, converse: Any, workspace: Any, toolrig_home: Any, provider: str
+) -> None:
+    import yaml
+
+    from tests.agent.conftest import agent_config
+    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.approvals import ApprovalDecision
+    from toolrig.rig import Rig
+
+    config = {**agent_config(llm, provider), "approvals": {"mode": "always"}, "agents": {"worker": {}}}
+    (toolrig_home / "config.yaml").write_text(yaml.safe_dump(config))
+    asked: list[tuple[str, str | None]] = []
+
+    class Person:
+        async def decide(self, requests: Any) -> list[ApprovalDecision]:
+            asked.extend((r.tool, r.agent_id) for r in requests)
+            return [ApprovalDecision("allow_always", "ok") for _ in requests]
+
+    git = Call("c1", "run_command", '{"command": "git --version"}')
+    converse(
+        {
+            "PARENT": [reply(spawn("p1", ("worker", "ONE"))), reply(spawn("p2", ("worker", "TWO"))), reply(Text("ok"))],
+            "ONE": [reply(git), reply(Text("one"))],
+            "TWO": [reply(git), reply(Text("two"))],
+        }
+    )
+    with Rig(workspace, approval_channel=Person()) as rig:
+        await run_agent("PARENT", RunOptions(), rig=rig)
+    assert [tool for tool, _ in asked].count("run_command") == 1  # the second child was not asked again
+    saved = yaml.safe_load((toolrig_home / "config.yaml").read_text())
+    assert set(saved["agents"]) == {"worker"}  # no agent named after a child
+    assert "run_command:git --version" in saved["approvals"]["allow"]
+    types = load_agent_types(workspace, Rig(workspace).loaded, log_warnings=False)
+    assert sorted(types.names()) == ["general", "worker"]
+
+
 # ---------------------------------------------------------------------------------------------- one budget, one tree
 
 PRICED = {"input": 1000.0, "output": 0.0}  # 100 input tokens a turn: every model turn costs $0.10

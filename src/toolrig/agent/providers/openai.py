@@ -7,6 +7,7 @@ trusted config or environment; what the model sends back reaches tools only thro
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -175,7 +176,10 @@ class OpenAIProvider:
                             function = fragment.function
                             if call is None:
                                 name = (function.name if function else None) or ""
-                                call = calls[fragment.index] = _Call(fragment.id or f"call_{fragment.index}", name)
+                                # Ids a server omits are made unique: an id names one call for the whole session
+                                # (results, paused decisions), never the first call of every turn.
+                                call_id = fragment.id or f"call_{secrets.token_hex(6)}"
+                                call = calls[fragment.index] = _Call(call_id, name)
                             elif function is not None and function.name and not call.name:
                                 call.name = function.name
                             if function is not None and function.arguments:
