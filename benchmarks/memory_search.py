@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import re
 import shutil
@@ -20,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from _harness import Series, fmt_seconds, print_table, result_line
 from toolrig.stores.memory import MemoryIndex, memory_files
@@ -69,21 +71,38 @@ def bare_insert(paragraphs: list[str], path: Path) -> float:
     return elapsed
 
 
-def builds(root: Path, tmp: Path, repeats: int) -> tuple[Series, Series, int]:
+def builds(root: Path, tmp: Path, repeats: int) -> tuple[Series, Series, Series, Series, int]:
+    """Wall clock and CPU time (all threads of this process) of each contender's builds, alternated."""
     paragraphs = [
         chunk.text for relative, _ in memory_files(root) for chunk in split_paragraphs((root / relative).read_text())
     ]
     ours, bare = Series("ours"), Series("bare FTS5")
+    ours_cpu, bare_cpu = Series("ours, CPU"), Series("bare FTS5, CPU")
     for n in range(repeats):  # alternated, each on a fresh database
         state = tmp / f"build{n}"
         index = MemoryIndex(root, state / "memory.sqlite")
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         index.refresh()
         ours.samples.append(time.perf_counter() - start)
+        ours_cpu.samples.append(time.process_time() - start_cpu)
         index.close()
         shutil.rmtree(state)
+        start_cpu = time.process_time()
         bare.samples.append(bare_insert(paragraphs, tmp / f"bare{n}.sqlite"))
-    return ours, bare, len(paragraphs)
+        bare_cpu.samples.append(time.process_time() - start_cpu)
+    return ours, bare, ours_cpu, bare_cpu, len(paragraphs)
+
+
+class Sample(NamedTuple):
+    """One warm search, taken apart: where a slow one spent its time."""
+
+    wall: float
+    refresh: float
+    query: float
+    cpu: float  # this thread's CPU time; the rest of the wall clock is time spent waiting to run
+    gc: float  # time inside the garbage collector during the search
+    audit: bool  # the periodic audit walk was running in its thread meanwhile
+    query_text: str
 
 
 def main(files: int, rounds: int, repeats: int) -> None:
@@ -91,7 +110,7 @@ def main(files: int, rounds: int, repeats: int) -> None:
         root = Path(tmp) / "ws"
         generate(root, files)
         naive_scan(root, "warm")  # page cache warm for both contenders (idle pages are evicted here)
-        built, bare, paragraph_count = builds(root, Path(tmp), repeats)
+        built, bare, built_cpu, bare_cpu, paragraph_count = builds(root, Path(tmp), repeats)
         index = MemoryIndex(root, Path(tmp) / "state" / "memory.sqlite")
         start = time.perf_counter()
         index.refresh()
@@ -99,13 +118,37 @@ def main(files: int, rounds: int, repeats: int) -> None:
 
         ours, scan, pure = Series("ours"), Series("scan"), Series("query only")
         cpu = Series("ours, thread CPU")  # what the search itself costs, without time lost to other processes
+        samples: list[Sample] = []
+        collecting: list[float] = [0.0, 0.0]  # GC time so far, start of the running collection
+
+        def on_gc(phase: str, _info: dict[str, int]) -> None:
+            if phase == "start":
+                collecting[1] = time.perf_counter()
+            else:
+                collecting[0] += time.perf_counter() - collecting[1]
+
+        gc.callbacks.append(on_gc)
         for round_number in range(rounds):
             query = QUERIES[round_number % len(QUERIES)]
+            auditing = index._auditing
+            gc_before = collecting[0]
             start, start_cpu = time.perf_counter(), time.thread_time()
             index.refresh()
+            refreshed = time.perf_counter()
             index.search(query)
             ours.samples.append(time.perf_counter() - start)
             cpu.samples.append(time.thread_time() - start_cpu)
+            samples.append(
+                Sample(
+                    ours.samples[-1],
+                    refreshed - start,
+                    ours.samples[-1] - (refreshed - start),
+                    cpu.samples[-1],
+                    collecting[0] - gc_before,
+                    auditing or index._auditing,
+                    query,
+                )
+            )
             start = time.perf_counter()
             index.search(query)
             pure.samples.append(time.perf_counter() - start)
@@ -122,12 +165,15 @@ def main(files: int, rounds: int, repeats: int) -> None:
             report = index.refresh()
             reindex.append(time.perf_counter() - start)
             assert report.indexed == 1
+        gc.callbacks.remove(on_gc)
         index.close()
 
     rows = [
         ("first index build, ours", f"{files:,} files, median of {repeats}", fmt_seconds(built.median)),
         ("bare FTS5 bulk insert", f"{paragraph_count:,} paragraphs", fmt_seconds(bare.median)),
         ("ours / bare", "", f"{built.median / bare.median:.2f}x"),
+        ("CPU time, ours / bare", "all threads", f"{built_cpu.median:.2f} s / {bare_cpu.median:.2f} s"),
+        ("CPU ours / bare", "", f"{built_cpu.median / bare_cpu.median:.2f}x"),
         ("first index build (the index searched below)", "", fmt_seconds(build)),
         ("warm search (refresh + query) p50", "", fmt_seconds(ours.median)),
         ("warm search (refresh + query) p99", "", fmt_seconds(ours.p99)),
@@ -138,7 +184,23 @@ def main(files: int, rounds: int, repeats: int) -> None:
         ("scan / ours", "", f"{scan.median / ours.median:.1f}x"),
     ]
     print_table("memory search", rows, ("measure", "", "time"))
-    print(result_line("memory_build", built.median, bare.median, target="<=2"))
+    worst = sorted(samples, reverse=True)[:5]
+    print(f"\nslowest warm searches ({sum(s.audit for s in samples)} of {len(samples)} ran beside the audit walk):")
+    for s in worst:
+        print(
+            f"  {fmt_seconds(s.wall):>10}: refresh {fmt_seconds(s.refresh)}, query {fmt_seconds(s.query)}, "
+            f"thread CPU {fmt_seconds(s.cpu)}, GC {fmt_seconds(s.gc)}, audit walk {'running' if s.audit else 'idle'}, "
+            f"{s.query_text!r}"
+        )
+    print(
+        result_line(
+            "memory_build",
+            built.median,
+            bare.median,
+            target="<=2",
+            cpu_ratio=f"{built_cpu.median / bare_cpu.median:.3f}",
+        )
+    )
     tail = {"p50": f"{ours.median:.6g}s", "p99": f"{ours.p99:.6g}s", "cpu_p99": f"{cpu.p99:.6g}s"}
     print(result_line("memory_search", ours.median, scan.median, **tail))
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -106,3 +109,165 @@ def test_any_json_is_a_notebook_or_a_clear_error(document: object) -> None:
         assert err.error_type.value == "invalid_input"
     else:
         assert isinstance(book.text, str)
+
+
+# ------------------------------------------------------------------ PDF bombs: bounded output, bounded work (F5)
+
+
+def encoded(content: bytes, filters: list[str]) -> tuple[bytes, bytes]:
+    """``content`` encoded by ``filters`` (applied so that a reader decodes them in the order listed)."""
+    data = content
+    for name in reversed(filters):
+        data = zlib.compress(data, 9) if name == "FlateDecode" else base64.a85encode(data, adobe=True)[2:]
+    names = b" ".join(b"/" + n.encode() for n in filters)
+    return data, (b" /Filter [" + names + b"]" if filters else b"")
+
+
+def bomb_pdf(page_contents: list[bytes], filters: list[str], form: bytes | None = None) -> bytes:
+    """Pages whose content streams are ``page_contents`` (encoded by ``filters``); an optional form XObject /X0."""
+    objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]
+    resources = b"/Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >>"
+    if form is not None:
+        data, filter_entry = encoded(form, filters)
+        objects.append(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << %s >> /Length %d%s >>"
+            % (resources, len(data), filter_entry)
+            + b"\nstream\n%s\nendstream" % data
+        )
+        resources += b" /XObject << /X0 %d 0 R >>" % len(objects)
+    kids = []
+    for content in page_contents:
+        data, filter_entry = encoded(content, filters)
+        objects.append(b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(data), filter_entry, data))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 10 10] /Resources << %s >> /Contents %d 0 R >>"
+            % (resources, len(objects))
+        )
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def shows(n: int) -> bytes:
+    return b"BT /F1 1 Tf " + b"(A) Tj " * n + b"ET"
+
+
+def test_the_reported_pdf_bomb_is_not_parsed_and_says_why() -> None:
+    """1.6 KB whose one page inflates to 100 000 `Tj` (5.6 s of pypdf before): refused before parsing."""
+    data = bomb_pdf([shows(100_000)], ["FlateDecode"])
+    assert len(data) < 3000
+    found = pdf_text(data, None, 20, "bomb.pdf")
+    [(number, text)] = found.pages
+    assert number == 1 and text.startswith("[not extracted: its content inflates past 512 KB")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from([10, 500, 2_000, 4_000, 40_000, 400_000]), min_size=1, max_size=6),
+    st.sampled_from([[], ["FlateDecode"], ["FlateDecode", "FlateDecode"], ["ASCII85Decode", "FlateDecode"]]),
+)
+def test_any_pdf_bomb_gives_bounded_text_per_page_and_bounded_content_per_call(
+    sizes: list[int], filters: list[str]
+) -> None:
+    """Bounds scaled down (16 KB a page, 40 KB a call, 5 000 characters) so the property runs in seconds."""
+    from toolrig import documents
+
+    scaled = {"MAX_PAGE_CONTENT": 16 * 1024, "MAX_PDF_CONTENT": 40 * 1024, "MAX_PAGE_CHARS": 5_000}
+    saved = {name: getattr(documents, name) for name in scaled}
+    for name, value in scaled.items():
+        setattr(documents, name, value)
+    try:
+        check_bounds(sizes, filters)
+    finally:
+        for name, value in saved.items():
+            setattr(documents, name, value)
+
+
+def check_bounds(sizes: list[int], filters: list[str]) -> None:
+    from toolrig import documents
+
+    data = bomb_pdf([shows(n) for n in sizes], filters)
+    work: list[Any] = []
+    original = documents._PdfWork
+
+    class Watched(original):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            work.append(self)
+
+    documents._PdfWork = Watched  # type: ignore[misc]
+    try:
+        found = pdf_text(data, None, 20, "bomb.pdf")
+    finally:
+        documents._PdfWork = original  # type: ignore[misc]
+    [spent] = work
+    assert spent.content <= documents.MAX_PDF_CONTENT + documents.MAX_PAGE_CONTENT
+    assert spent.operations <= documents.MAX_PDF_OPERATIONS
+    for (_, text), n in zip(found.pages, sizes, strict=False):
+        assert len(text) <= documents.MAX_PAGE_CHARS + 100
+        inflated = len(shows(n))
+        if inflated > documents.MAX_PAGE_CONTENT:
+            assert text.startswith("[not"), text[:80]  # never parsed
+    assert len(found.pages) <= len(sizes)
+
+
+def test_a_form_xobject_drawn_over_and_over_stops_at_the_operator_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrig import documents
+
+    monkeypatch.setattr(documents, "MAX_PDF_OPERATIONS", 5_000)
+    data = bomb_pdf([b"/X0 Do " * 3_000], ["FlateDecode"], form=shows(200))
+    [(_, text)] = pdf_text(data, None, 20, "forms.pdf").pages
+    assert text.startswith("[extraction stopped: this call visited 5000 content operators")
+
+
+def test_a_cancelled_call_stops_the_extraction_itself_not_only_the_wait() -> None:
+    """The executor abandons a timed-out worker thread; the thread must stop working too."""
+    from toolrig import documents
+    from toolrig.cancel import CancelToken, bind_token
+
+    token = CancelToken()
+    reset = bind_token(token)
+    visits: list[int] = []
+    original = documents._PdfWork.visit
+
+    def visit(self: Any, *args: Any) -> None:
+        visits.append(1)
+        if len(visits) == 100:
+            token.cancel("timed out")  # what the executor does when the call's time is up
+        original(self, *args)
+
+    documents._PdfWork.visit = visit  # type: ignore[method-assign]
+    try:
+        found = pdf_text(bomb_pdf([shows(20_000)], ["FlateDecode"]), None, 20, "slow.pdf")
+    except ToolError as exc:
+        assert exc.error_type.value == "cancelled"
+    else:  # pragma: no cover - the check after the page raises
+        raise AssertionError(found)
+    finally:
+        documents._PdfWork.visit = original  # type: ignore[method-assign]
+        from toolrig.cancel import _current
+
+        _current.reset(reset)
+    assert len(visits) <= 100 + 64  # stopped within one check interval, not after 20 000 operators
+
+
+def test_pages_past_the_calls_content_bound_are_left_for_the_next_call_with_a_pointer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolrig import documents
+
+    monkeypatch.setattr(documents, "MAX_PDF_CONTENT", 64 * 1024)
+    data = bomb_pdf([shows(2_000)] * 8, ["FlateDecode"])  # 14 KB each: four fit in 64 KB
+    found = pdf_text(data, None, 20, "big.pdf")
+    last_number, last = found.pages[-1]
+    assert last.startswith("[not read: this call parsed 64 KB") and f"pages='{last_number}-'" in last
+    assert 1 < len(found.pages) < 8

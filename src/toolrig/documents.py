@@ -143,11 +143,31 @@ class PdfText:
     pages: list[tuple[int, str]] = field(default_factory=list)
 
 
+# A page of text inflates to a few KB of content stream and a dense one to a few hundred; past these a PDF is a
+# decompression or complexity bomb (a 4.7 KB file whose one page inflates to 400 000 `Tj` operators took pypdf
+# 36 s of CPU). Parsing a content stream cannot be interrupted, so its size is bounded before it is parsed; the
+# extraction that follows is checked per operator (count, time, the call's cancellation), so it stops promptly.
+MAX_PAGE_CONTENT = 512 * 1024  # inflated bytes of one page's content streams
+MAX_PDF_CONTENT = 2 * 1024 * 1024  # inflated content bytes parsed per call, all pages together
+MAX_PDF_OPERATIONS = 200_000  # content operators visited per call (form XObjects included)
+MAX_PDF_SECONDS = 20.0  # per call: the pages after it are left for another call
+MAX_PAGE_CHARS = 50_000  # extracted characters kept per page
+MAX_FORM_INVOCATIONS = 500  # form XObjects drawn per page (pypdf's default is 5000)
+
+
+class _Stop(Exception):
+    """Raised from inside pypdf's extraction to end it: the page or the call is past a bound."""
+
+
 def pdf_text(data: bytes, spec: str | None, limit: int, shown: str) -> PdfText:
-    """The text of the chosen pages of a PDF (pypdf's layout-free extraction)."""
+    """The text of the chosen pages of a PDF (pypdf's layout-free extraction), within bounds of size and time.
+
+    A page past a bound is not extracted and says why; the call's cancellation (a timeout) stops the work
+    itself, not only the wait for it.
+    """
     try:
-        from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
+        from pypdf import PdfReader, apply_configuration
+        from pypdf.errors import LimitReachedError, PyPdfError
     except ImportError:
         raise ToolError(
             ErrorType.UNAVAILABLE,
@@ -160,6 +180,7 @@ def pdf_text(data: bytes, spec: str | None, limit: int, shown: str) -> PdfText:
     # A hostile PDF can break a parser in many ways; every one of them is this file's problem, not ours.
     broken = (PyPdfError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError,
               AssertionError, ZeroDivisionError, OverflowError, struct.error, zlib.error, UnicodeError)  # fmt: skip
+    work = _PdfWork()
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -168,7 +189,39 @@ def pdf_text(data: bytes, spec: str | None, limit: int, shown: str) -> PdfText:
             )
         result = PdfText(len(reader.pages))
         for number in page_numbers(spec, result.total, limit):
-            result.pages.append((number, reader.pages[number - 1].extract_text() or ""))
+            work.check_cancelled()
+            if work.left_over() is not None:
+                result.pages.append((number, f"[not read: {work.left_over()}; read it with pages='{number}-']"))
+                break
+            page = reader.pages[number - 1]
+            try:
+                cap = min(MAX_PAGE_CONTENT, max(MAX_PDF_CONTENT - work.content, 0))
+                with apply_configuration(
+                    zlib_maximum_output_length=cap,
+                    lzw_maximum_output_length=cap,
+                    run_length_maximum_output_length=cap,
+                    brotli_maximum_output_length=cap,
+                    stream_decoding_work_maximum_length=4 * cap,
+                ):
+                    contents = page.get_contents()
+                    size = len(contents.get_data()) if contents is not None else 0
+                if size > cap:  # stored unfiltered: as costly to parse as an inflated one
+                    raise LimitReachedError(f"{size} bytes of content")
+            except LimitReachedError:
+                why = f"its content inflates past {cap // 1024} KB, more than pages of text need"
+                result.pages.append((number, f"[not extracted: {why}]"))
+                work.content = MAX_PDF_CONTENT if cap < MAX_PAGE_CONTENT else work.content
+                continue
+            work.content += size
+            with apply_configuration(xform_maximum_invocations_per_extraction=MAX_FORM_INVOCATIONS):
+                try:
+                    text = page.extract_text(visitor_operand_before=work.visit) or ""
+                except _Stop:
+                    text = f"[extraction stopped: {work.left_over() or 'the call was cancelled'}]"
+            if len(text) > MAX_PAGE_CHARS:
+                text = text[:MAX_PAGE_CHARS] + f"\n[page cut at {MAX_PAGE_CHARS} characters]"
+            result.pages.append((number, text))
+        work.check_cancelled()
     except broken as exc:
         raise ToolError(
             ErrorType.INVALID_INPUT,
@@ -176,6 +229,43 @@ def pdf_text(data: bytes, spec: str | None, limit: int, shown: str) -> PdfText:
             "The file may be damaged; try another copy.",
         ) from None
     return result
+
+
+class _PdfWork:
+    """What one call has spent on a PDF: content bytes parsed, operators visited, time; and its cancellation."""
+
+    def __init__(self) -> None:
+        import time
+
+        from toolrig.cancel import current_token
+
+        self._clock = time.monotonic
+        self.deadline = time.monotonic() + MAX_PDF_SECONDS
+        self.token = current_token()  # read in the calling thread: worker threads inherit the call's context
+        self.content = 0
+        self.operations = 0
+
+    def left_over(self) -> str | None:
+        """Why the rest of the document is left for another call, if it is."""
+        if self.content >= MAX_PDF_CONTENT:
+            return f"this call parsed {MAX_PDF_CONTENT // 1024} KB of page content already"
+        if self.operations >= MAX_PDF_OPERATIONS:
+            return f"this call visited {MAX_PDF_OPERATIONS} content operators already"
+        if self._clock() > self.deadline:
+            return f"this call spent {MAX_PDF_SECONDS:g} s on the document already"
+        return None
+
+    def check_cancelled(self) -> None:
+        if self.token is not None:
+            self.token.raise_if_cancelled()
+
+    def visit(self, *_: Any) -> None:
+        self.operations += 1
+        if self.operations % 64 == 0 or self.operations >= MAX_PDF_OPERATIONS:
+            if self.token is not None and self.token.cancelled:
+                raise _Stop
+            if self.left_over() is not None:
+                raise _Stop
 
 
 def render_pdf(found: PdfText, shown: str) -> str:

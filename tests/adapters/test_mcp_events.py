@@ -9,7 +9,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp.types import JSONRPCNotification, JSONRPCRequest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from tests.adapters.conformance_peers import fixture_server
 from toolrig.adapters.mcp_events import MemoryEventStore
@@ -68,8 +70,83 @@ async def test_event_ids_are_unguessable_and_the_store_keeps_only_the_newest() -
     async def send(event: Any) -> None:
         pass
 
-    assert await store.replay_events_after(ids[0], send) is None  # evicted
     assert await store.replay_events_after(ids[2], send) == "a"
+    # An evicted id is remembered for its stream: what is still held after it is replayed.
+    assert await store.replay_events_after(ids[0], send) == "a"
+
+
+# ---------------------------------------------------------------------------------------- bounded by bytes (F6)
+
+
+def response(request_id: int, blob: int) -> JSONRPCResponse:
+    return JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"content": [{"type": "text", "text": "x" * blob}]})
+
+
+async def test_the_reported_case_large_results_are_bounded_by_bytes_not_by_event_count() -> None:
+    """60 results of 4 x 1 MB images held ~300 MB under a 4096-event bound; now the byte budget holds."""
+    store = MemoryEventStore(max_bytes=8 * 1024 * 1024, max_stream_bytes=6 * 1024 * 1024)
+    for i in range(60):
+        await store.store_event(f"stream-{i}", response(i, 1_000_000))
+    assert store.held_bytes <= 8 * 1024 * 1024 and store.size < 60
+
+
+@st.composite
+def traffic(draw: st.DrawFn) -> list[tuple[str, str, int]]:
+    """(stream, kind, bytes): priming events, progress notes and results on a few streams."""
+    ops = []
+    for _ in range(draw(st.integers(1, 40))):
+        stream = draw(st.sampled_from(["1", "2", "3", "_GET_stream"]))
+        kind = draw(st.sampled_from(["prime", "note", "result"]))
+        ops.append((stream, kind, draw(st.sampled_from([0, 100, 1_000, 4_000]))))
+    return ops
+
+
+@settings(max_examples=120, deadline=None)
+@given(traffic(), st.sampled_from([2_000, 8_000, 40_000]), st.sampled_from([1_000, 5_000, 40_000]))
+def test_any_traffic_stays_within_the_byte_budgets_and_every_resume_ends_its_call_or_replays_it(
+    ops: list[tuple[str, str, int]], max_bytes: int, max_stream: int
+) -> None:
+    import anyio
+
+    async def play() -> None:
+        store = MemoryEventStore(max_bytes=max_bytes, max_stream_bytes=max_stream)
+        given_ids: list[tuple[str, str]] = []
+        for n, (stream, kind, blob) in enumerate(ops):
+            if kind == "prime":
+                message: Any = None
+            elif kind == "note":
+                message = JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={"b": "x" * blob})
+            else:
+                message = response(n, blob)
+            given_ids.append((await store.store_event(stream, message), stream))
+            assert store.held_bytes <= max_bytes
+            assert all(size <= min(max_stream, max_bytes) for size in store._stream_bytes.values())
+            assert store.held_bytes == sum(e.size for e in store._events.values())
+        for event_id, stream in given_ids:
+            sent: list[Any] = []
+
+            async def send(event: Any, sent: list[Any] = sent) -> None:
+                sent.append(event)
+
+            assert await store.replay_events_after(event_id, send) == stream  # every id it gave is known
+            ids = [e.event_id for e in sent if e.event_id is not None]
+            order = [i for i, _ in given_ids]
+            assert ids == sorted(ids, key=order.index) and all(order.index(i) > order.index(event_id) for i in ids)
+            answers = [e.message for e in sent if hasattr(e.message, "result") or hasattr(e.message, "error")]
+            dropped = [m for m in answers if hasattr(m, "error")]
+            assert len(dropped) <= 1 and all(m.error.code == -32603 for m in dropped)
+            if dropped:  # the clear answer names a request of this stream whose result was lost after this id
+                assert dropped[0].id in lost_after(ops, order.index(event_id), stream)
+            elif lost_after(ops, order.index(event_id), stream) and not answers:
+                # a result came after this id and none is replayed: it must still be held (nothing was lost)
+                later = [i for i, s in given_ids[order.index(event_id) + 1 :] if s == stream]
+                assert all(i in store._events for i in later)
+
+    anyio.run(play)
+
+
+def lost_after(ops: list[tuple[str, str, int]], index: int, stream: str) -> set[int]:
+    return {n for n, (s, kind, _) in enumerate(ops) if s == stream and kind == "result" and n > index}
 
 
 # ---------------------------------------------------------------------------------------- over the wire

@@ -84,3 +84,53 @@ def test_names_are_loopback_only_when_they_are_localhost(host: str, loopback: bo
 def test_loopback_servers_answer_to_every_loopback_name_on_their_port() -> None:
     assert allowed_hosts("127.0.0.1", 8765) == ["127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
     assert allowed_hosts("10.0.0.5", 80, ["mcp.internal:80"]) == ["10.0.0.5:80", "mcp.internal:80"]
+
+
+async def test_each_http_client_is_its_own_session_for_per_session_tool_state(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    """Two MCP sessions on one server: one's `cd`, todo list and audit rows are not the other's (F7)."""
+    from toolrig.policy.audit import AuditLog
+
+    (workspace / "build").mkdir()
+    with http_server(workspace, toolrig_home) as url:
+        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+            moved = await a.call_tool("run_command", {"command": "cd build && pwd"})
+            assert moved.is_error is not True and (moved.structured_content or {})["cwd"] == "build"
+            elsewhere = await b.call_tool("run_command", {"command": "pwd"})
+            assert (elsewhere.structured_content or {})["cwd"] == "."
+            assert (elsewhere.structured_content or {})["stdout"].strip() == str(workspace.resolve())
+            stayed = await a.call_tool("run_command", {"command": "pwd"})
+            assert (stayed.structured_content or {})["cwd"] == "build"  # A's own state is kept across its calls
+            todos = [{"task": "only A's", "status": "pending"}]
+            assert (await a.call_tool("write_todos", {"todos": todos})).is_error is not True
+            assert (await b.call_tool("write_todos", {"todos": []})).is_error is not True
+    rows = AuditLog(workspace / ".toolrig").query(tool="run_command")
+    sessions = [row.session for row in rows]
+    assert len(rows) == 3 and sessions[0] == sessions[2] != sessions[1]
+    assert all(s and s.startswith("mcp-") for s in sessions)
+    from toolrig.stores import Stores
+
+    todo_rows = AuditLog(workspace / ".toolrig").query(tool="write_todos")
+    assert [r.session for r in todo_rows] == [sessions[0], sessions[1]]
+    stores = Stores(workspace / ".toolrig")
+    assert stores.notes.get(sessions[0], "todos") == todos and not stores.notes.get(sessions[1], "todos")
+    stores.close()
+
+
+async def test_sessionless_2026_requests_leave_nothing_behind_for_the_next_request(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    """A 2026-07-28 request carries no session: each is its own, so one client's `cd` reaches nobody."""
+    from toolrig.policy.audit import AuditLog
+
+    (workspace / "build").mkdir()
+    with http_server(workspace, toolrig_home) as url:
+        async with Client(url, mode="auto") as a, Client(url, mode="auto") as b:
+            moved = await a.call_tool("run_command", {"command": "cd build && pwd"})
+            assert (moved.structured_content or {})["cwd"] == "build"
+            for client in (b, a):
+                after = await client.call_tool("run_command", {"command": "pwd"})
+                assert (after.structured_content or {})["cwd"] == "."
+    sessions = [row.session for row in AuditLog(workspace / ".toolrig").query(tool="run_command")]
+    assert len(set(sessions)) == 3

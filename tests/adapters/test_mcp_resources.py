@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -472,3 +472,69 @@ async def test_a_prompt_refused_for_a_file_never_loads_the_skill_or_grants_its_a
         assert rig.governance.audit.query(tool="load_skill") == []
         assert [row.tool for row in rig.governance.audit.query(tool="read_skill_resource")] == ["read_skill_resource"]
     assert refused.value.error.code == -32002
+
+
+# ------------------------------------------------------------------ names obey the read checks (F10)
+
+MEMORY_NAMES = ["MEMORY.md", "memory/people.md", "memory/private/hr.md", "memory/private/deep/plan.md", "memory/a/b.md"]
+DENY_GLOBS = ["memory/private/", "memory/private/**", "*.md", "memory/a/", "hr.md", "MEMORY.md", "memory/**/plan.md"]
+
+
+async def names_and_reads(workspace: Path, config: dict[str, Any]) -> tuple[set[str], set[str], set[str], set[str]]:
+    """(listed, completed, subscribable, readable) memory paths, through the official client."""
+    from mcp.types import ResourceTemplateReference
+
+    async with client_of(workspace, config, mode="legacy") as client:
+        listed = {
+            str(r.uri).removeprefix("memory://")
+            for r in (await client.list_resources()).resources
+            if str(r.uri).startswith("memory://")
+        }
+        reference = ResourceTemplateReference(uri="memory://{path}")
+        completed = set((await client.complete(reference, {"name": "path", "value": ""})).completion.values)
+        readable, subscribable = set(), set()
+        for name in MEMORY_NAMES:
+            try:
+                await client.read_resource(f"memory://{name}")
+                readable.add(name)
+            except MCPError:
+                pass
+            try:
+                await client.subscribe_resource(f"memory://{name}")
+                subscribable.add(name)
+            except MCPError as exc:
+                assert exc.error.code == -32002 and "layoffs" not in str(exc.error)  # not found: nothing revealed
+    return listed, completed, subscribable, readable
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # 2026 replaced subscribe
+async def test_the_reported_case_a_deny_globbed_memory_file_is_neither_listed_completed_nor_subscribable(
+    served: Path,
+) -> None:
+    (served / "memory" / "private").mkdir()
+    (served / "memory" / "private" / "hr.md").write_text("layoffs\n")
+    config = {"workspace": {"deny_globs": ["memory/private/"]}}
+    listed, completed, subscribable, readable = await names_and_reads(served, config)
+    assert "memory/private/hr.md" not in listed | completed | subscribable | readable
+    assert "memory/people.md" in listed & completed & subscribable & readable
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    globs=st.lists(st.sampled_from(DENY_GLOBS), max_size=2, unique=True),
+    rule=st.one_of(st.none(), st.sampled_from(["memory/private/*", "memory/**", "MEMORY.md", "memory/a/*"])),
+    tool=st.sampled_from(["memory_get", "*"]),
+)
+def test_any_deny_glob_or_rule_hides_from_listing_completion_and_subscribe_exactly_what_a_read_refuses(
+    served: Path, globs: list[str], rule: str | None, tool: str
+) -> None:
+    for name in MEMORY_NAMES:
+        (served / name).parent.mkdir(parents=True, exist_ok=True)
+        (served / name).write_text(f"{name}\n")
+    (served / "memory" / "secret.md").unlink(missing_ok=True)
+    config: dict[str, Any] = {"workspace": {"deny_globs": globs}}
+    if rule is not None:
+        config["tools"] = {"rules": [{"tool": tool, "subject": rule, "verdict": "deny"}]}
+    listed, completed, subscribable, readable = anyio.run(names_and_reads, served, config)
+    assert listed == completed == subscribable == readable

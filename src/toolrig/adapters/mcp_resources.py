@@ -389,7 +389,7 @@ class ServedResources:
         if "memory_get" in offered:
             resources += [
                 Resource(uri=f"{MEMORY_SCHEME}{p}", name=p, description="A memory file.", mime_type="text/markdown")
-                for p in memory_files(self.rig.workspace.root)
+                for p in await self._readable_memory()
             ]
         if "capabilities_refresh" in offered:
             description = "What the tools here can do, and what the policy in force says of each."
@@ -445,8 +445,8 @@ class ServedResources:
         from toolrig.adapters.mcp_logging import connection_key
 
         uri = str(params.uri)
-        if self.route(uri) is None:
-            raise _not_found(uri)
+        if self.route(uri) is None or not await self._readable(uri):
+            raise _not_found(uri)  # what a read would refuse is not watched either (nor said to exist)
         try:
             self.subscriptions.add(uri, connection_key(ctx), ctx.session, self._signature(uri))
         except ValueError as exc:
@@ -460,6 +460,28 @@ class ServedResources:
 
         self.subscriptions.remove(str(params.uri), connection_key(ctx))
         return EmptyResult()
+
+    async def _readable(self, uri: str) -> bool:
+        """Whether a read of ``uri`` would pass the checks a read meets, without reading or asking anyone.
+
+        Listing, completion and subscription answer with names; a name a read would refuse (``deny_globs``,
+        a deny rule on the tool or the path) must not be revealed or watched through them either.
+        """
+        read = self.route(uri)
+        if read is None:
+            return False
+        if uri.startswith(MEMORY_SCHEME):
+            from toolrig.errors import ToolError
+
+            try:
+                self.rig.workspace.resolve(uri.removeprefix(MEMORY_SCHEME))
+            except (ToolError, OSError, ValueError):
+                return False
+        _, refused = await self.rig.decide(read.tool, read.args)
+        return refused is None
+
+    async def _readable_memory(self) -> list[str]:
+        return [p for p in memory_files(self.rig.workspace.root) if await self._readable(f"{MEMORY_SCHEME}{p}")]
 
     def _signature(self, uri: str) -> tuple[int, int] | None:
         return signature(self.rig.workspace.root, uri, self._capabilities_path())
@@ -552,7 +574,7 @@ class ServedResources:
             if ref.uri == f"{SKILL_SCHEME}{{name}}" and argument.name == "name" and "load_skill" in self._offered():
                 values = [skill.name for skill in self._skills()]
             elif ref.uri == f"{MEMORY_SCHEME}{{path}}" and argument.name == "path" and "memory_get" in self._offered():
-                values = memory_files(self.rig.workspace.root)
+                values = await self._readable_memory()
         matching = [v for v in values if v.startswith(prefix)]
         return CompleteResult(
             completion=Completion(values=matching[:100], total=len(matching), has_more=len(matching) > 100)

@@ -13,7 +13,6 @@ notifications when the client asked for them; a client's cancellation cancels th
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import warnings
 from collections import deque
@@ -28,6 +27,7 @@ import anyio.lowlevel
 
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
+from toolrig.adapters.mcp_sessions import SessionIds, new_session_id
 from toolrig.approvals import fingerprint
 from toolrig.approvals.mcp import (
     Asker,
@@ -230,7 +230,8 @@ class McpToolServer:
         # A program's own channel stays in charge; only ours is told which client asks for which call.
         self.channel = channel if isinstance(channel, McpApprovalChannel) else None
         self.approval_timeout = approval_timeout or settings.timeout_seconds
-        self.session_id = f"mcp-{os.getpid()}-{os.urandom(3).hex()}"
+        self.session_id = new_session_id()  # stdio's one client; HTTP clients get one each (``sessions``)
+        self.sessions = SessionIds(self.session_id)
         self.instructions = f"toolrig's tools, working in {rig.workspace.root}. Errors come back as JSON with a hint."
         self._tools: ListToolsResult | None = None
         self._structured: dict[str, bool] | None = None
@@ -250,11 +251,11 @@ class McpToolServer:
             "on_set_logging_level": self._set_logging_level,
             "on_list_resources": self.resources.list_resources,
             "on_list_resource_templates": self.resources.list_templates,
-            "on_read_resource": self.resources.read,
+            "on_read_resource": self.sessions.serving(self.resources.read),
             "on_subscribe_resource": self.resources.subscribe,
             "on_unsubscribe_resource": self.resources.unsubscribe,
             "on_list_prompts": self.resources.list_prompts,
-            "on_get_prompt": self.resources.get_prompt,
+            "on_get_prompt": self.sessions.serving(self.resources.get_prompt),
             "on_completion": self.resources.complete,
         }
 
@@ -325,7 +326,8 @@ class McpToolServer:
         """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
         call_id = new_call_id()
         with self._asking(call_id, None):
-            return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+            session_id = self.sessions.current()
+            return await self.rig.call(name, args, origin="mcp", session_id=session_id, call_id=call_id)
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
@@ -388,7 +390,8 @@ class McpToolServer:
     ) -> ToolResult:
         from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
-        call = partial(self.rig.call, name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+        session_id = self.sessions.of(ctx)
+        call = partial(self.rig.call, name, args, origin="mcp", session_id=session_id, call_id=call_id)
         progress = progress_token_from_params(ctx.params) is not None
         levels = self.log_levels.allowed(ctx) if logs else frozenset()
         if not progress and not levels:

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from toolrig.agent.budget import Ledger
 from toolrig.agent.calls import CallOutcome, preview, run_calls
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral
@@ -98,7 +99,7 @@ class _Run:
         self.provider: Provider = options.provider or self._make_provider(own)
         self.max_turns = options.max_turns or (own.max_turns if own else None) or agent.max_turns
         self.budget = options.max_budget_usd
-        if self.budget is None:
+        if self.budget is None and lineage is None:  # a child's spending is held by its root's ledger too
             self.budget = own.max_budget_usd if own and own.max_budget_usd is not None else agent.max_budget_usd
         price = agent.price
         self.price: Price | None = price_for(
@@ -408,16 +409,23 @@ class _Run:
                 return outcome
 
     async def _model_turn(self, progress: _Progress, tool_choice: str) -> TurnComplete:
-        self._check_budget(progress)  # a tool's sampling may have spent it since the last turn
         request = TurnRequest(self.system, progress.messages, self.tools, "none" if tool_choice == "none" else "auto")
         steps = self.options.steps
-        if steps is None:
-            complete = await self._stream_turn(progress, request)
-        else:
-            complete = await steps.model_turn(
-                f"turn-{progress.turns_used}", lambda: self._stream_turn(progress, request)
-            )
+        # The tree's one budget (toolrig.agent.budget): admitted before the turn, charged as it completes.
+        async with self._ledger().turn() as charge:
+            if steps is None:
+                complete = await self._stream_turn(progress, request)
+            else:
+                complete = await steps.model_turn(
+                    f"turn-{progress.turns_used}", lambda: self._stream_turn(progress, request)
+                )
+            charge(complete.usage.priced(self.price).cost_usd)
         return self._turn_done(progress, complete)
+
+    def _ledger(self) -> Ledger:
+        if self.node is None or self.node.ledger is None:  # pragma: no cover - a turn runs inside _guarded
+            raise RunError("state", "the run is not entered in its hub")
+        return self.node.ledger
 
     async def _stream_turn(self, progress: _Progress, request: TurnRequest) -> TurnComplete:
         emit = self.sink.emit
@@ -459,14 +467,8 @@ class _Run:
             status=None if message.tool_calls else ("max_tokens" if _stop_of(complete) == "max_tokens" else "done"),
         )
         progress.session_turn += 1
-        self._check_budget(progress)
+        self._ledger().raise_if_over()  # this run's, or an ancestor's limit, counting every run under it
         return complete
-
-    def _check_budget(self, progress: _Progress) -> None:
-        if self.budget is not None and progress.usage.cost_usd > self.budget:
-            raise RunError(
-                "budget", f"the run spent ${progress.usage.cost_usd:.4f}, over its budget of ${self.budget:.4f}"
-            )
 
     async def _tool_phase(self, progress: _Progress, done: dict[str, ToolResultBlock]) -> RunResult | None:
         """Run the last turn's calls (those not already ``done``); a RunResult when the run stops here."""
@@ -664,10 +666,14 @@ class _Run:
         priced = usage.priced(self.price)
         if self.progress is not None:
             self.progress.usage.add(priced)
+        if self.node is not None and self.node.ledger is not None:
+            self.node.ledger.charge(priced.cost_usd)  # the tree's one budget sees it too (toolrig.agent.budget)
         self.sink.emit(priced.event())
 
     def over_budget(self) -> bool:
-        """Whether the run has spent its budget (``max_budget_usd``) already."""
+        """Whether this run, or a run above it, has spent its budget (``max_budget_usd``) already."""
+        if self.node is not None and self.node.ledger is not None:
+            return self.node.ledger.exhausted()
         return self.budget is not None and self.spent().cost_usd >= self.budget
 
     def spent(self) -> Usage:

@@ -11,6 +11,7 @@ import pytest
 from tests.support import sample_tools
 from tests.support.fake_llm import Call, Text, reply
 from toolrig.agent import RunOptions, run_agent
+from toolrig.agent.errors import RunError
 from toolrig.events import (
     Event,
     SubagentDoneEvent,
@@ -575,3 +576,81 @@ async def test_allow_always_on_a_childs_call_is_kept_for_the_tree_not_under_the_
     assert "run_command:git --version" in saved["approvals"]["allow"]
     types = load_agent_types(workspace, Rig(workspace).loaded, log_warnings=False)
     assert sorted(types.names()) == ["general", "worker"]
+
+
+# ---------------------------------------------------------------------------------------------- one budget, one tree
+
+PRICED = {"input": 1000.0, "output": 0.0}  # 100 input tokens a turn: every model turn costs $0.10
+TURN = 0.10
+
+
+def looping(marker: str) -> list[Any]:
+    """A child that calls a tool every turn and never answers: it stops only when something stops it."""
+    return [reply(Call(f"{marker.lower()}-add", "add", '{"a": 1, "b": 1}'))]
+
+
+async def test_parallel_children_share_the_parents_budget_instead_of_each_getting_the_remainder(
+    agent_tools_rig: Any, converse: Any, llm: Any
+) -> None:
+    """The reported case: $1.00, the first turn spawns four workers at once; each used to spend $1.00."""
+    workers = [("worker", f"work CHILD{i}") for i in range(4)]
+    converse(
+        {"PARENT": [reply(spawn("p1", *workers)), reply(Text("done"))]}
+        | {f"CHILD{i}": looping(f"c{i}") for i in range(4)}
+    )
+    events: list[Event] = []
+    rig = agent_tools_rig(price=PRICED, config={"agents": {"worker": {"description": "works"}}})
+    with pytest.raises(RunError) as caught:
+        await run_agent("PARENT", RunOptions(max_budget_usd=1.0), rig=rig, on_event=events.append)
+    assert caught.value.kind == "budget"
+    # The tree stops at the limit plus the one turn that crosses it: 11 turns of $0.10, not 42.
+    assert len(llm.requests) * TURN <= 1.0 + TURN + 1e-9
+    dones = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert len(dones) == 4 and all(d.status == "failed" for d in dones)
+    assert sum(d.usage["cost_usd"] for d in dones) <= 1.0 + 1e-9
+    rig.close()
+
+
+async def test_background_children_and_grandchildren_draw_from_the_roots_one_budget(
+    agent_tools_rig: Any, converse: Any, llm: Any
+) -> None:
+    from toolrig.tools.tasks import TOOLS as TASK_TOOLS
+
+    leads = [("lead", "lead LEADA"), ("lead", "lead LEADB")]
+    converse(
+        {
+            "PARENT": [
+                reply(spawn("p1", *leads, background=True)),
+                reply(Call("w1", "wait_task", '{"mode": "all", "timeout_seconds": 600}')),
+                reply(Text("done")),
+            ],
+            "LEADA": [reply(spawn("a1", ("worker", "work GRANDA1"), ("worker", "work GRANDA2"))), reply(Text("a"))],
+            "LEADB": [reply(spawn("b1", ("worker", "work GRANDB1"))), *looping("lb")],
+            "GRANDA1": looping("ga1"),
+            "GRANDA2": looping("ga2"),
+            "GRANDB1": looping("gb1"),
+        }
+    )
+    agents = {"lead": {"description": "leads", "spawns": ["worker"]}, "worker": {"description": "works"}}
+    events: list[Event] = []
+    rig = agent_tools_rig(price=PRICED, config={"agents": agents}, tools=TASK_TOOLS)
+    with pytest.raises(RunError) as caught:
+        await run_agent("PARENT", RunOptions(max_budget_usd=1.5), rig=rig, on_event=events.append)
+    assert caught.value.kind == "budget"
+    assert len(llm.requests) * TURN <= 1.5 + TURN + 1e-9
+    started = {e.task_id for e in events if isinstance(e, SubagentStartEvent)}
+    assert len(started) == 5 and {t.count(".") for t in started} == {1, 2}  # children and grandchildren ran
+    rig.close()
+
+
+async def test_a_childs_own_type_budget_still_stops_it_first(agent_tools_rig: Any, converse: Any, llm: Any) -> None:
+    converse({"PARENT": [reply(spawn("p1", ("thrifty", "work CHEAP"))), reply(Text("done"))], "CHEAP": looping("ch")})
+    agents = {"thrifty": {"description": "spends little", "max_budget_usd": 0.25}}
+    events: list[Event] = []
+    rig = agent_tools_rig(price=PRICED, config={"agents": agents})
+    result = await run_agent("PARENT", RunOptions(max_budget_usd=5.0), rig=rig, on_event=events.append)
+    assert result.response == "done"
+    [done] = [e for e in events if isinstance(e, SubagentDoneEvent)]
+    assert done.status == "failed" and done.error is not None and "budget of $0.2500" in done.error
+    assert done.usage["cost_usd"] == pytest.approx(0.3)  # its own limit plus the turn that crossed it
+    rig.close()

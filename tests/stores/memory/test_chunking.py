@@ -59,3 +59,19 @@ def test_the_fast_paragraph_split_matches_the_line_by_line_split(parts: list[str
 
     text = "\n".join(parts)
     assert split_paragraphs(text) == _split_lines(text)
+
+
+plain_lines = st.sampled_from(
+    ["", " ", "\t", "text", "more words", "# Head", "## h2", "#nohead", "\u2028", "\x0b", "x y"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(plain_lines, max_size=200), st.integers(min_value=0, max_value=90))
+def test_the_column_split_of_text_without_carriage_returns_matches_the_line_by_line_split(
+    parts: list[str], long_run: int
+) -> None:
+    from toolrig.stores.memory.chunking import _split_lines
+
+    text = "\n".join(parts + ["line"] * long_run)  # a run near MAX_CHUNK_LINES on either side of it
+    assert split_paragraphs(text) == _split_lines(text)

@@ -174,3 +174,152 @@ def test_the_periodic_audit_walk_runs_beside_searches_and_catches_what_inotify_m
     index.refresh()  # applies the audit and the events since (without inotify: walks everything)
     assert [hit.file for hit in index.search("bravo")] == ["memory/b.md"]
     assert [hit.file for hit in index.search("charlie")] == ["memory/c.md"]
+
+
+def paragraphs_in(index: MemoryIndex) -> list[tuple[str, int, int, str]]:
+    return index.db.read(
+        lambda conn: conn.execute("SELECT path, start, end, text FROM chunks ORDER BY 1, 2").fetchall()
+    )
+
+
+def test_a_bulk_build_in_many_batches_and_transactions_indexes_exactly_what_one_batch_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, single = make_index(tmp_path)
+    for n in range(23):
+        body = "\n\n".join(f"# part {p}\nnote {n} says kiwi {p}" for p in range(n % 4)) + "\n"
+        write(root, f"memory/t{n % 3}/n{n}.md", body)
+    single.refresh()
+    monkeypatch.setattr("toolrig.stores.memory.index.BATCH", 2)  # 12 batches, read ahead in a thread
+    monkeypatch.setattr("toolrig.stores.memory.index.TRANSACTION_BYTES", 100)  # several batches per transaction
+    done: list[tuple[int, int]] = []
+    bulk = MemoryIndex(root, tmp_path / "bulk" / "memory.sqlite")
+    assert bulk.refresh(lambda d, t: done.append((d, t))).indexed == 23
+    assert paragraphs_in(bulk) == paragraphs_in(single)
+    assert len(done) > 1 and done[-1] == (23, 23)
+    assert [(h.file, h.lines) for h in bulk.search("kiwi", 50)] == [
+        (h.file, h.lines) for h in single.search("kiwi", 50)
+    ]
+    # A file's paragraphs are one id range: replacing and deleting files leaves no stray paragraph behind.
+    write(root, "memory/t0/n3.md", "rewritten mango\n")
+    (root / "memory" / "t1" / "n4.md").unlink()
+    bulk.refresh()
+    assert [h.file for h in bulk.search("mango")] == ["memory/t0/n3.md"]
+    assert {row[0] for row in paragraphs_in(bulk)} == {f"memory/t{n % 3}/n{n}.md" for n in range(23) if n % 4} - {
+        "memory/t1/n4.md"
+    } | {"memory/t0/n3.md"}
+
+
+def test_an_index_of_the_previous_schema_is_rebuilt_and_never_reuses_a_paragraph_id(tmp_path: Path) -> None:
+    from toolrig.stores.memory.index import MIGRATIONS
+    from toolrig.stores.sqlite import Database
+
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "old fact\n")
+    path = tmp_path / "state" / "memory.sqlite"
+    old = Database(path, MIGRATIONS[:2])  # the schema before paragraphs moved into the FTS5 table
+    old.write(lambda conn: conn.execute("INSERT INTO files VALUES ('MEMORY.md', 1, 1, 'x')"))
+    old.write(
+        lambda conn: conn.executemany(
+            "INSERT INTO chunks (path, start, end, text) VALUES ('MEMORY.md', 1, 1, ?)", [("a",), ("b",)]
+        )
+    )
+    old.close()
+    index = MemoryIndex(root, path)
+    assert index.refresh().indexed == 1
+    assert [h.file for h in index.search("fact")] == ["MEMORY.md"]
+    ids = index.db.read(lambda conn: [row[0] for row in conn.execute("SELECT rowid FROM chunks")])
+    assert ids and min(ids) > 2  # semantic vectors are keyed by these ids: an old id must never come back
+
+
+def test_a_file_swapped_for_a_symlink_or_fifo_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    from toolrig.stores.memory.index import _read_regular
+
+    regular = write(tmp_path, "a.md", "hello\n")
+    assert _read_regular(str(regular), 6) == b"hello\n"
+    assert _read_regular(str(regular), 2) == b"hello\n"  # grew since the walk: read to the end
+    outside = write(tmp_path, "secret.txt", "secret\n")
+    (tmp_path / "link.md").symlink_to(outside)
+    assert _read_regular(str(tmp_path / "link.md"), 7) is None
+    os.mkfifo(tmp_path / "pipe.md")
+    assert _read_regular(str(tmp_path / "pipe.md"), 0) is None  # neither blocks nor reads
+    assert _read_regular(str(tmp_path / "gone.md"), 1) is None
+
+
+_KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+import toolrig.stores.memory.index as module
+from toolrig.stores.memory import MemoryIndex
+
+module.BATCH, module.TRANSACTION_BYTES = 5, 200  # many small transactions
+original = module.MemoryIndex._index_batch
+calls = []
+
+def index_batch(self, conn, batch):
+    count = original(self, conn, batch)
+    calls.append(batch)
+    if len(calls) == 7:  # inside an open transaction, after earlier ones committed
+        print("inside", flush=True)
+        time.sleep(600)
+    return count
+
+module.MemoryIndex._index_batch = index_batch
+MemoryIndex(Path(sys.argv[1]), Path(sys.argv[2])).refresh()
+"""
+
+
+@pytest.mark.slow
+def test_a_first_build_killed_mid_transaction_leaves_whole_batches_and_the_next_refresh_completes_it(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    root = tmp_path / "ws"
+    for n in range(60):
+        write(root, f"memory/n{n:02d}.md", f"# note {n}\nquokka {n} facts\n\nmore about {n}\n")
+    db_path = tmp_path / "state" / "memory.sqlite"
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BUILD, str(root), str(db_path)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "inside\n"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+    index = MemoryIndex(root, db_path)
+    committed = index.db.read(lambda conn: conn.execute("SELECT count(*) FROM files").fetchone()[0])
+    assert 0 < committed < 60  # whole transactions survived, the open one did not
+    assert sorted({row[0] for row in paragraphs_in(index)}) == sorted(index._known)  # no file half there
+    index.db.write(lambda conn: conn.execute("INSERT INTO chunks (chunks) VALUES ('integrity-check')"))
+    assert index.refresh().indexed == 60 - committed
+    clean = MemoryIndex(root, tmp_path / "clean" / "memory.sqlite")
+    clean.refresh()
+    assert paragraphs_in(index) == paragraphs_in(clean)
+    assert len(index.search("quokka", 100)) == 60
+
+
+def test_the_audit_walk_also_catches_deletions_and_edits_inotify_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, freshness: str
+) -> None:
+    import time
+
+    monkeypatch.setattr("toolrig.stores.memory.index.FULL_WALK_SECONDS", 0.0)
+    root, index = make_index(tmp_path)
+    write(root, "memory/a.md", "alpha\n")
+    write(root, "memory/b.md", "bravo\n")
+    write(root, "memory/c.md", "charlie\n")
+    index.refresh()
+    (root / "memory" / "a.md").unlink()
+    write(root, "memory/b.md", "bravo rewritten with delta\n")
+    index._watch.take()  # the kernel's events are lost
+    index.refresh()  # starts the audit
+    while index._auditing:
+        time.sleep(0.01)
+    (root / "memory" / "c.md").unlink()  # after the audit listed it: inotify reports it
+    report = index.refresh()  # without inotify, the refresh that started the audit walked already
+    assert (report.indexed, report.removed) == ((1, 2) if freshness == "inotify" else (0, 1))
+    assert index.search("alpha") == [] and index.search("charlie") == []
+    assert [hit.file for hit in index.search("delta")] == ["memory/b.md"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolrig.agent.budget import Ledger
 from toolrig.agent.errors import RunError
 from toolrig.agent.subagents.narrowing import child_profile, min_or_none
 from toolrig.agent.subagents.types import AgentType, AgentTypes, load_agent_types
@@ -69,7 +70,8 @@ class RunNode:
     output: Any = UNSET
     children: dict[str, Child] = field(default_factory=dict)
     background: TaskGroup | None = None  # the run's own task group: background children end with the run
-    usage: Usage | None = None  # the run's running total (children's spend is added to it)
+    usage: Usage | None = None  # the run's running total (children's spend is added to it when they end)
+    ledger: Ledger | None = None  # the run's budget, charged live by it and its descendants (agent/budget.py)
     counter: int = 0
     paused_spawns: dict[str, dict[str, Any]] = field(default_factory=dict)  # spawn call id -> saved children
     resuming: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, read back from a RunState
@@ -167,6 +169,16 @@ class SubagentHub:
                 background=background,
             )
         node.limit = anyio.Semaphore(self.rig.config.subagents.max_parallel)
+        # What a resumed run spent before its pause is its starting balance, not charged again to its ancestors
+        # (their own saved usage holds it already).
+        limit = getattr(run, "budget", None)
+        if node.parent is None or node.parent.ledger is None:
+            node.ledger = Ledger(limit, spent=usage.cost_usd)
+            if usage.calls:
+                node.ledger.largest = usage.cost_usd / usage.calls
+        else:
+            node.ledger = node.parent.ledger.child(limit)
+            node.ledger.spent = usage.cost_usd
         resumed = getattr(run, "resumed_children", None)
         if resumed:
             node.counter = int(resumed.get("counter", 0))
@@ -405,9 +417,6 @@ class SubagentHub:
             if warning not in self.rig.loaded.warnings:  # once per type and setting, not once per child
                 self.rig.loaded.warnings.append(warning)
                 log.warning("%s", warning)
-        remaining = None
-        if prun.budget is not None and parent.usage is not None:
-            remaining = max(prun.budget - parent.usage.cost_usd, 0.0)
         same_model = own.model is None or own.model == prun.provider.settings.model
         options = RunOptions(
             model=None if same_model else own.model,
@@ -415,7 +424,7 @@ class SubagentHub:
             system_prompt=own.system_prompt,
             max_turns=min(own.max_turns or settings.max_turns, settings.max_turns),
             timeout=min_or_none(own.timeout_seconds, settings.timeout_seconds),
-            max_budget_usd=min_or_none(own.max_budget_usd, remaining),
+            max_budget_usd=own.max_budget_usd,  # the parent's limit holds it too, live (its ledger)
             approvals=root_channel(parent, child),
             persist=prun.options.persist,
             hooks=prun.options.hooks,

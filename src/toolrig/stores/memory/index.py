@@ -13,12 +13,14 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.stores.memory.chunking import Chunk, fts_terms, snippet, split_paragraphs
+from toolrig.stores.memory.chunking import fts_terms, paragraph_columns, snippet
 from toolrig.stores.memory.watch import DirectoryWatch
 
 if TYPE_CHECKING:
@@ -27,20 +29,28 @@ from toolrig.stores.sqlite import Database
 
 ROOT_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"
-BATCH = 500  # files per write transaction while (re)indexing, so other writers get a turn
+BATCH = 500  # files read and split at a time; more than one batch to index makes a bulk index
+# A bulk index writes batches in transactions of about this many bytes of files: FTS5 writes its segments
+# at every commit, so small transactions write (and later merge) far more pages. Bounded so that another
+# process waiting to write gets its turn within seconds.
+TRANSACTION_BYTES = 8 << 20
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 FULL_WALK_SECONDS = 10.0  # with inotify, a full stat walk still runs at least this often
+_READ_AHEAD = 2  # batches read and split ahead of the one being written
+_AUDIT_STRIDE = 32  # the audit walk checks for a running search every this many files...
+_AUDIT_PAUSE = 0.005  # ...and waits up to this long for it: paused, it still walks 10,000 files in 1.6 s
 COMMON_ROWS = 500  # a query term in more paragraphs than this is "common" (see MemoryIndex._ranked)
 
-_PROBE = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?"
-_BM25 = (  # rank in the subquery, so only the winners are joined to their text
-    "SELECT c.id, c.path, c.start, c.end, c.text, r.score FROM ("
-    "SELECT rowid AS id, bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ? "
-    "ORDER BY bm25(chunks_fts) LIMIT ?) AS r JOIN chunks c ON c.id = r.id ORDER BY r.score"
+_PROBE = "SELECT rowid FROM chunks WHERE chunks MATCH ? LIMIT ?"
+_BM25 = (  # rank in the subquery, so only the winners are read back with their text
+    "SELECT c.rowid, c.path, c.start, c.end, c.text, r.score FROM ("
+    "SELECT rowid AS id, bm25(chunks) AS score FROM chunks WHERE chunks MATCH ? "
+    "ORDER BY bm25(chunks) LIMIT ?) AS r CROSS JOIN chunks c ON c.rowid = r.id ORDER BY r.score"
 )
 _NEWEST = (
-    "SELECT c.id, c.path, c.start, c.end, c.text, 0.0 FROM ("
-    "SELECT rowid AS id FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS r "
-    "JOIN chunks c ON c.id = r.id ORDER BY c.id DESC"
+    "SELECT c.rowid, c.path, c.start, c.end, c.text, 0.0 FROM ("
+    "SELECT rowid AS id FROM chunks WHERE chunks MATCH ? ORDER BY rowid DESC LIMIT ?) AS r "
+    "CROSS JOIN chunks c ON c.rowid = r.id ORDER BY r.id DESC"
 )
 
 Progress = Callable[[int, int], None]
@@ -69,10 +79,58 @@ MIGRATIONS = (
     """,
     # A per-row trigger makes FTS5 indexing 4x slower than one INSERT ... SELECT per batch (measured).
     "DROP TRIGGER chunks_insert;",
+    # The paragraphs live in the FTS5 table itself, their text stored once, as in a bare FTS5 insert: the
+    # separate chunks table (and its path index and foreign key) cost a first build ~0.5 s of CPU in 1.5.
+    # A file's paragraphs get consecutive ids, so its row names them as a range. Ids are still never
+    # reused (semantic vectors are keyed by them): the next one is kept, carried over from the old table.
+    # The index is derived data: the old rows go, and the next refresh rebuilds it from the files.
+    """
+    CREATE TABLE chunk_ids (next INTEGER NOT NULL);
+    INSERT INTO chunk_ids SELECT coalesce((SELECT max(seq) FROM sqlite_sequence WHERE name = 'chunks'), 0) + 1;
+    DROP TRIGGER chunks_delete;
+    DROP TABLE chunks_fts;
+    DROP TABLE chunks;
+    DROP TABLE files;
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        first_id INTEGER NOT NULL,  -- the file's paragraphs are chunks rows first_id..last_id (empty if last < first)
+        last_id INTEGER NOT NULL
+    );
+    CREATE VIRTUAL TABLE chunks USING fts5 (
+        text, path UNINDEXED, start UNINDEXED, end UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER files_delete AFTER DELETE ON files BEGIN
+        DELETE FROM chunks WHERE rowid BETWEEN old.first_id AND old.last_id;
+    END;
+    """,
 )
 
 
-_Prepared = tuple[str, int, int, str, "list[Chunk] | None"]  # path, size, mtime, hash, paragraphs (None: same)
+@dataclass(frozen=True, slots=True)
+class _Audit:
+    """What the periodic full walk found: files whose stat differs from the index's, and files gone."""
+
+    hidden: Hidden | None
+    generation: int
+    differs: list[tuple[str, os.stat_result]]
+    missing: list[str]
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A batch of files read, hashed and split, in rows ready for the write transaction.
+
+    Paragraph ids are offsets from the first id the transaction hands out (unknown until then: another
+    process may be writing), so no row is rebuilt while the write lock is held.
+    """
+
+    touched: list[tuple[int, int, str]]  # size, mtime_ns, path: same content, new stat
+    replaced: list[tuple[str, int, int, str, int, int]]  # path, size, mtime_ns, hash, first and last offset
+    rows: list[tuple[int, str, str, int, int]]  # offset, text, path, start, end
+    updates: dict[str, tuple[int, int, str]]  # what the index knows of each file once this batch commits
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +202,32 @@ def _is_file(info: os.stat_result) -> bool:
     return stat.S_ISREG(info.st_mode)
 
 
+def _read_regular(path: str, size: int) -> bytes | None:
+    """The bytes of a regular file, or None; a symlink or FIFO swapped in since the walk is not opened or read.
+
+    ``size`` (from the walk) sizes the first read: one ``open``, ``fstat``, ``read`` and ``close``, about
+    a third of what ``Path.read_bytes`` costs, which counts when a first build reads 10,000 files.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        parts = [data]  # it grew since the walk: read to the end
+        while more := os.read(fd, 1 << 20):
+            parts.append(more)
+        return b"".join(parts)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 class MemoryIndex:
     """One memory root's index. Thread-safe; several processes may share the file (SQLite locking)."""
 
@@ -161,10 +245,17 @@ class MemoryIndex:
         self._last_walk = float("-inf")
         self._hidden: Hidden | None = None
         self._auditing = False
-        self._audit_result: tuple[Hidden | None, list[tuple[str, os.stat_result]]] | None = None
+        self._audit_result: _Audit | None = None
+        self._audit_generation = 0  # a full walk outdates an audit still running
         self._since_audit: set[str] = set()
+        self._users = 0  # refreshes and searches running now; the audit walk pauses for them
+        self._users_lock = threading.Lock()
+        self._quiet = threading.Event()
+        self._quiet.set()
         self._known: dict[str, tuple[int, int, str]] = self.db.read(
-            lambda conn: {row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT * FROM files")}
+            lambda conn: {
+                row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
+            }
         )
 
     def refresh(self, progress: Progress | None = None, *, hidden: Hidden | None = None) -> RefreshReport:
@@ -173,7 +264,7 @@ class MemoryIndex:
         Files ``hidden`` hides are dropped from the index like deleted ones; a new predicate (the deny
         globs changed) means a full walk.
         """
-        with self._refresh_lock:
+        with self._in_use(), self._refresh_lock:
             now = time.monotonic()
             if hidden != self._hidden:
                 self._hidden = hidden
@@ -182,7 +273,8 @@ class MemoryIndex:
                 self._since_audit = set()
             hidden = self._hidden
             touched = self._watch.take() if self._last_walk > float("-inf") else None
-            audit = self._audit_result[1] if self._audit_result and self._audit_result[0] == hidden else None
+            found = self._audit_result
+            audit = found if found and found.hidden == hidden and found.generation == self._audit_generation else None
             if touched is not None and (self._auditing or audit is not None):
                 self._since_audit |= touched  # changes after the audit listed a directory: stat them again
             if touched is not None and audit is not None:
@@ -203,6 +295,8 @@ class MemoryIndex:
                     self._watch.watch(directories)
                 candidates = list(memory_files(self.root, hidden=hidden))
                 self._last_walk = now
+                self._audit_generation += 1
+                self._audit_result = None
                 present = {relative for relative, _ in candidates}
                 gone = [path for path in self._known if path not in present]
             changed: list[tuple[str, int, int]] = []
@@ -217,10 +311,23 @@ class MemoryIndex:
                     del self._known[path]
             indexed = self._index_changed(changed, progress)
             if self._semantic is not None and (self._vectors_stale or indexed or gone):
-                chunks = self.db.read(lambda conn: dict(conn.execute("SELECT id, text FROM chunks").fetchall()))
+                chunks = self.db.read(lambda conn: dict(conn.execute("SELECT rowid, text FROM chunks").fetchall()))
                 self._semantic.sync(chunks)
                 self._vectors_stale = False
             return RefreshReport(indexed, len(gone), len(self._known) - len(changed))
+
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        with self._users_lock:
+            self._users += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._users_lock:
+                self._users -= 1
+                if not self._users:
+                    self._quiet.set()
 
     def _start_audit(self, now: float, hidden: Hidden | None) -> None:
         if self._auditing:
@@ -228,10 +335,11 @@ class MemoryIndex:
         self._auditing = True
         self._since_audit = set()
         self._last_walk = now
+        generation = self._audit_generation
 
         def walk() -> None:
             try:
-                self._audit_result = (hidden, list(memory_files(self.root, hidden=hidden)))
+                self._audit_result = self._audit(hidden, generation)
             except Exception:  # a failed audit is retried at the next period
                 self._audit_result = None
             finally:
@@ -239,14 +347,33 @@ class MemoryIndex:
 
         threading.Thread(target=walk, name="memory-audit", daemon=True).start()
 
-    def _merge_audit(
-        self, audit: list[tuple[str, os.stat_result]], touched: set[str]
-    ) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-        """The audit's listing, with every path inotify reported since (or during) it stat-ed afresh."""
+    def _audit(self, hidden: Hidden | None, generation: int) -> _Audit:
+        """The full walk, compared with what the index knows, in the audit's thread.
+
+        Comparing 10,000 entries is ~15 ms of Python: done in a search, it was that search's whole
+        latency (the p99). Here it pauses (up to ``_AUDIT_PAUSE`` at a time, every ``_AUDIT_STRIDE``
+        entries) while a refresh or search runs: a thread holding the GIL can be preempted by the OS on a
+        loaded machine, and the search then waits for it (measured: the slowest searches all ran beside
+        the walk, at under 1 ms of CPU each). A path the index learns about after this comparison was
+        reported by inotify, and the merge stats it afresh.
+        """
+        known = self._known  # read, never changed, here: single lookups and one copy of the keys are safe
+        present: set[str] = set()
+        differs: list[tuple[str, os.stat_result]] = []
+        for number, (relative, info) in enumerate(memory_files(self.root, hidden=hidden)):
+            present.add(relative)
+            seen = known.get(relative)
+            if seen is None or seen[0] != info.st_size or seen[1] != info.st_mtime_ns:
+                differs.append((relative, info))
+            if number % _AUDIT_STRIDE == 0 and not self._quiet.is_set():
+                self._quiet.wait(_AUDIT_PAUSE)
+        return _Audit(hidden, generation, differs, [path for path in list(known) if path not in present])
+
+    def _merge_audit(self, audit: _Audit, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+        """The audit's findings, with every path inotify reported since (or during) it stat-ed afresh."""
         fresh, gone_now = self._stat_touched(touched)
-        candidates = [(relative, info) for relative, info in audit if relative not in touched] + fresh
-        present = {relative for relative, _ in candidates}
-        gone = [path for path in self._known if path not in present or path in gone_now]
+        candidates = [(relative, info) for relative, info in audit.differs if relative not in touched] + fresh
+        gone = [path for path in audit.missing if path in self._known and path not in touched] + gone_now
         return candidates, list(dict.fromkeys(gone))
 
     def _stat_touched(self, touched: set[str]) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
@@ -268,71 +395,102 @@ class MemoryIndex:
         return candidates, gone
 
     def _index_changed(self, changed: list[tuple[str, int, int]], progress: Progress | None) -> int:
-        """Index in batches; the next batch is read and split in a thread while SQLite writes this one.
+        """Index the changed files; a bulk index (a first build) reads ahead in a thread and commits in large steps.
 
-        SQLite releases the GIL while it tokenizes and writes, so on a first build of thousands of files
-        the file reading and splitting overlaps it instead of adding to it.
+        Batches of ``BATCH`` files are read, hashed and split in a thread (up to ``_READ_AHEAD`` ahead)
+        while this thread writes earlier ones; reading and hashing give up the GIL, and so does SQLite
+        while it tokenizes and commits. The batches go in with one transaction per ``TRANSACTION_BYTES``.
+        Durability is the database's own (WAL, ``synchronous = NORMAL``): a kill -9 or a power loss leaves
+        whole transactions, a correct index of the files its ``files`` rows name, which the next refresh
+        (always run before a search) completes. A files row and its paragraphs commit together, so no
+        file is ever half indexed.
         """
         if not changed:
             return 0
-        from concurrent.futures import ThreadPoolExecutor
+        if len(changed) <= BATCH:  # the warm path: a thread would cost more than it saves
+            indexed = self._write_batch(self._prepare(changed))
+            if progress is not None:
+                progress(len(changed), len(changed))
+            return indexed
+        from concurrent.futures import Future, ThreadPoolExecutor
 
         batches = [changed[begin : begin + BATCH] for begin in range(0, len(changed), BATCH)]
+        groups: list[list[int]] = [[]]  # the batches of each transaction
+        size = 0
+        for number, batch in enumerate(batches):
+            if size >= TRANSACTION_BYTES:
+                groups.append([])
+                size = 0
+            groups[-1].append(number)
+            size += sum(entry[1] for entry in batch)
         indexed = done = 0
         with ThreadPoolExecutor(1, thread_name_prefix="memory-read") as reader:
-            upcoming = reader.submit(self._prepare, batches[0])
-            for number, batch in enumerate(batches):
-                prepared = upcoming.result()
-                if number + 1 < len(batches):
-                    upcoming = reader.submit(self._prepare, batches[number + 1])
-                updates: dict[str, tuple[int, int, str]] = {}
-                indexed += self.db.write(lambda conn, p=prepared, u=updates: self._index_batch(conn, p, u))  # type: ignore[misc]
-                self._known.update(updates)  # only once committed: a rolled-back batch is read again next time
-                done += len(batch)
+            pending: dict[int, Future[_Batch]] = {}
+
+            def prepared(number: int) -> _Batch:
+                for ahead in range(number, min(number + _READ_AHEAD + 1, len(batches))):
+                    if ahead not in pending:
+                        pending[ahead] = reader.submit(self._prepare, batches[ahead])
+                return pending.pop(number).result()
+
+            for group in groups:
+                taken: list[_Batch] = []  # kept for a retried transaction
+
+                def body(conn: sqlite3.Connection, group: list[int] = group, taken: list[_Batch] = taken) -> int:
+                    count = 0
+                    for position, number in enumerate(group):
+                        if position == len(taken):
+                            taken.append(prepared(number))
+                        count += self._index_batch(conn, taken[position])
+                    return count
+
+                indexed += self.db.write(body)
+                for written in taken:  # only once committed: a rolled-back batch is read again next time
+                    self._known.update(written.updates)
+                done += sum(len(batches[number]) for number in group)
                 if progress is not None:
                     progress(done, len(changed))
         return indexed
 
-    def _prepare(self, batch: list[tuple[str, int, int]]) -> list[_Prepared]:
-        """Read, hash and split a batch before the write transaction, so the lock is held for inserts only."""
-        prepared: list[_Prepared] = []
-        for relative, size, mtime_ns in batch:
-            try:
-                data = (self.root / relative).read_bytes()
-            except OSError:
-                continue  # vanished or unreadable since the walk; the next refresh sees it again
+    def _write_batch(self, batch: _Batch) -> int:
+        indexed = self.db.write(lambda conn: self._index_batch(conn, batch))
+        self._known.update(batch.updates)  # only once committed: a rolled-back batch is read again next time
+        return indexed
+
+    def _prepare(self, files: list[tuple[str, int, int]]) -> _Batch:
+        """Read, hash and split files before the write transaction, so the lock is held for inserts only."""
+        batch = _Batch([], [], [], {})
+        rows = batch.rows
+        root = f"{self.root}{os.sep}"
+        for relative, size, mtime_ns in files:
+            data = _read_regular(root + relative, size)
+            if data is None:
+                continue  # vanished, unreadable or swapped since the walk; the next refresh sees it again
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            batch.updates[relative] = (size, mtime_ns, digest)
             known = self._known.get(relative)
             if known is not None and known[2] == digest:
-                prepared.append((relative, size, mtime_ns, digest, None))
-            else:
-                prepared.append((relative, size, mtime_ns, digest, split_paragraphs(data.decode("utf-8", "replace"))))
-        return prepared
+                batch.touched.append((size, mtime_ns, relative))
+                continue
+            first = len(rows)
+            starts, ends, texts = paragraph_columns(data.decode("utf-8", "replace"))
+            rows.extend(zip(range(first, first + len(texts)), texts, repeat(relative), starts, ends, strict=False))
+            batch.replaced.append((relative, size, mtime_ns, digest, first, len(rows) - 1))
+        return batch
 
-    def _index_batch(
-        self, conn: sqlite3.Connection, prepared: list[_Prepared], updates: dict[str, tuple[int, int, str]]
-    ) -> int:
-        updates.clear()  # a retried transaction starts over
-        # AUTOINCREMENT ids only grow: the rows this batch adds are exactly those above today's largest id.
-        first_new = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
-        touched: list[tuple[int, int, str]] = []
-        replaced: list[tuple[str, int, int, str]] = []
-        rows: list[tuple[str, int, int, str]] = []
-        for relative, size, mtime_ns, digest, chunks in prepared:
-            if chunks is None:
-                touched.append((size, mtime_ns, relative))
-            else:
-                replaced.append((relative, size, mtime_ns, digest))
-                rows.extend((relative, c.start, c.end, c.text) for c in chunks)
-            updates[relative] = (size, mtime_ns, digest)
-        conn.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", touched)
-        # Another process may have indexed a file this one has not seen yet: replace, never duplicate.
-        conn.executemany("DELETE FROM files WHERE path = ?", [(row[0],) for row in replaced])
-        conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?)", replaced)
-        conn.executemany("INSERT INTO chunks (path, start, end, text) VALUES (?, ?, ?, ?)", rows)
-        if rows:
-            conn.execute("INSERT INTO chunks_fts (rowid, text) SELECT id, text FROM chunks WHERE id > ?", (first_new,))
-        return len(replaced)
+    def _index_batch(self, conn: sqlite3.Connection, batch: _Batch) -> int:
+        base = int(conn.execute("SELECT next FROM chunk_ids").fetchone()[0])  # under the write lock
+        conn.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", batch.touched)
+        # Another process may have indexed a file this one has not seen yet: replace, never duplicate (the
+        # files_delete trigger drops the paragraphs of a replaced file).
+        conn.executemany("DELETE FROM files WHERE path = ?", [(row[0],) for row in batch.replaced])
+        # The base id is an int read from the database, not text from anyone: safe to inline.
+        add_files = f"INSERT INTO files VALUES (?, ?, ?, ?, ? + {base}, ? + {base})"  # noqa: S608
+        add_chunks = f"INSERT INTO chunks (rowid, text, path, start, end) VALUES (? + {base}, ?, ?, ?, ?)"  # noqa: S608
+        conn.executemany(add_files, batch.replaced)
+        conn.executemany(add_chunks, batch.rows)
+        conn.execute("UPDATE chunk_ids SET next = ?", (base + len(batch.rows),))
+        return len(batch.replaced)
 
     def search(self, query: str, max_results: int = 6) -> list[MemoryHit]:
         terms = fts_terms(query)
@@ -343,7 +501,8 @@ class MemoryIndex:
                 'Search for words, or a "quoted phrase".',
             )
         limit = max_results if self._semantic is None else max(50, max_results)
-        rows = self.db.read(lambda conn: self._ranked(conn, terms, limit))
+        with self._in_use():
+            rows = self.db.read(lambda conn: self._ranked(conn, terms, limit))
         if self._semantic is None:
             return [
                 MemoryHit(p, start, end, snippet(text, query), float(f"{-rank:.4g}"))
@@ -383,11 +542,11 @@ class MemoryIndex:
         nearest = self._semantic.nearest(query, max(50, max_results))
         fused = fuse([row[0] for row in bm25_rows], nearest)[:max_results]
         ids = [chunk_id for chunk_id, _ in fused]
-        marks = ",".join("?" * len(ids))
-        details = self.db.read(
+        details = self.db.read(  # one rowid lookup each: FTS5 scans the whole table for an IN list
             lambda conn: {
-                row[0]: row[1:]
-                for row in conn.execute(f"SELECT id, path, start, end, text FROM chunks WHERE id IN ({marks})", ids)  # noqa: S608 - placeholders only
+                chunk_id: row
+                for chunk_id in ids
+                for row in conn.execute("SELECT path, start, end, text FROM chunks WHERE rowid = ?", (chunk_id,))
             }
         )
         return [

