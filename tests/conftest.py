@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
 from tests.servers import HttpServer, SmtpServer, start_smtp
+from tests.support.examples import FAST_PROFILE, fewer
 from toolrig.rig import Rig
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ Call = Callable[..., dict[str, Any]]
 # Hypothesis's deadline and its "input generation is slow" health check are wall-clock assertions: on a
 # loaded 2-core machine they fail tests whose behaviour is fine. The suite makes no timed assertions.
 settings.register_profile("toolrig", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The fast inner loop (`-m "not slow"`) tries a tenth of the examples; CI and a plain `pytest` try them all.
+settings.register_profile(FAST_PROFILE, parent=settings.get_profile("toolrig"), max_examples=fewer(100))
 settings.load_profile("toolrig")
 
 
@@ -170,17 +173,17 @@ def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
 from tests.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401
 
 # ------------------------------------------------------------------ markers for the fast inner loop
-# Applied here, not in each file: `pytest -m "not slow"` is the loop a newcomer runs while editing, CI runs
-# everything. A test is `terminal` if it drives tmux, `servers` if it starts or uses a real server, and
-# `slow` if it is either, spawns processes by design, or was measured among the slowest (SLOW_FILES/SLOW_TESTS;
-# remeasure with `pytest --durations=80`).
+# Applied here, not in each file: `pytest -m "not slow" -n 2` is the loop a newcomer runs while editing, CI
+# runs everything, serially. A test is `terminal` if it drives tmux, `servers` if it starts or uses a real
+# server, and `slow` if it is either, spawns processes by design, or was measured among the costliest for
+# what it adds to the fast loop (SLOW_FILES/SLOW_TESTS; a SLOW_TESTS entry without `[...]` covers every
+# parameter; remeasure with `pytest -m "not slow" --durations=60`, docs/performance.md).
 TERMINAL_FIXTURES = frozenset({"terminal"})
-SERVER_FIXTURES = frozenset({"redis_server", "basex_server", "smtp_servers", "peer", "peer_state"})
+SERVER_FIXTURES = frozenset({"redis_server", "basex_server", "smtp_servers", "peer", "peer_state", "postgres"})
 SERVER_PARAMS = frozenset({"redis", "basex"})  # kv / librarian parametrised over a real server
 SLOW_FILES = frozenset(
     {
         "tests/adapters/test_mcp_stdio.py",
-        "tests/adapters/test_mcp_client.py",
         "tests/adapters/test_mcp_inspector.py",
         "tests/adapters/test_mcp_http.py",
         "tests/hostile/test_mcp_http_guard.py",
@@ -206,12 +209,73 @@ SLOW_TESTS = frozenset(
         "tests/sandbox/test_shell_syntax.py::test_quoted_words_joined_by_operators_are_read_back_exactly",
         "tests/tools/test_files.py::test_list_directory_stops_at_its_budget_and_says_so",
         "tests/agent/providers/test_openai.py::test_interleaved_tool_call_fragments_are_joined_by_index",
+        # round 4, measured by CPU time per test (docs/performance.md). Each waits seconds by design (the
+        # durable worker's: one test per module still runs a real worker in the loop):
+        "tests/hostile/test_command_containment.py::test_a_fork_burst_over_max_processes_is_bounded[cgroup]",
+        "tests/hostile/test_command_containment.py::test_a_command_that_stops_its_keeper_still_loses_its_children",
+        "tests/sandbox/test_journal.py::test_fifty_kills_during_a_three_file_patch_leave_every_file_before_or_every_file_after",
+        *(  # a one-second timeout each: the loop keeps the plain `setsid` spelling, with and without a cgroup
+            f"tests/hostile/test_command_containment.py::test_setsid_children_do_not_outlive_the_timeout[{mode}-{way}]"
+            for mode in ("cgroup", "no cgroup")
+            for way in ("subshell", "setsid-f", "setsid-bash")
+        ),
+        "tests/sources/test_mcp_client.py::test_a_call_times_out_by_the_server_setting_and_the_server_stays_usable",
+        "tests/sources/test_mcp_client.py::test_a_server_that_died_while_idle_is_restarted_by_the_next_call",
+        "tests/durable/test_worker.py::test_queued_tasks_each_run_once_and_end_with_their_terminal_tool",
+        "tests/durable/test_worker.py::test_a_task_waiting_for_another_resumes_in_its_session_once_the_other_ends",
+        "tests/durable/test_worker.py::test_a_run_that_needs_approval_parks_as_paused_until_a_person_approves",
+        "tests/durable/test_worker.py::test_a_scheduled_job_fires_through_the_worker_once_per_firing",
+        "tests/durable/test_questions.py::test_a_queued_task_that_asks_the_user_goes_on_with_skipped_answers",
+        "tests/test_hooks.py::test_failing_and_slow_scripts_are_logged_and_the_call_goes_on",
+        # ... a new process is the point (a fresh `toolrig` or `toolrig mcp serve`, 1.5-3 s of CPU each):
+        "tests/commands/test_run.py::test_a_paused_run_resumes_in_a_new_process_with_answers_and_the_model_receives_them",
+        "tests/commands/test_run.py::test_a_paused_run_resumes_once_and_refuses_unknown_sessions_and_malformed_answers",
+        "tests/commands/test_run.py::test_a_resumed_run_that_asks_again_pauses_again_and_resumes_with_the_new_answers",
+        "tests/commands/test_run.py::test_todos_and_followups_are_json_events_and_the_todo_list_survives_a_pause_into_a_new_process",
+        "tests/commands/test_run.py::test_a_state_paused_on_an_approval_resumes_from_the_cli_with_decisions",
+        "tests/adapters/test_content_conversion.py::test_toolrig_mcp_serve_sends_an_image_read_from_disk_as_image_content",
+        "tests/hostile/test_calculator.py::test_r20_another_mcp_clients_arithmetic_answers_while_a_costly_expression_is_refused",
+        "tests/durable/test_lazy_import.py::test_the_mcp_server_imports_no_durable_engine_while_listing_and_calling",
+        "tests/durable/test_lazy_import.py::test_call_of_another_tool_imports_no_durable_engine",
+        "tests/test_registry.py::test_third_party_tools_load_from_the_entry_point_group",
+        "tests/test_registry.py::test_a_broken_plugin_is_logged_and_does_not_take_the_catalog_down",
+        "tests/durable/test_lazy_import.py::test_touching_a_schedule_opens_the_records_but_still_not_the_engine",
+        "tests/policy/test_gate.py::test_the_strict_flag_makes_a_name_that_matches_no_tool_exit_2",
+        "tests/sources/test_mcp_client.py::test_a_url_server_is_reached_over_streamable_http_with_its_headers",
+        # ... or a peer from npm per parameter (the module keeps four tests against npm peers in the loop):
+        "tests/sources/test_mcp_client.py::test_allow_and_deny_name_server_tools_by_display_name_or_server_glob",
+        # ... or a race run for seconds against a swapping thread (the other hostile file tests stay):
+        "tests/hostile/test_memory_files.py::test_r07_memory_get_and_write_never_reach_outside_while_memory_is_swapped_with_a_symlink",
+        "tests/hostile/test_search_swap_race.py::test_code_search_and_glob_never_show_outside_content_while_a_directory_is_swapped",
     }
 )
 
 
+def fast_loop(config: pytest.Config) -> bool:
+    """The fast inner loop: slow tests deselected and no hypothesis profile chosen on the command line."""
+    return "not slow" in (config.getoption("markexpr") or "") and not config.getoption("--hypothesis-profile")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if fast_loop(config):
+        settings.load_profile(FAST_PROFILE)
+
+
+def fewer_examples(item: pytest.Item, done: set[int]) -> None:
+    """Cut a property test's own ``max_examples`` to the fast loop's share (a profile cannot: a test's explicit
+    setting wins over it). Hypothesis reads the settings off the test function each time it runs."""
+    function = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    if not getattr(function, "is_hypothesis_test", False) or id(function) in done:
+        return
+    done.add(id(function))
+    own = function._hypothesis_internal_use_settings  # type: ignore[union-attr]
+    function._hypothesis_internal_use_settings = settings(own, max_examples=fewer(own.max_examples))  # type: ignore[union-attr]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(str(config.rootpath))
+    scaled: set[int] = set()
+    fast = fast_loop(config)
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         params = {str(v) for v in getattr(getattr(item, "callspec", None), "params", {}).values()}
@@ -224,5 +288,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if fixtures & SERVER_FIXTURES or params & SERVER_PARAMS:
             item.add_marker(pytest.mark.servers)
             slow = True
-        if slow or path in SLOW_FILES or test_id in SLOW_TESTS:
+        if slow or path in SLOW_FILES or test_id in SLOW_TESTS or f"{path}::{item.name}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        elif fast:
+            fewer_examples(item, scaled)

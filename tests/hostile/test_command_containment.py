@@ -96,6 +96,7 @@ def test_a_fork_burst_over_max_processes_is_bounded(workspace: Path, mode: str) 
         f"setsid -f sleep {S187}; sleep 60",
         f"setsid bash -c 'sleep {S187} & sleep {S187}' & sleep 60",
     ],
+    ids=["setsid", "subshell", "setsid-f", "setsid-bash"],  # the same in every xdist worker (the tag is not)
 )
 def test_setsid_children_do_not_outlive_the_timeout(workspace: Path, mode: str, command: str) -> None:
     result = run(shell(workspace), command, timeout_seconds=1)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from tests.file_helpers import write
+from tests.support.examples import examples
 from toolrig import Rig
 from toolrig.registry import Registry
 
@@ -113,7 +114,7 @@ def test_no_tool_answers_a_hostile_input_with_internal(fuzz_rig: Rig, name: str)
     strategy = from_schema(_schema(fuzz_rig, name))
 
     @settings(
-        max_examples=25,
+        max_examples=examples(25),  # a tenth, at least 10, in the fast loop
         derandomize=True,
         database=None,
         deadline=None,

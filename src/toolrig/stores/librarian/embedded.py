@@ -36,11 +36,13 @@ from toolrig.stores.librarian import (
 )
 from toolrig.stores.librarian.guard import guard
 from toolrig.stores.librarian.names import MAX_DEPTH, SEGMENT
+from toolrig.stores.librarian.saxon_worker import READY
 from toolrig.stores.librarian.xml import check_document
 from toolrig.stores.memory.chunking import fts_query, snippet
 from toolrig.stores.sqlite import Database
 
 INDEX_FILE = "index.sqlite"
+STARTUP_SECONDS = 60.0  # loading Saxon in a fresh worker; a query's own timeout starts after it
 MIGRATIONS = (
     """
     CREATE TABLE documents (
@@ -310,6 +312,16 @@ class SaxonWorker:
             env=environment,
             cwd="/",
         )
+        # A query's timeout is the query's: loading Saxon (seconds on a busy machine) is waited for here, so
+        # the first query after a start, or after a runaway one was killed, is not refused as a timeout.
+        ready = _read_line(self._process.stdout, STARTUP_SECONDS) if self._process.stdout is not None else None
+        if ready is None or ready.decode("utf-8", "replace").strip() != READY:
+            self._kill()
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                f"The XQuery engine did not start within {STARTUP_SECONDS:g} seconds.",
+                "Retry the query; if it fails again, check that 'saxonche' imports: pip install 'toolrig[librarian]'.",
+            )
         return self._process
 
     def _kill(self) -> None:

@@ -7,6 +7,7 @@ environment is scrubbed.
 
 Protocol: one JSON object per line each way. Request ``{"query", "root", "documents": {var: [paths
 relative to root]}, "variables": {name: value}}``; reply ``{"items": [...]}`` or ``{"error": message}``.
+Once Saxon is loaded, before the first request, the worker says ``{"ready": true}``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from typing import Any
 
 _XML_DECLARATION = "<?xml"
+READY = '{"ready": true}'
 
 
 class Engine:
@@ -103,6 +105,8 @@ def render(item: Any) -> str:
 def main() -> None:
     engine = Engine()
     out = sys.stdout
+    out.write(READY + "\n")  # the parent's query timeout starts only now, not while Saxon loads
+    out.flush()
     for line in sys.stdin:
         try:
             reply: dict[str, Any] = {"items": engine.run(json.loads(line))}
