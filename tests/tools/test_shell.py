@@ -39,6 +39,24 @@ def test_the_working_directory_persists_within_a_session_but_variables_do_not(wo
     assert other.output["stdout"] == f"{workspace}\n"
 
 
+def test_remembered_directories_are_bounded_and_the_least_recent_session_forgets_first(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One session per sessionless MCP request (2026-07-28 HTTP) must not grow the table without limit."""
+    from toolrig.tools import shell as shell_module
+
+    monkeypatch.setattr(shell_module, "MAX_SESSIONS", 2)
+    (workspace / "pkg").mkdir()
+    rig = shell(workspace)
+    for session in ("a", "b", "c"):
+        assert run(rig, "cd pkg", session_id=session).output["cwd"] == "pkg"
+    assert run(rig, "pwd", session_id="b").output["stdout"] == f"{workspace / 'pkg'}\n"
+    assert run(rig, "pwd", session_id="a").output["stdout"] == f"{workspace}\n"  # forgotten first
+    for session in "defgh":
+        run(rig, "true", session_id=session)  # sessions that stay at the root keep no entry
+    assert run(rig, "pwd", session_id="b").output["stdout"] == f"{workspace / 'pkg'}\n"
+
+
 def test_an_explicit_cwd_is_used_and_then_remembered(workspace: Path) -> None:
     (workspace / "docs").mkdir()
     rig = shell(workspace)

@@ -188,7 +188,12 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             progress_interval=config.progress_interval_seconds,
         )
         final = self._remember(result.final_cwd, cwd, ctx)
-        cwds[key] = final
+        with _CWDS_LOCK:  # most recently used last; a session at the root needs no entry
+            cwds.pop(key, None)
+            if final != ctx.workspace.root:
+                cwds[key] = final
+            while len(cwds) > MAX_SESSIONS:  # sessions come and go (one per sessionless MCP request)
+                del cwds[next(iter(cwds))]
         return RunCommandOutput(
             command=input.command,
             stdout=result.stdout,
@@ -226,6 +231,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
 # shared by every rig in the process and holds no session state itself.
 _CWDS: weakref.WeakKeyDictionary[object, dict[tuple[str, str], Path]] = weakref.WeakKeyDictionary()
 _CWDS_LOCK = threading.Lock()
+MAX_SESSIONS = 4096
 
 
 def _session_cwds(ctx: ToolContext) -> dict[tuple[str, str], Path]:
