@@ -365,11 +365,14 @@ def budget_schema(schema: Any, *, max_nodes: int = 2000, max_depth: int = 24) ->
 # ------------------------------------------------------------------------------------------ checking
 
 
-def schema_checker(schema: JsonSchema) -> Callable[[dict[str, Any]], list[str]] | None:
+def schema_checker(
+    schema: JsonSchema, keep: Callable[[Any], bool] | None = None
+) -> Callable[[dict[str, Any]], list[str]] | None:
     """A function from arguments to the list of what is wrong with them (``- 'field': why``), per ``schema``.
 
     None when the schema itself is not a usable JSON Schema. Regular expressions and formats are not
-    checked: a hostile ``pattern`` must not stall the process.
+    checked: a hostile ``pattern`` must not stall the process. ``keep`` (given each jsonschema
+    ``ValidationError``) narrows which kinds of problem count.
     """
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
@@ -387,7 +390,8 @@ def schema_checker(schema: JsonSchema) -> Callable[[dict[str, Any]], list[str]] 
 
     def check(args: dict[str, Any]) -> list[str]:
         try:
-            errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
+            found = (e for e in checker.iter_errors(args) if keep is None or keep(e))
+            errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
         except Exception:  # an unresolvable $ref and the like: the handler sees the arguments as they are
             return []
         out = []

@@ -21,7 +21,7 @@ from toolrig.errors import ErrorType, ToolError
 from toolrig.profiles import Face, Profile, Shaped
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
-from toolrig.schema import json_kinds
+from toolrig.schema import json_kinds, schema_checker
 
 
 class FaceTool(Tool[BaseModel, BaseModel]):
@@ -116,7 +116,13 @@ def translate(profile: Profile, name: str, args: Any, tool: AnyTool | None) -> T
     return Translated(face.tool, converted, face, dict(parsed), notes)
 
 
-_VALIDATORS: dict[int, tuple[Face, Any]] = {}
+_CHECKERS: dict[int, tuple[Face, Any]] = {}
+
+
+def _unhonourable(error: Any) -> bool:
+    """A missing argument, or a list or object where one value goes: nothing a face's reading can honour."""
+    container = isinstance(error.instance, list | dict)
+    return bool(error.validator == "required" or (error.validator == "type" and container))
 
 
 def _problems(face: Face, args: dict[str, Any]) -> list[str]:
@@ -126,18 +132,11 @@ def _problems(face: Face, args: dict[str, Any]) -> list[str]:
     as a list would read the first file of several). Scalars of the wrong type are left to the face's
     lenient reading (``"120000"`` for a number) and to the tool's own validation.
     """
-    cached = _VALIDATORS.get(id(face))
+    cached = _CHECKERS.get(id(face))
     if cached is None or cached[0] is not face:
-        from jsonschema import Draft202012Validator
-
         schema = {k: v for k, v in face.schema.items() if k != "additionalProperties"}
-        cached = _VALIDATORS[id(face)] = (face, Draft202012Validator(schema))
-    problems = []
-    for error in cached[1].iter_errors(args):
-        if error.validator == "required" or (error.validator == "type" and isinstance(error.instance, list | dict)):
-            where = ".".join(str(p) for p in error.absolute_path)
-            problems.append(f"'{where}': {error.message}" if where else error.message)
-    return sorted(problems)[:10]
+        cached = _CHECKERS[id(face)] = (face, schema_checker(schema, _unhonourable))
+    return cached[1](args)[:10] if cached[1] is not None else []
 
 
 def _unsupported(args: dict[str, Any], schema: dict[str, Any], face: Face, notes: list[str]) -> dict[str, Any]:
@@ -193,7 +192,7 @@ def shape_result(call: Translated, result: ToolResult) -> ToolResult:
         update: dict[str, Any] = {"notes": [*notes, f"{call.face.name} stands for toolrig's {call.name}"]}
         if call.problems:
             count = f"{len(call.problems)} invalid argument" + ("s" if len(call.problems) > 1 else "")
-            update["message"] = f"{count} of {call.face.name}:\n" + "\n".join(f"- {p}" for p in call.problems)
+            update["message"] = f"{count} of {call.face.name}:\n" + "\n".join(call.problems)
         return result.model_copy(update={**update, "next_action_hint": hint})
     if call.face is None or call.face.result_out is None or result.is_error:
         return result.model_copy(update={"notes": notes}) if call.notes else result
