@@ -152,3 +152,24 @@ def test_a_command_that_stops_its_keeper_still_loses_its_children(workspace: Pat
             break
         time.sleep(0.01)
     assert not _sleepers(S190)
+
+
+S191 = f"191.{_TAG}"
+
+
+def test_generations_of_orphans_left_by_a_killed_keeper_all_die(workspace: Path, mode: str) -> None:
+    """Each generation comes back to the launcher only when the one above it dies, so every kill is followed by
+    a death the launcher must notice at once, while it is still busy with the last: a wake-up it misses leaves
+    the rest of the chain alive for good."""
+    chain = f'sleep {S191} & if [ "$1" -gt 0 ]; then bash ./chain.sh $(($1 - 1)) & else touch ready; fi; wait\n'
+    (workspace / "chain.sh").write_text(chain)
+    rig = shell(workspace)
+    for _ in range(4):
+        command = "rm -f ready; setsid -f bash ./chain.sh 12; until [ -e ready ]; do :; done; kill -9 $PPID"
+        result = run(rig, command, timeout_seconds=20)
+        assert not result.output.get("timed_out"), result
+        for _ in range(500):  # the launcher kills each generation as it comes back: wait for that, not a time
+            if not _sleepers(S191):
+                break
+            time.sleep(0.01)
+        assert not _sleepers(S191), "a generation of orphans outlived its killed keeper"

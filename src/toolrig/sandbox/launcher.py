@@ -380,17 +380,13 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     idle: set[int] = set()
     staying: set[int] = set()  # the keepers that go back to the socket after a command (at most SPARES)
     counter = iter(range(1, 1 << 62))
-
-    def reap(_signum: int, _frame: object) -> None:
-        for pid, _status in _reap_all():
-            if pid in keepers:  # a keeper ended (killed, or done with its one command): the loop cleans up
-                with contextlib.suppress(OSError):
-                    os.write(control_w, f"D {pid}\n".encode())
-        # Our only children are keepers: any other was left to us by a keeper that was killed (a command may
-        # kill or stop its keeper), and must not outlive it. Its own children come back to us in turn.
-        for orphan in set(children(me)) - set(keepers):
-            with contextlib.suppress(OSError):
-                os.kill(orphan, signal.SIGKILL)
+    # SIGCHLD only wakes the loop, through a pipe the C-level handler writes: a Python handler run between two
+    # blocking reads can be missed (the signal lands after the check and before the read blocks), and a missed
+    # one leaves a killed keeper's orphans alive (measured: 1 in ~200 under load).
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    os.set_blocking(control_r, False)
 
     def fork_keeper() -> None:
         cgroup = None
@@ -400,10 +396,12 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
                 os.mkdir(path)
                 cgroup = path
         stays = len(staying) < SPARES
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # a new keeper is never taken for an orphan
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not the launcher's wake-up until its own
         pid = os.fork()
         if pid == 0:
             os.close(control_r)
+            os.close(wake_r)
+            os.close(wake_w)
             keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays))
         keepers[pid] = cgroup
         idle.add(pid)
@@ -411,7 +409,8 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
             staying.add(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 
-    signal.signal(signal.SIGCHLD, reap)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for _ in range(SPARES):
         fork_keeper()
@@ -419,11 +418,30 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     running = True
     deaths = 0  # keepers that died in a row without taking a request
     while running:
-        pending += os.read(control_r, 4096)
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            kind, _, sender = line.decode().partition(" ")
-            pid = int(sender)
+        ready, _, _ = select.select([control_r, wake_r], [], [])
+        # Messages first: a keeper's last words were written before it died, so they are read before its death.
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(control_r, 4096):
+                pending += chunk
+                if len(chunk) < 4096:
+                    break
+        ended: list[int] = []
+        if wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(wake_r, 4096):
+                    pass
+            ended = [pid for pid, _status in _reap_all() if pid in keepers]
+            # Our only children are keepers: any other was left to us by a keeper that was killed (a command may
+            # kill or stop its keeper), and must not outlive it. Its own children come back to us in turn, and
+            # each death wakes us again.
+            for orphan in set(children(me)) - set(keepers):
+                with contextlib.suppress(OSError):
+                    os.kill(orphan, signal.SIGKILL)
+        lines = pending.split(b"\n")
+        pending = lines.pop()
+        events = [(kind, int(sender)) for kind, _, sender in (line.decode().partition(" ") for line in lines)]
+        events += [("D", pid) for pid in ended]
+        for kind, pid in events:
             if kind == "E":
                 running = False
                 break
@@ -434,7 +452,7 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
                 idle.discard(pid)
             elif kind == "R":
                 idle.add(pid)
-            elif kind == "D":
+            elif kind == "D":  # a keeper ended (killed, or done with its one command)
                 deaths += pid in idle
                 idle.discard(pid)
                 staying.discard(pid)
