@@ -283,8 +283,10 @@ SLOW_TESTS = frozenset(
         "tests/agent/test_loop.py::test_the_run_timeout_stops_a_run_that_takes_too_long[openai]",
         "tests/agent/test_loop.py::test_a_stalled_stream_times_out_as_a_run_error[openai]",
         "tests/agent/subagents/test_hub.py::test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on[openai]",
-        "tests/hostile/test_trickle_timeouts.py::test_fetch_url_timeout_bounds_the_whole_call_not_each_read[body trickles]",
-        "tests/hostile/test_trickle_timeouts.py::test_webhook_timeout_bounds_the_whole_call_not_each_read[head trickles]",
+        "tests/hostile/test_trickle_timeouts.py::"
+        "test_fetch_url_timeout_bounds_the_whole_call_not_each_read[body trickles]",
+        "tests/hostile/test_trickle_timeouts.py::"
+        "test_webhook_timeout_bounds_the_whole_call_not_each_read[head trickles]",
         "tests/hostile/test_command_containment.py::test_setsid_children_do_not_outlive_the_timeout[no cgroup-setsid]",
         "tests/hostile/test_commands.py::test_a_child_that_ignores_sigterm_is_killed",
         "tests/stores/librarian/test_backends.py::test_librarian_stops_a_query_that_overruns_its_timeout_and_keeps_working[embedded]",
