@@ -36,7 +36,7 @@ def _checked_media_type(value: str) -> str:
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextPart(_Part):
