@@ -36,7 +36,7 @@ def _checked_media_type(value: str) -> str:
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class TextPart(_Part):
