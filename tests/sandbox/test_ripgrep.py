@@ -4,6 +4,9 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from toolrig.sandbox.ripgrep import glob_filter, list_files, rg_binary
 
 
@@ -31,3 +34,18 @@ def test_list_files_yields_every_file_in_batches_and_stops_when_closed(tmp_path:
     listing = list_files(tmp_path, ["."])
     next(listing)
     listing.close()  # kills ripgrep; no warning about an unwaited process (warnings are errors)
+
+
+_component = st.sampled_from(["src", "a", ".github", ".hidden", "x.py", ".env", "b.txt", "..", "."])
+
+
+@given(
+    st.lists(st.lists(_component, min_size=1, max_size=4).map("/".join), max_size=30),
+    st.sampled_from([["**/*.py"], ["*"], ["src/**/*.py"], [".github/**"], ["!a/**"], ["**/*.py", "!src/**"]]),
+    st.booleans(),
+)
+def test_a_batch_is_kept_exactly_as_name_by_name_checks_would_keep_it(
+    names: list[str], patterns: list[str], hidden: bool
+) -> None:
+    selection = glob_filter(patterns, ".", hidden=hidden)
+    assert selection.keep(names) == [name for name in names if selection.accepts(name)]

@@ -286,6 +286,20 @@ class GlobFilter:
             return False  # a file type lets hidden files through; keep them out as a plain listing does
         return self.directories is None or self.directories.matches(rel)
 
+    def keep(self, names: list[str]) -> list[str]:
+        """The names of one batch this filter accepts: the whole batch at once when none can be refused.
+
+        A type-only filter refuses only names with a hidden component; one search of the joined batch rules
+        that out for most batches, instead of a Python call per name.
+        """
+        if self.directories is None:
+            if not self.typed:
+                return names
+            joined = "\0".join(names)
+            if joined[:1] != "." and "\0." not in joined and "/." not in joined:
+                return names
+        return [name for name in names if self.accepts(name)]
+
 
 TYPE_NAME = "toolrigglob"
 
