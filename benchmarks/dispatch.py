@@ -3,9 +3,10 @@
 Peers, measured alternately in the same run: a direct call, pydantic ``validate_call``, the openai-agents
 ``FunctionTool.on_invoke_tool`` path and a FastMCP in-memory client call. Target: executor overhead
 (ours minus the direct call) below 25 µs, and below the fastest framework peer. Sync tools: the hop to a
-worker thread (``anyio.to_thread.run_sync``) and a sync tool declared ``blocking=False``, which runs on the
-loop (target for a sync tool: <= 60 µs). An async tool with an ``await`` in its code (it gets a timeout
-scope; one without cannot suspend and gets none) is shown for comparison.
+worker thread (toolrig's ``worker_threads.run_sync``, against ``anyio.to_thread.run_sync`` as a bare hop in
+the same run: ``RESULT sync_hop``) and a sync tool declared ``blocking=False``, which runs on the loop
+(target for a sync tool through a real thread hop: <= 60 µs). An async tool with an ``await`` in its code
+(it gets a timeout scope; one without cannot suspend and gets none) is shown for comparison.
 
 Each round records wall time and CPU time (``time.process_time``, every thread of the process): on a
 shared machine the wall clock swings with the load, CPU time much less, so both medians are printed.
