@@ -196,3 +196,16 @@ def test_a_forked_child_starts_with_an_empty_pool_and_its_calls_still_run() -> N
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_call_that_outlives_its_callers_loop_leaves_its_worker_serving() -> None:
+    go = threading.Event()
+
+    def slow() -> str:
+        go.wait(10)
+        return "late"
+
+    assert anyio.run(run_sync, slow, 0.01) == (None, True)
+    go.set()  # the worker finishes now and wakes a parked caller whose loop has ended: nothing to wake
+    # The worker is idle again (most recently, so first in line) and takes the next call from a new loop.
+    assert anyio.run(run_sync, lambda: "next", 10) == ("next", False)

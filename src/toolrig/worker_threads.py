@@ -84,7 +84,8 @@ class _Job(Generic[T]):
             wake = self.wake
         self.done.release()
         if wake is not None:
-            with suppress(anyio.RunFinishedError):  # the caller's loop has ended; nobody waits for this result
+            # The caller's loop has ended (anyio's RunFinishedError, a RuntimeError): nobody waits for this result.
+            with suppress(RuntimeError):
                 self.loop.backend_class.run_sync_soon(wake.set, (), self.loop.native_token)
 
     async def parked(self) -> T:
