@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import sniffio
 from anyio import CapacityLimiter
 from anyio.lowlevel import EventLoopToken
 
@@ -37,12 +38,8 @@ try:  # anyio's own marker of a worker thread, so `anyio.from_thread.run(...)` f
 except ImportError:  # pragma: no cover - a future anyio without it: from_thread then needs an explicit token
     _claim_worker_thread = None
 
-try:
-    import sniffio
-
-    _ASYNC_LIBRARY: contextvars.ContextVar[str | None] | None = sniffio.current_async_library_cvar
-except ImportError:  # pragma: no cover - anyio runs without sniffio; then there is no marker to clear
-    _ASYNC_LIBRARY = None
+# The marker anyio (through sniffio) reads to tell which async library runs in this context.
+_ASYNC_LIBRARY: contextvars.ContextVar[str | None] = sniffio.current_async_library_cvar
 
 T = TypeVar("T")
 
@@ -59,8 +56,7 @@ class _Job(Generic[T]):
     def __init__(self, fn: Callable[[], T], loop: EventLoopToken) -> None:
         self.fn = fn
         self.context = contextvars.copy_context()
-        if _ASYNC_LIBRARY is not None:
-            self.context.run(_ASYNC_LIBRARY.set, None)
+        self.context.run(_ASYNC_LIBRARY.set, None)
         self.loop = loop
         self.done = threading.Lock()
         self.done.acquire()  # released by the worker when the call has finished
