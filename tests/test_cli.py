@@ -148,6 +148,54 @@ def test_call_imports_only_the_called_tools_module_and_no_provider_sdk(workspace
     assert "LOADED ['toolrig.tools.calculator']" in out.stderr, out.stderr
 
 
+# What a call that needs none of them must not load: the YAML parser (no config file), the network guard and
+# HTTP (calculate reaches no network), the skill parser, the profiles' face tables (no pattern names a face),
+# the event kinds (calculate emits none), the shell parser (no command subject), difflib (no unmatched name).
+NOT_ON_A_PLAIN_CALL = (
+    "yaml", "httpx2", "toolrig.sandbox.http", "toolrig.sandbox.network", "toolrig.skills.skill",
+    "toolrig.skills.discovery", "toolrig.skills.capabilities", "toolrig.profiles.claude",
+    "toolrig.profiles.codebuff", "toolrig.profiles.native", "toolrig.profiles.camelagi", "toolrig.events",
+    "toolrig.sandbox.shell_syntax", "difflib",
+)  # fmt: skip
+
+
+def test_a_call_without_a_config_file_validates_no_config_model_and_skips_what_it_does_not_use(
+    workspace: Path,
+) -> None:
+    argv = ["toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}', "--root", str(workspace)]
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('toolrig', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "from toolrig.config import Section\n"
+        "built = sorted(m.__name__ for m in Section.__subclasses__() if m.__pydantic_complete__)\n"
+        f"loaded = sorted(m for m in {NOT_ON_A_PLAIN_CALL!r} if m in sys.modules)\n"
+        "print('BUILT', built, 'LOADED', loaded, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert '"result": 42' in out.stdout, out
+    assert "BUILT [] LOADED []" in out.stderr, out.stderr
+
+
+def test_a_config_error_still_names_file_key_and_line_in_a_fresh_interpreter(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    # The config models build on their first validation now (defer_build): the message must not change.
+    (toolrig_home / "config.yaml").write_text("output:\n  max_chars: 50000\ntools:\n  denny: [calculate]\n")
+    argv = [sys.executable, "-m", "toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}']
+    out = subprocess.run([*argv, "--root", str(workspace)], capture_output=True, text=True, check=False)
+    assert out.returncode == 2, out
+    assert f"{toolrig_home / 'config.yaml'}:4: tools.denny: unknown setting" in out.stderr, out.stderr
+
+
+def test_a_call_with_a_config_file_applies_it_in_a_fresh_interpreter(workspace: Path, toolrig_home: Path) -> None:
+    (toolrig_home / "config.yaml").write_text("tools:\n  deny: [calculate]\n")
+    argv = [sys.executable, "-m", "toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}']
+    out = subprocess.run([*argv, "--root", str(workspace)], capture_output=True, text=True, check=False)
+    assert out.returncode != 0 and '"result": 42' not in out.stdout, out
+
+
 @pytest.mark.parametrize("args", [["--version"], ["tools", "--help"]])
 def test_other_entry_points_answer(args: list[str]) -> None:
     assert run(*args)[0] == 0

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import BaseModel
 
 from toolrig import Rig
-from toolrig.config import ALLOW_NOTHING, is_trusted, load_config, set_trust
+from toolrig.config import ALLOW_NOTHING, Config, Section, defaults, is_trusted, load_config, set_trust
 from toolrig.errors import ConfigError
 
 
@@ -19,6 +20,77 @@ def write(path: Path, text: str) -> Path:
 def test_no_files_means_defaults(workspace: Path) -> None:
     loaded = load_config(workspace)
     assert loaded.files == [] and loaded.config.tools.deny == []
+
+
+def _sections(model: type[Section]) -> list[type[Section]]:
+    return [model, *(found for sub in model.__subclasses__() for found in _sections(sub))]
+
+
+def _same(built: object, validated: object, where: str) -> None:
+    """Equal values of the same types all the way down, and no field marked as set by the user."""
+    assert type(built) is type(validated), where
+    if isinstance(validated, BaseModel):
+        assert isinstance(built, BaseModel)
+        assert built.model_fields_set == validated.model_fields_set == set(), where
+        for name in type(validated).model_fields:
+            _same(getattr(built, name), getattr(validated, name), f"{where}.{name}")
+    elif isinstance(validated, list | tuple):
+        assert isinstance(built, list | tuple) and len(built) == len(validated), where
+        for index, (a, b) in enumerate(zip(built, validated, strict=True)):
+            _same(a, b, f"{where}[{index}]")
+    elif isinstance(validated, dict):
+        assert isinstance(built, dict) and built.keys() == validated.keys(), where
+        for key in validated:
+            _same(built[key], validated[key], f"{where}[{key!r}]")
+    else:
+        assert built == validated, where
+
+
+def _reached_from(model: type[Section]) -> list[type[Section]]:
+    """The models ``defaults`` builds for ``model``: itself and every section default-made under it."""
+    found = [model]
+    for info in model.model_fields.values():
+        factory = info.default_factory
+        if isinstance(factory, type) and issubclass(factory, Section):
+            found += _reached_from(factory)
+    return found
+
+
+def _validates_its_defaults(model: type[Section]) -> bool:
+    try:
+        model()
+    except ValueError:  # a required field, or a model validator that refuses the defaults (McpServerConfig)
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "model", [m for m in _sections(Section) if _validates_its_defaults(m)], ids=lambda m: m.__name__
+)
+def test_defaults_built_without_validating_equal_the_validated_defaults(model: type[Section]) -> None:
+    _same(defaults(model), model(), model.__name__)
+    assert defaults(model) == model()
+
+
+def test_every_section_a_config_without_files_holds_validates_its_defaults() -> None:
+    # So the test above covers every model ``load_config`` builds without validating.
+    reached = _reached_from(Config)
+    assert len(reached) > 10 and all(_validates_its_defaults(m) for m in reached)
+
+
+def test_no_config_file_gives_the_unvalidated_defaults_and_they_validate_as_they_are(workspace: Path) -> None:
+    loaded = load_config(workspace)
+    _same(loaded.config, Config(), "Config")
+    # The built defaults go through the models' own serialisation and validation unchanged.
+    dumped = loaded.config.model_dump()
+    assert dumped == Config().model_dump() and Config.model_validate(dumped).model_dump() == dumped
+
+
+def test_a_model_with_a_required_field_has_no_defaults() -> None:
+    from toolrig.config import PriceConfig
+
+    with pytest.raises(TypeError, match=r"PriceConfig\.input has no default"):
+        defaults(PriceConfig)
 
 
 def test_an_unknown_key_names_file_key_and_line(workspace: Path) -> None:

@@ -9,12 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.servers import HttpServer
 from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, ToolContext, tool
 from toolrig.errors import ErrorType, ToolError
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
+from toolrig.sandbox.network import NetworkDenied
 
 pytestmark = pytest.mark.anyio
 
@@ -419,3 +421,17 @@ async def test_a_tool_that_takes_its_context_gets_the_calls_own_and_one_that_doe
     result = await rig.call("who_calls", {}, call_id="call_given", agent_id="someone")
     assert result.output == {"result": "call_given:who_calls:someone"}
     assert (await rig.call("no_context", {})).output == {"result": 1}
+
+
+@pytest.mark.anyio
+async def test_a_rig_without_its_own_http_gives_tools_the_guarded_client(
+    workspace: Path, http_server: HttpServer
+) -> None:
+    # The default is built on first use (so a call that never reaches the network never imports it): it must
+    # still be the guard, refusing loopback before a byte is sent.
+    rig = Rig(workspace, config={})
+    before = len(http_server.seen)
+    async with rig.executor.http.client() as client:
+        with pytest.raises(NetworkDenied, match="loopback"):
+            await client.get(http_server.url("/http/never"))
+    assert len(http_server.seen) == before

@@ -14,15 +14,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolrig.errors import ConfigError
 from toolrig.narrowing import Narrow
 from toolrig.sandbox.atomic import atomic_write_text
 from toolrig.sandbox.paths import STATE_DIR_NAME, toolrig_home
+
+if TYPE_CHECKING:
+    import yaml
 
 log = logging.getLogger("toolrig.config")
 
@@ -82,7 +84,30 @@ _OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    # defer_build: pydantic builds a model's validator on its first validation, not at import. A call with no
+    # config file never validates one (``defaults``), and pays nothing for the 29 models' schemas.
+    model_config = ConfigDict(extra="forbid", validate_default=True, defer_build=True)
+
+
+S = TypeVar("S", bound=Section)
+
+
+def defaults(model: type[S]) -> S:
+    """``model()`` built without validating: the same values, fields left unset, no validator built.
+
+    Validating the defaults needs every nested model's schema, most of a command's start-up when no config
+    file exists (the common case). A test holds this equal to ``model()``, value for value and type for type.
+    """
+    values: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        factory = info.default_factory
+        if isinstance(factory, type) and issubclass(factory, Section):
+            values[name] = defaults(factory)
+        elif info.is_required():
+            raise TypeError(f"{model.__name__}.{name} has no default")
+        else:
+            values[name] = info.get_default(call_default_factory=True, validated_data={})
+    return cast(S, model.model_construct(_fields_set=set(), **values))  # pydantic's plugin says Section
 
 
 class RuleConfig(Section):
@@ -603,6 +628,8 @@ class LoadedConfig:
 
 
 def _line_index(node: yaml.Node, prefix: tuple[str, ...], out: dict[tuple[str, ...], int]) -> None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = (*prefix, str(key_node.value))
@@ -617,6 +644,8 @@ def _line_index(node: yaml.Node, prefix: tuple[str, ...], out: dict[tuple[str, .
 
 def read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """Parse a YAML file into data plus the line of every key; syntax errors name file and line."""
+    import yaml  # only when a file exists: a call without one never parses YAML
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -905,8 +934,8 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
     root_path = Path(root).resolve()
     user_path = user_file or toolrig_home() / CONFIG_FILE
     workspace_path = root_path / STATE_DIR_NAME / CONFIG_FILE
-    loaded = LoadedConfig(Config())
-    user_config = Config()
+    user_config = defaults(Config)
+    loaded = LoadedConfig(user_config)
     user_data: dict[str, Any] = {}
     if user_path.is_file():
         user_config, lines = validate_file(user_path)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from toolrig.cancel import CancelToken
 from toolrig.errors import ErrorType, ToolError
-from toolrig.events import EventSink, LogLevel, NullSink, ToolLogEvent, ToolProgressEvent
+from toolrig.event_bus import EventSink, NullSink
 from toolrig.sandbox.paths import Workspace
 from toolrig.stores import Stores
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from toolrig.durable.api import Durable
+    from toolrig.events import LogLevel
     from toolrig.sandbox.network import NetworkPolicy
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
@@ -208,10 +209,14 @@ class ToolContext:
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far a long call got; safe from a worker thread."""
+        from toolrig.events import ToolProgressEvent  # the event kinds load with the first event made
+
         self.events.emit(ToolProgressEvent(self.call_id, self.tool_name, progress, total, message))
 
     def log(self, level: LogLevel, message: str) -> None:
         """A log line or warning for whoever watches this call (an MCP client at that level); thread-safe."""
+        from toolrig.events import ToolLogEvent
+
         self.events.emit(ToolLogEvent(self.call_id, self.tool_name, level, message))
 
     async def sample(

@@ -1,18 +1,23 @@
 """Events: everything a front end (terminal chat, JSON lines, MCP progress) renders comes from here.
 
 One discriminated union of frozen dataclasses keyed by ``type``; ``event_to_json`` / ``event_from_json``
-give the stable wire form used by ``toolrig run --json``.
+give the stable wire form used by ``toolrig run --json``. The bus and sinks they travel through are in
+``toolrig.event_bus``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
+
+# The bus lives apart so the executor and a rig can hold one without building these 20 dataclasses (a
+# share of every command's start-up); they load with the first event made. Re-exported for callers.
+from toolrig.event_bus import EventBus as EventBus
+from toolrig.event_bus import EventSink as EventSink
+from toolrig.event_bus import NullSink as NullSink
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -229,42 +234,6 @@ Event: TypeAlias = Annotated[
     | FollowupsEvent,
     Field(discriminator="type"),
 ]
-
-
-class EventSink(Protocol):
-    def emit(self, event: Event) -> None: ...
-
-
-class NullSink:
-    """Drops events; the default when nobody is listening."""
-
-    def emit(self, event: Event) -> None:
-        return None
-
-
-class EventBus:
-    """Fans events out to subscribers; safe to emit from worker threads (sync tools report progress)."""
-
-    def __init__(self) -> None:
-        self._subscribers: list[Callable[[Event], None]] = []
-        self._lock = threading.Lock()
-
-    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
-
-        return unsubscribe
-
-    def emit(self, event: Event) -> None:
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            callback(event)
 
 
 @cache

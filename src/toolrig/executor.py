@@ -44,7 +44,7 @@ from toolrig.context import (
 )
 from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.events import EventSink, NullSink
+from toolrig.event_bus import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
@@ -53,12 +53,35 @@ from toolrig.stores import Stores
 from toolrig.worker_threads import run_sync
 
 if TYPE_CHECKING:
+    import httpx2
+
     from toolrig.durable.api import Durable
+    from toolrig.sandbox.network import NetworkPolicy
 
 log = logging.getLogger("toolrig.executor")
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_OUTPUT_CAP = 100_000
+
+
+class GuardedOnFirstUse:
+    """The default ``HttpAccess``: a ``GuardedHttp``, built when a tool first asks for a client.
+
+    ``toolrig.sandbox.http`` (and the network guard under it) is a fair share of a command's start-up, and
+    most calls never reach the network. ``GuardedHttp`` holds no state, so two first uses racing is harmless.
+    """
+
+    def __init__(self) -> None:
+        self._http: HttpAccess | None = None
+
+    def client(
+        self, policy: NetworkPolicy | None = None, *, timeout: float = 30.0, max_redirects: int = 5
+    ) -> httpx2.AsyncClient:
+        if self._http is None:
+            from toolrig.sandbox.http import GuardedHttp
+
+            self._http = GuardedHttp()
+        return self._http.client(policy, timeout=timeout, max_redirects=max_redirects)
 
 
 @dataclass(slots=True)
@@ -171,11 +194,7 @@ class Executor:
         self.workspace = workspace
         self.extensions = extensions or Extensions()
         self.stores = stores or Stores(workspace.state_dir)
-        if http is None:
-            from toolrig.sandbox.http import GuardedHttp
-
-            http = GuardedHttp()
-        self.http: HttpAccess = http
+        self.http: HttpAccess = http if http is not None else GuardedOnFirstUse()
         self.events: EventSink = events or NullSink()
         self.approvals: Approvals = approvals or AllowAll()
         self.tool_config = tool_config or (lambda tool, agent: None)

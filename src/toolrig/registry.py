@@ -213,17 +213,20 @@ def matches_any(item: AnyTool, patterns: Iterable[str]) -> bool:
     A tool answers to its name, its display name and every name a built-in profile gives it, so
     ``tools.deny: [Bash]`` denies run_command whichever profile the model sees (docs/profiles.md).
     """
-    aliases = aliases_of(item.name)
+    aliases: tuple[str, ...] | None = None  # the profiles' face tables load only when a pattern needs them
     for pattern in patterns:
         if pattern.startswith("group:"):
             if fnmatch.fnmatchcase(item.group, pattern[len("group:") :]):
                 return True
-        elif (
-            fnmatch.fnmatchcase(item.name, pattern)
-            or (item.display_name is not None and fnmatch.fnmatchcase(item.display_name, pattern))
-            or any(fnmatch.fnmatchcase(alias, pattern) for alias in aliases)
+        elif fnmatch.fnmatchcase(item.name, pattern) or (
+            item.display_name is not None and fnmatch.fnmatchcase(item.display_name, pattern)
         ):
             return True
+        else:
+            if aliases is None:
+                aliases = aliases_of(item.name)
+            if any(fnmatch.fnmatchcase(alias, pattern) for alias in aliases):
+                return True
     return False
 
 

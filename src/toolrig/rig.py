@@ -29,7 +29,7 @@ from toolrig.config import (
 )
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
-from toolrig.events import EventBus, EventSink
+from toolrig.event_bus import EventBus, EventSink
 from toolrig.executor import Executor, Extensions, ToolCall
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals

@@ -23,7 +23,7 @@ import anyio.lowlevel
 from toolrig.approvals.channel import ApprovalChannel, NobodyHere
 from toolrig.approvals.forward import FirstAnswer
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
-from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent, EventSink
+from toolrig.event_bus import EventSink
 
 log = logging.getLogger("toolrig.approvals.broker")
 
@@ -90,6 +90,8 @@ class ApprovalBroker:
             self._notify()
 
     async def decide(self, request: ApprovalRequest, events: EventSink) -> Answer:
+        from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent  # built on the first approval
+
         granted = self._grants.pop(request.fingerprint, None) if request.fingerprint else None
         if granted is not None:
             events.emit(
@@ -131,6 +133,8 @@ class ApprovalBroker:
         return channels[0] if len(channels) == 1 else FirstAnswer(channels)
 
     async def _lead(self, channel: ApprovalChannel) -> None:
+        from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent
+
         deadline = anyio.current_time() + self.batch_window
         await anyio.lowlevel.checkpoint()  # calls started in the same tick run up to their own gates
         while self._arriving or self._holds:

@@ -19,7 +19,7 @@ from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, RefusedAnswer, fingerprint
 from toolrig.approvals.questions import answered, question_from, question_json, refused, reply_from, reply_json
 from toolrig.errors import ConfigError, ErrorType, ToolError
-from toolrig.events import EventSink
+from toolrig.event_bus import EventSink
 from toolrig.forms import FormError
 from toolrig.policy.ratelimit import RateLimiter, over_limit
 from toolrig.policy.rules import Policy

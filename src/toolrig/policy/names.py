@@ -10,7 +10,6 @@ glob is written is checked: ``tools``, ``rules``, ``approvals`` allowlists, ``ag
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,6 +65,8 @@ def _matches(pattern: str, tools: list[AnyTool]) -> bool:
 
 
 def _message(pattern: str, names: list[str], groups: list[str]) -> str:
+    import difflib  # only when a name in config matches nothing: not on every start-up
+
     if pattern.startswith("group:"):
         close = difflib.get_close_matches(pattern[len("group:") :], groups, n=3, cutoff=0.5)
         suggestion = ", ".join(f"group:{g}" for g in close)
@@ -96,6 +97,8 @@ def _closest(pattern: str, names: list[str]) -> list[str]:
     familiar = _FAMILIAR.get(pattern.lower().replace("_", ""))
     if familiar in names:
         return [familiar]
+    import difflib
+
     lowered = {n.lower(): n for n in names}
     close = difflib.get_close_matches(pattern.lower(), list(lowered), n=3, cutoff=0.6)
     return [lowered[c] for c in close]

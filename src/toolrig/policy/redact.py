@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -133,41 +133,55 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
     "age": ("AGE-SECRET-KEY",), "azure storage": ("AccountKey", "accountkey", "ACCOUNTKEY"),
     "azure ad client secret": ("Q~",), "jwt": ("eyJ",), "high entropy": (),
 }  # fmt: skip
-_SHAPES = tuple((re.compile(pattern, re.DOTALL), _KEYWORDS[name]) for name, pattern in TOKEN_SHAPES)
+
+
+@cache
+def _shapes() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """The shapes compiled, on the first text that passes ``_QUICK``: most calls' arguments never do."""
+    return tuple((re.compile(pattern, re.DOTALL), _KEYWORDS[name]) for name, pattern in TOKEN_SHAPES)
+
 
 # ---------------------------------------------------------------- secrets recognisable by their name or command
 _VALUE = r"(?:\"[^\"]*\"|'[^']*'|[^\s\"',;&|)]+)"
 _SHELL_WORD = r"(?:\"[^\"]*\"|'[^']*'|[^\s\"'])+"  # one shell word, quotes and all
-_NAMED: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
-    # ?client_secret=...&code=... and X-Amz-Signature=... in URLs (presigned, OAuth callbacks)
-    (
-        re.compile(r"([?&;#](?P<name>[A-Za-z0-9_.\-\[\]]+)=)[^&\s#\"'<>]+"),
-        lambda m: secret_key(m["name"]) or m["name"].lower() in _SECRET_QUERY_NAMES,
-    ),
-    # Authorization / Cookie headers: the whole value, scheme included, up to the end of the quote or line
-    (
-        re.compile(r"(\b(?P<name>(?i:(?:proxy-)?authorization|(?:set-)?cookie))\s*[:=]\s*)[^\n\"'\\]+"),
-        lambda m: True,
-    ),
-    # X-Api-Key: v, password=v, "token": "v", DB_PASSWORD='v w', --api-key v, --token=v
-    (
-        re.compile(
-            r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z][\w.\-]*+)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
-            r"(?:(?i:bearer|basic|token|digest)\s+)?)" + _VALUE
+
+
+@cache
+def _named() -> tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]:
+    """Each pattern with its replacement, compiled on first use like ``_shapes``."""
+    found: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
+        # ?client_secret=...&code=... and X-Amz-Signature=... in URLs (presigned, OAuth callbacks)
+        (
+            re.compile(r"([?&;#](?P<name>[A-Za-z0-9_.\-\[\]]+)=)[^&\s#\"'<>]+"),
+            lambda m: secret_key(m["name"]) or m["name"].lower() in _SECRET_QUERY_NAMES,
         ),
-        lambda m: not m["name"].lower().startswith("no-") and secret_key(m["name"]),
-    ),
-    # Bearer tokens wherever they appear
-    (re.compile(r"(\b(?i:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"), lambda m: True),
-    # https://user:password@host
-    (re.compile(r"(://[^/\s:@]*:)[^/\s@]+(?=@)"), lambda m: True),
-    # curl -u user:pass, --user, --proxy-user, -U
-    (re.compile(r"((?:^|\s)(?:-u|-U|--user|--proxy-user)(?:\s+|=)[\"']?[^\s:\"']*:)[^\s\"']+"), lambda m: True),
-    # mysql -pPASS (the MySQL client family takes the password glued to -p)
-    (re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n;|&]*?\s-p)(?=\S)" + _SHELL_WORD), lambda m: True),
-    # sshpass -p PASS / -pPASS
-    (re.compile(r"(\bsshpass\b[^\n;|&]*?\s-p\s*)" + _SHELL_WORD), lambda m: True),
-)
+        # Authorization / Cookie headers: the whole value, scheme included, up to the end of the quote or line
+        (
+            re.compile(r"(\b(?P<name>(?i:(?:proxy-)?authorization|(?:set-)?cookie))\s*[:=]\s*)[^\n\"'\\]+"),
+            lambda m: True,
+        ),
+        # X-Api-Key: v, password=v, "token": "v", DB_PASSWORD='v w', --api-key v, --token=v
+        (
+            re.compile(
+                r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z][\w.\-]*+)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
+                r"(?:(?i:bearer|basic|token|digest)\s+)?)" + _VALUE
+            ),
+            lambda m: not m["name"].lower().startswith("no-") and secret_key(m["name"]),
+        ),
+        # Bearer tokens wherever they appear
+        (re.compile(r"(\b(?i:bearer|basic)\s+)[A-Za-z0-9._~+/=\-]{8,}"), lambda m: True),
+        # https://user:password@host
+        (re.compile(r"(://[^/\s:@]*:)[^/\s@]+(?=@)"), lambda m: True),
+        # curl -u user:pass, --user, --proxy-user, -U
+        (re.compile(r"((?:^|\s)(?:-u|-U|--user|--proxy-user)(?:\s+|=)[\"']?[^\s:\"']*:)[^\s\"']+"), lambda m: True),
+        # mysql -pPASS (the MySQL client family takes the password glued to -p)
+        (re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n;|&]*?\s-p)(?=\S)" + _SHELL_WORD), lambda m: True),
+        # sshpass -p PASS / -pPASS
+        (re.compile(r"(\bsshpass\b[^\n;|&]*?\s-p\s*)" + _SHELL_WORD), lambda m: True),
+    )
+    return tuple((pattern, _prefix_only(check)) for pattern, check in found)
+
+
 _QUICK = re.compile(
     r"(?i)sk-|_live_|_test_|gh|gl|xox|xapp|AKIA|ASIA|A3T|AIza|GOCSPX|ya29|SG\.|npm_|pypi-|hv[sbr]\.|_v1_|shp|hf_|dapi|"
     r"dp\.|sntr|lin_|PMAK|NR|pul-|pscale|sq0|EAAA|SK|-us|AKCp|cmVmd|ATATT|ops_|A3-|AGE-|Q~|eyJ|BEGIN|auth|bearer|"
@@ -185,20 +199,19 @@ def _prefix_only(check: Callable[[re.Match[str]], bool]) -> Callable[[re.Match[s
     return replace
 
 
-_NAMED_SUBS = tuple((pattern, _prefix_only(check)) for pattern, check in _NAMED)
 # the generic ``name: value`` net runs only where a secret word could name something
 _NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|auth|key|cookie|cred|sig|otp|dsn|bearer|session")
-_GENERIC = 2  # index of that net in _NAMED
+_GENERIC = 2  # index of that net in _named()
 
 
 def redact_text(text: str) -> str:
     if not _QUICK.search(text):
         return text
-    for pattern, keywords in _SHAPES:
+    for pattern, keywords in _shapes():
         if not keywords or any(k in text for k in keywords):
             text = pattern.sub(REDACTED, text)
     has_words = _NAME_WORDS.search(text) is not None
-    for index, (pattern, replace) in enumerate(_NAMED_SUBS):
+    for index, (pattern, replace) in enumerate(_named()):
         if index != _GENERIC or has_words:
             text = pattern.sub(replace, text)
     return text

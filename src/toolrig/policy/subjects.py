@@ -16,8 +16,6 @@ from pathlib import Path
 
 from toolrig.registry import AnyTool
 from toolrig.sandbox.paths import Workspace, is_within
-from toolrig.sandbox.shell_syntax import analyse
-from toolrig.sandbox.shell_syntax import matches as command_matches
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _URL_TRICKS = re.compile(r"[\s\\\x00-\x1f\x7f]")
@@ -44,6 +42,8 @@ def view(kind: str, subjects: list[str], workspace: Workspace) -> SubjectView:
     unclear: list[str] = []
     for subject in subjects:
         if kind == "command":
+            from toolrig.sandbox.shell_syntax import analyse  # the shell parser loads with the first command
+
             analysis = analyse(subject)
             units.extend(c.text for c in analysis.commands)
             texts.append(subject)
@@ -94,6 +94,8 @@ def _spellings(texts: tuple[str, ...]) -> list[str]:
 def matches(kind: str, pattern: str, text: str) -> bool:
     """Whether a rule's subject glob matches one unit or deny text of the given kind."""
     if kind == "command":
+        from toolrig.sandbox.shell_syntax import matches as command_matches
+
         return command_matches(pattern, text)
     if kind == "path":
         return _path_glob(pattern).fullmatch(text) is not None

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
 from toolrig.profiles import speaking
-from toolrig.skills import capabilities, verdicts
-from toolrig.skills.allowed import to_patterns
-from toolrig.skills.capabilities import Theme
-from toolrig.skills.discovery import SkillSet, discover
-from toolrig.skills.skill import Skill
 
+# What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
+# load on first use, not at every rig's start-up.
 if TYPE_CHECKING:
     from toolrig.rig import Rig
+    from toolrig.skills.capabilities import Theme
+    from toolrig.skills.discovery import SkillSet
+    from toolrig.skills.skill import Skill
 
 log = logging.getLogger("toolrig.skills")
 
@@ -39,11 +39,13 @@ def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
 
 def skills_of(rig: Rig) -> SkillSet:
     """The skills this rig's workspace offers (trust and ``skills.paths`` applied)."""
+    from toolrig.skills.discovery import discover
+
     root = rig.workspace.root
     return discover(root, trusted=is_trusted(root), extra_paths=rig.config.skills.paths)
 
 
-AsyncGrouper = Callable[[list[Theme]], Awaitable["list[Theme] | None"]]
+AsyncGrouper = Callable[[list["Theme"]], Awaitable["list[Theme] | None"]]
 
 
 class RigCatalog:
@@ -55,6 +57,8 @@ class RigCatalog:
 
     def offered(self, agent: str | None) -> list[Any]:
         """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""
+        from toolrig.skills import verdicts
+
         tools = verdicts.offered(self._rig, agent)
         profile = speaking.get()
         if profile is None or profile.is_identity:
@@ -64,6 +68,8 @@ class RigCatalog:
         return faced(tools, profile)
 
     async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
+        from toolrig.skills import capabilities
+
         regrouped = None
         if self.grouper is not None:
             try:
@@ -92,6 +98,9 @@ class RigSkills:
         return found
 
     def activate(self, skill: Skill, run: str, agent: str | None) -> tuple[bool, list[str], list[str]]:
+        from toolrig.skills import verdicts
+        from toolrig.skills.allowed import to_patterns
+
         with self._lock:
             loaded = self._loaded.setdefault(run, set())
             if skill.name in loaded:
