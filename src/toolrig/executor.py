@@ -50,6 +50,7 @@ from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
 from toolrig.shaping import fit
 from toolrig.stores import Stores
+from toolrig.worker_threads import run_sync
 
 if TYPE_CHECKING:
     import httpx2
@@ -351,15 +352,13 @@ class Executor:
                     # A sync tool declared never to block: on the loop, no thread hop and, for the same
                     # reason, no timeout scope.
                     output, timed_out = tool.execute(validated, ctx), False
-                else:
+                elif tool.is_async:
                     with anyio.move_on_after(limit) as scope:
-                        if tool.is_async:
-                            output = await tool.execute(validated, ctx)
-                        else:
-                            # The worker thread inherits the bound token through the copied context.
-                            run = partial(tool.execute, validated, ctx)
-                            output = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                        output = await tool.execute(validated, ctx)
                     timed_out = scope.cancelled_caught
+                else:
+                    # A worker thread; it inherits the bound token through the copied context.
+                    output, timed_out = await run_sync(partial(tool.execute, validated, ctx), limit)
             finally:
                 unbind_token(bound)
             if timed_out:

@@ -4,7 +4,11 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
-from toolrig.sandbox.ripgrep import glob_filter, list_files, rg_binary
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolrig.sandbox.ripgrep import RgRun, base_argv, exclusions, glob_filter, list_files, rg_binary
 
 
 def test_the_binary_comes_from_the_installed_ripgrep_wheel() -> None:
@@ -31,3 +35,51 @@ def test_list_files_yields_every_file_in_batches_and_stops_when_closed(tmp_path:
     listing = list_files(tmp_path, ["."])
     next(listing)
     listing.close()  # kills ripgrep; no warning about an unwaited process (warnings are errors)
+
+
+_component = st.sampled_from(["src", "a", ".github", ".hidden", "x.py", ".env", "b.txt", "..", "."])
+
+
+@given(
+    st.lists(st.lists(_component, min_size=1, max_size=4).map("/".join), max_size=30),
+    st.sampled_from([["**/*.py"], ["*"], ["src/**/*.py"], [".github/**"], ["!a/**"], ["**/*.py", "!src/**"]]),
+    st.booleans(),
+)
+def test_a_batch_is_kept_exactly_as_name_by_name_checks_would_keep_it(
+    names: list[str], patterns: list[str], hidden: bool
+) -> None:
+    selection = glob_filter(patterns, ".", hidden=hidden)
+    assert selection.keep(names) == [name for name in names if selection.accepts(name)]
+
+
+@pytest.fixture(scope="module")
+def hidden_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hidden-tree")
+    for rel in (".git/x.py", ".toolrig/y.py", "a/.env", "a/.git/z.py", "a/b.py", ".github/ok.py", ".github/.git/q.py",
+                ".github/.env/r.py", ".env", "c/.secret/s.py", "c/t.py", ".hidden/u.py"):  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    return root
+
+
+_deny = st.sampled_from([".env", "/.toolrig", ".git/", "**/.secret", ".*", ".github", "/.github", "a", ".", "..",
+                         "**/.env", ".gi*", "c/.secret", "/a/.env", "*.py", ".{env,secret}"])  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_deny, max_size=4))
+def test_globs_left_out_without_hidden_would_have_excluded_nothing(hidden_tree: Path, deny: list[str]) -> None:
+    listed = sorted(name for batch in list_files(hidden_tree, [".", ".github"], deny=deny) for name in batch)
+    argv = [*base_argv(), "--files", "--null", *exclusions(deny), "--", ".", ".github"]
+    with RgRun(argv, hidden_tree, 30.0) as run:
+        everything = run.stdout.read().decode()
+    assert listed == sorted(name.removeprefix("./") for name in everything.split("\0") if name)
+
+
+def test_no_listed_name_keeps_a_leading_dot_slash_whichever_search_path_prints_first(tmp_path: Path) -> None:
+    for rel in (".github/w/ci.yml", "a/b.py", "c.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    for paths in ([".github", "."], [".", ".github"]):
+        names = sorted(name for batch in list_files(tmp_path, paths) for name in batch)
+        assert names == [".github/w/ci.yml", "a/b.py", "c.txt"]

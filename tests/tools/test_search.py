@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
+from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED
 from toolrig.tools.search import _newest
 
 
@@ -131,6 +132,25 @@ def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> Non
 def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tuple[float, str]], limit: int) -> None:
     mtimes, names = [mtime for mtime, _ in files], [name for _, name in files]
     assert _newest(mtimes, names, limit) == sorted((-mtime, name) for mtime, name in files)[:limit]
+
+
+@pytest.mark.parametrize("name", HIDDEN_DIRS_SEARCHED)
+@pytest.mark.parametrize("form", ["{}", "{}/", "/{}", "{}/**", "**/{}", "{}/**/*"])
+@pytest.mark.parametrize("cwd", [None, "sub"])
+def test_a_deny_glob_on_a_hidden_directory_searched_on_purpose_keeps_its_files_out(
+    workspace: Path, name: str, form: str, cwd: str | None
+) -> None:
+    base = f"{cwd}/" if cwd else ""
+    write(workspace, {f"{base}{name}/w/secret.yml": "needle\n", f"{base}open.yml": "needle\n"})
+    anchored = "/" in form.rstrip("/").removeprefix("**/")  # gitignore: a slash inside anchors at the root
+    deny = form.format(f"{base}{name}" if anchored else name)
+    caller = Caller(workspace, {"workspace": {"deny_globs": [deny]}})
+    visible = [f"{base}open.yml"]
+    assert caller.ok("glob", pattern="**/*.yml", cwd=cwd)["files"] == visible
+    assert caller.ok("code_search", pattern="needle", cwd=cwd)["output"] == f"{base}open.yml:1: needle"
+    for mode in ("files_with_matches", "count"):
+        assert name not in caller.ok("code_search", pattern="needle", cwd=cwd, output_mode=mode)["output"]
+    assert f"{base}{name}/w/secret.yml" in Caller(workspace).ok("glob", pattern="**/*.yml", cwd=cwd)["files"]
 
 
 def test_non_utf8_lines_are_shown_with_replacement_characters(call: Caller, workspace: Path) -> None:

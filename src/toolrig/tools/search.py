@@ -64,12 +64,17 @@ def _check_arguments(what: str, values: list[str]) -> None:
             ) from None
 
 
-def _search_paths(start: Path, rel: str, hidden: bool) -> list[str]:
+def _search_paths(workspace: Workspace, start: Path, rel: str, hidden: bool) -> list[str]:
+    """``rel`` plus the hidden directories searched on purpose, unless the workspace hides them.
+
+    ripgrep applies no ``--glob`` to a path it is given, so a deny glob naming one of these directories
+    (``.github``) would not keep its files out: such a directory is not given at all.
+    """
     paths = [rel]
     if start.is_dir() and not hidden:
         for name in HIDDEN_DIRS_SEARCHED:
             candidate = start / name
-            if candidate.is_dir() and not candidate.is_symlink():
+            if candidate.is_dir() and not candidate.is_symlink() and not workspace.hidden(candidate, is_dir=True):
                 paths.append(name if rel == "." else f"{rel}/{name}")
     return paths
 
@@ -172,7 +177,7 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             argv.append(f"--context={input.context}")
         if input.output_mode == "content":
             argv.append(f"--max-count={input.max_results_per_file}")
-        paths = _search_paths(start, rel, flags.hidden)
+        paths = _search_paths(ctx.workspace, start, rel, flags.hidden)
         if input.output_mode == "content":
             argv += ["--json", "--", input.pattern, *paths]
         else:
@@ -353,13 +358,12 @@ class Glob(Tool[GlobInput, GlobOutput]):
         hidden = any(part.startswith(".") and part not in (".", "..")
                      for p in patterns if not p.startswith("!") for part in p.split("/"))  # fmt: skip
         selection = glob_filter(patterns, rel, hidden=hidden)
-        paths = _search_paths(start, rel, hidden)
+        paths = _search_paths(ctx.workspace, start, rel, hidden)
         deny = ctx.workspace.exclusion_globs(root)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         kept: list[str] = []
         mtimes: list[float] = []  # parallel to kept: no tuple per file (allocation, and the cycle collector)
         seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
-        accepts = None if selection.directories is None and not selection.typed else selection.accepts
         lstat = os.lstat
         try:
             # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
@@ -367,16 +371,20 @@ class Glob(Tool[GlobInput, GlobOutput]):
                 root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
             )
             for batch in found:
-                names = batch if accepts is None else [name for name in batch if accepts(name)]
+                names = selection.keep(batch)
                 if seen is not None:
                     names = [name for name in names if name not in seen]
                     seen.update(names)
-                for name in names:
-                    try:
-                        mtimes.append(lstat(name, dir_fd=dir_fd).st_mtime)
-                    except OSError:
-                        continue
-                    kept.append(name)
+                try:  # one comprehension per batch; a file gone since ripgrep saw it sends the batch the slow way
+                    mtimes += [lstat(name, dir_fd=dir_fd).st_mtime for name in names]
+                    kept += names
+                except OSError:
+                    for name in names:
+                        try:
+                            mtimes.append(lstat(name, dir_fd=dir_fd).st_mtime)
+                        except OSError:
+                            continue
+                        kept.append(name)
         finally:
             os.close(dir_fd)
         stamped = _newest(mtimes, kept, config.max_files)

@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+import contextvars
+import os
+import signal
+import threading
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import pytest
+
+from toolrig import worker_threads
+from toolrig.worker_threads import run_sync
+
+pytestmark = pytest.mark.anyio
+
+colour: contextvars.ContextVar[str] = contextvars.ContextVar("colour", default="none")
+
+
+async def test_a_call_runs_in_another_thread_and_returns_its_value() -> None:
+    value, timed_out = await run_sync(threading.get_ident, 10)
+    assert not timed_out and value != threading.get_ident()
+
+
+async def test_the_call_sees_the_callers_context_variables_and_changes_none_of_them() -> None:
+    colour.set("red")
+
+    def read_and_change() -> str:
+        seen = colour.get()
+        colour.set("blue")
+        return seen
+
+    assert await run_sync(read_and_change, 10) == ("red", False)
+    assert colour.get() == "red"
+
+
+async def test_an_exception_in_the_call_is_raised_in_the_caller() -> None:
+    def fail() -> None:
+        raise ValueError("broken on purpose")
+
+    with pytest.raises(ValueError, match="broken on purpose"):
+        await run_sync(fail, 10)
+
+
+async def test_anyio_from_thread_finds_the_callers_loop_without_a_token() -> None:
+    loop_thread = threading.get_ident()
+    # anyio's own worker threads promise this; a sync tool written against it keeps working.
+    value, _ = await run_sync(lambda: anyio.from_thread.run_sync(threading.get_ident), 10)
+    assert value == loop_thread
+
+
+async def test_the_call_may_run_its_own_event_loop() -> None:
+    async def inner() -> str:
+        await anyio.sleep(0)
+        return "ran"
+
+    # The async-library marker is cleared in the worker, so anyio.run does not think a loop is running there.
+    assert await run_sync(lambda: anyio.run(inner), 10) == ("ran", False)
+
+
+async def test_a_call_that_outlasts_the_short_wait_is_parked_and_still_returns() -> None:
+    go = threading.Event()
+
+    def wait_for_go() -> str:
+        go.wait(10)
+        return "done"
+
+    results: list[tuple[str | None, bool]] = []
+
+    async def call() -> None:
+        results.append(await run_sync(wait_for_go, 10))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        # This task runs only once the call above gave the loop back, which it does when it parks.
+        group.start_soon(lambda: anyio.to_thread.run_sync(go.set))
+    assert results == [("done", False)]
+
+
+async def test_a_timed_out_call_reports_the_timeout_and_its_thread_finishes_on_its_own() -> None:
+    go, finished = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        go.wait(10)
+        finished.set()
+        return "late"
+
+    assert await run_sync(slow, 0.01) == (None, True)
+    go.set()
+    with anyio.fail_after(10):
+        await anyio.to_thread.run_sync(finished.wait)
+
+
+async def test_a_cancelled_caller_abandons_the_thread_and_gives_its_thread_token_back() -> None:
+    go, finished = threading.Event(), threading.Event()
+    limiter = anyio.to_thread.current_default_thread_limiter()
+
+    def slow() -> None:
+        go.wait(10)
+        finished.set()
+
+    with anyio.CancelScope() as scope:
+
+        async def cancel_when_parked() -> None:
+            scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run_sync, slow, 10)
+            group.start_soon(cancel_when_parked)
+    assert scope.cancelled_caught
+    assert limiter.borrowed_tokens == 0
+    go.set()
+    with anyio.fail_after(10):
+        await anyio.to_thread.run_sync(finished.wait)
+
+
+async def test_a_caller_cancelled_before_the_call_starts_nothing() -> None:
+    started: list[bool] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await run_sync(lambda: started.append(True), 10)
+    assert scope.cancelled_caught and started == []
+
+
+async def test_the_default_thread_limiter_bounds_how_many_calls_run_at_once() -> None:
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    saved = limiter.total_tokens
+    limiter.total_tokens = 2
+    go, two_in = threading.Event(), threading.Event()
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+
+    def hold() -> None:
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+            if running[0] == 2:
+                two_in.set()
+        go.wait(10)
+        with lock:
+            running[0] -= 1
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(run_sync, hold, 10)
+                # Two run (both inside hold), two wait for a token; the wait for the two has a limiter of its own.
+                await anyio.to_thread.run_sync(two_in.wait, limiter=anyio.CapacityLimiter(1))
+                while limiter.statistics().tasks_waiting < 2:
+                    await anyio.sleep(0)
+                assert limiter.borrowed_tokens == 2 and running[0] == 2
+                go.set()
+    finally:
+        limiter.total_tokens = saved
+    assert running == [0, 2]
+
+
+async def test_sequential_calls_reuse_one_worker_and_concurrent_calls_get_their_own() -> None:
+    def workers() -> int:
+        return sum(thread.name == "toolrig sync tool" for thread in threading.enumerate())
+
+    before = workers()
+    for _ in range(10):
+        await run_sync(threading.get_ident, 10)
+    assert workers() <= before + 1  # idle workers only ever leave; ten calls in a row need one at most
+    both_in = threading.Barrier(2, timeout=10)
+
+    def meet() -> int:
+        both_in.wait()  # only two threads at once can pass
+        return threading.get_ident()
+
+    idents: list[int | None] = []
+
+    async def call() -> None:
+        idents.append((await run_sync(meet, 10))[0])
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        group.start_soon(call)
+    assert len(set(idents)) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_starts_with_an_empty_pool_and_its_calls_still_run() -> None:
+    anyio.run(run_sync, threading.get_ident, 10)  # the parent's pool has an idle worker now
+    assert worker_threads._idle
+    pid = os.fork()
+    if pid == 0:  # the child: its pool must not hand the call to a thread that was not forked with it
+        ok = False
+        signal.alarm(10)
+        try:
+            ok = anyio.run(run_sync, lambda: "child", 10) == ("child", False)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_call_that_outlives_its_callers_loop_leaves_its_worker_serving() -> None:
+    go = threading.Event()
+
+    def slow() -> str:
+        go.wait(10)
+        return "late"
+
+    assert anyio.run(run_sync, slow, 0.01) == (None, True)
+    go.set()  # the worker finishes now and wakes a parked caller whose loop has ended: nothing to wake
+    # The worker is idle again (most recently, so first in line) and takes the next call from a new loop.
+    assert anyio.run(run_sync, lambda: "next", 10) == ("next", False)
