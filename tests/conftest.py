@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,10 +29,34 @@ settings.register_profile(FAST_PROFILE, parent=settings.get_profile("toolrig"), 
 settings.load_profile("toolrig")
 
 
+# Per-test directories are numbered by a counter of this process, never by pytest's ``mktemp``: to find the
+# next free number it lists the whole base temp directory, so with a directory kept per test a session grew
+# quadratic (3,400 numbered directories cost a worker ~8 s of CPU; docs/performance.md, fast loop round 5).
+# A number is never reused within a session: a path that comes back would meet the process-wide state the
+# earlier test left for it (shared SQLite connections are keyed by path).
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def per_test_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory holding every test's ``tmp_path`` and toolrig home (one per xdist worker)."""
+    return tmp_path_factory.mktemp("per-test")
+
+
+@pytest.fixture
+def tmp_path(request: pytest.FixtureRequest, per_test_dirs: Path) -> Path:
+    """pytest's ``tmp_path`` (a new empty directory per test, kept after the run, named after the test),
+    without the listing described above."""
+    path = per_test_dirs / f"{re.sub(r'[^A-Za-z0-9_]', '_', request.node.name)[:30]}-{next(_numbers)}"
+    path.mkdir(mode=0o700)
+    return path
+
+
 @pytest.fixture(autouse=True)
-def toolrig_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def toolrig_home(per_test_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own user-level toolrig home, so no test reads or writes the real ~/.toolrig."""
-    home = tmp_path_factory.mktemp("toolrig-home")
+    home = per_test_dirs / f"toolrig-home-{next(_numbers)}"
+    home.mkdir(mode=0o700)
     monkeypatch.setenv("TOOLRIG_HOME", str(home))
     yield home
 
@@ -247,6 +273,24 @@ SLOW_TESTS = frozenset(
         # ... or a race run for seconds against a swapping thread (the other hostile file tests stay):
         "tests/hostile/test_memory_files.py::test_r07_memory_get_and_write_never_reach_outside_while_memory_is_swapped_with_a_symlink",
         "tests/hostile/test_search_swap_race.py::test_code_search_and_glob_never_show_outside_content_while_a_directory_is_swapped",
+        # round 5, measured by the time a test's thread spent blocked (wall - CPU - run-queue wait): each waits
+        # 0.8-2.8 s by design for a timeout, a grace period or the durable worker, and the loop keeps a sibling
+        # (the other provider, the other trickle, the other cgroup mode, two durable worker tests):
+        "tests/durable/test_questions.py::test_a_queued_task_keeps_its_todo_list_and_followups_with_its_session",
+        "tests/durable/test_worker.py::test_a_cancelled_task_does_not_run",
+        "tests/remote/test_forward.py::test_a_replayed_and_a_late_press_are_refused_and_audited",
+        "tests/remote/test_telegram.py::test_no_answer_within_the_timeout_follows_the_fallback_and_a_late_press_is_refused",
+        "tests/agent/test_loop.py::test_the_run_timeout_stops_a_run_that_takes_too_long[openai]",
+        "tests/agent/test_loop.py::test_a_stalled_stream_times_out_as_a_run_error[openai]",
+        "tests/agent/subagents/test_hub.py::test_a_child_past_its_timeout_is_timed_out_and_its_parent_goes_on[openai]",
+        "tests/hostile/test_trickle_timeouts.py::"
+        "test_fetch_url_timeout_bounds_the_whole_call_not_each_read[body trickles]",
+        "tests/hostile/test_trickle_timeouts.py::"
+        "test_webhook_timeout_bounds_the_whole_call_not_each_read[head trickles]",
+        "tests/hostile/test_command_containment.py::test_setsid_children_do_not_outlive_the_timeout[no cgroup-setsid]",
+        "tests/hostile/test_commands.py::test_a_child_that_ignores_sigterm_is_killed",
+        "tests/stores/librarian/test_backends.py::test_librarian_stops_a_query_that_overruns_its_timeout_and_keeps_working[embedded]",
+        "tests/test_cli.py::test_an_ignored_workspace_setting_is_warned_about_once",  # a new process is the point
     }
 )
 

@@ -121,7 +121,9 @@ class BotApi:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for serve_forever to look up from its poll: 0.5 s by default, paid by every test
+        # that starts a server of its own (fifteen in tests/remote).
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def stop(self) -> None:
