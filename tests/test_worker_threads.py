@@ -182,7 +182,6 @@ async def test_sequential_calls_reuse_one_worker_and_concurrent_calls_get_their_
     assert len(set(idents)) == 2
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
 def test_a_forked_child_starts_with_an_empty_pool_and_its_calls_still_run() -> None:
     anyio.run(run_sync, threading.get_ident, 10)  # the parent's pool has an idle worker now
     assert worker_threads._idle
