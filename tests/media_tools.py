@@ -72,6 +72,11 @@ def make_pdf(pages: list[str]) -> bytes:
             % content_number
         )
         kids.append(page_number)
+    return pdf_file(objects, kids)
+
+
+def pdf_file(objects: list[bytes], kids: list[int]) -> bytes:
+    """The file around ``objects`` (1: the catalog, 2: left for the page tree of ``kids``): header, xref, trailer."""
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
         b" ".join(b"%d 0 R" % k for k in kids),
         len(kids),

@@ -132,18 +132,25 @@ def test_help_does_not_import_provider_sdks_or_tool_modules() -> None:
     assert "HEAVY []" in out.stderr, out.stderr
 
 
-def test_call_imports_only_the_called_tools_module_and_no_provider_sdk(workspace: Path) -> None:
+def calculate_then(workspace: Path, probe: str) -> subprocess.CompletedProcess[str]:
+    """``toolrig call calculate`` in a fresh interpreter, then ``probe`` run in it to look at what it loaded."""
     argv = ["toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}', "--root", str(workspace)]
     code = (
         "import sys, runpy\n"
         f"sys.argv = {argv!r}\n"
         "try:\n    runpy.run_module('toolrig', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
+    ) + probe
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+
+def test_call_imports_only_the_called_tools_module_and_no_provider_sdk(workspace: Path) -> None:
+    out = calculate_then(
+        workspace,
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai', 'mcp')"
         " or (m.startswith('toolrig.tools.') and m != 'toolrig.tools._index'))\n"
-        "print('LOADED', loaded, file=sys.stderr)\n"
+        "print('LOADED', loaded, file=sys.stderr)\n",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert '"result": 42' in out.stdout, out
     assert "LOADED ['toolrig.tools.calculator']" in out.stderr, out.stderr
 
@@ -162,18 +169,13 @@ NOT_ON_A_PLAIN_CALL = (
 def test_a_call_without_a_config_file_validates_no_config_model_and_skips_what_it_does_not_use(
     workspace: Path,
 ) -> None:
-    argv = ["toolrig", "call", "calculate", "--json", '{"expression": "6 * 7"}', "--root", str(workspace)]
-    code = (
-        "import sys, runpy\n"
-        f"sys.argv = {argv!r}\n"
-        "try:\n    runpy.run_module('toolrig', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
+    out = calculate_then(
+        workspace,
         "from toolrig.config import Section\n"
         "built = sorted(m.__name__ for m in Section.__subclasses__() if m.__pydantic_complete__)\n"
         f"loaded = sorted(m for m in {NOT_ON_A_PLAIN_CALL!r} if m in sys.modules)\n"
-        "print('BUILT', built, 'LOADED', loaded, file=sys.stderr)\n"
+        "print('BUILT', built, 'LOADED', loaded, file=sys.stderr)\n",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert '"result": 42' in out.stdout, out
     assert "BUILT [] LOADED []" in out.stderr, out.stderr
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.media_tools import make_notebook, make_pdf, tiny_png
+from tests.media_tools import make_notebook, make_pdf, pdf_file, tiny_png
 from toolrig.documents import image_size, image_type, notebook, page_numbers, pdf_text, render_pdf
 from toolrig.errors import ToolError
 
@@ -144,17 +144,7 @@ def bomb_pdf(page_contents: list[bytes], filters: list[str], form: bytes | None 
             % (resources, len(objects))
         )
         kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_file(objects, kids)
 
 
 def shows(n: int) -> bytes:
