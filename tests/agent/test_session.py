@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -81,3 +82,17 @@ def test_shared_stores_of_one_workspace_use_one_connection_until_closed(tmp_path
     third = SessionStore.shared(tmp_path)
     assert third.db is not first.db and third.exists(sid)
     third.close()
+
+
+def test_a_shared_store_keeps_recording_after_its_state_dir_is_deleted(tmp_path: Path) -> None:
+    state = tmp_path / ".toolrig"
+    store = SessionStore.shared(state)
+    old = store.create(model="m", provider="openai")
+    shutil.rmtree(state)
+    assert SessionStore.shared(state) is store  # the cached store, on the one shared database
+    sid = store.create(model="m", provider="openai")
+    store.record(sid, turn=0, messages=[Message.user("after")])
+    fresh = SessionStore(state / "sessions.db")  # what another process now finds at the path
+    assert fresh.messages(sid) == [Message.user("after")] and not fresh.exists(old)
+    fresh.close()
+    store.close()

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.sqlite import Database
@@ -288,4 +294,223 @@ def test_another_sqlite_driver_gets_the_same_bounded_wait(tmp_path: Path) -> Non
     other.close()
     db.write(insert(2))
     assert db.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(2,)]
+    db.close()
+
+
+# ---------------------------------------------------------------------------------- the file at the path
+# An open connection holds an inode, not a name: a state dir deleted or replaced under a running process must not
+# swallow its later writes (they would go to an unlinked inode and be lost without an error).
+
+
+def rows_at(path: Path) -> list[int]:
+    """What a newcomer opening the path sees (a fresh connection, not the database under test)."""
+    conn = sqlite3.connect(path)
+    try:
+        return [v for (v,) in conn.execute("SELECT v FROM t ORDER BY v")]
+    finally:
+        conn.close()
+
+
+def delete_dir(path: Path) -> None:
+    shutil.rmtree(path.parent)
+
+
+def move_dir_away(path: Path) -> None:
+    path.parent.rename(path.parent.with_name("moved-away"))
+
+
+def restore_a_copy(path: Path) -> None:
+    """Replace the file by an older copy (a backup restored by rename), sidecars gone: the user's new file."""
+    backup = path.with_name("backup.sqlite")
+    conn = sqlite3.connect(backup)
+    conn.execute("CREATE TABLE t (v INTEGER, w TEXT)")
+    conn.execute("INSERT INTO t (v) VALUES (-1)")
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    conn.commit()
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    os.replace(backup, path)
+
+
+REPLACEMENTS = {"deleted": delete_dir, "moved away": move_dir_away, "restored from a copy": restore_a_copy}
+
+
+@pytest.mark.parametrize("replace", REPLACEMENTS.values(), ids=REPLACEMENTS.keys())
+@pytest.mark.anyio
+async def test_writes_after_the_state_dir_is_replaced_land_in_the_file_now_at_the_path(
+    tmp_path: Path, replace: Callable[[Path], None]
+) -> None:
+    path = tmp_path / ".toolrig" / "x.sqlite"
+    db = Database.shared(path, MIGRATIONS)
+    db.write(insert(1))
+    await db.write_async(insert(2))  # both connections open on the old file
+    before = [-1] if replace is restore_a_copy else []
+    replace(path)
+    db.write(insert(3))
+    await db.write_async(insert(4))
+    assert rows_at(path) == [*before, 3, 4]
+    assert db.read(lambda conn: [v for (v,) in conn.execute("SELECT v FROM t ORDER BY v")]) == [*before, 3, 4]
+    assert Database.shared(path, MIGRATIONS) is db  # still the one shared database, now on the new file
+    db.close()
+
+
+@pytest.mark.anyio
+async def test_a_symlink_put_where_the_open_file_was_is_refused_not_followed(tmp_path: Path) -> None:
+    path = tmp_path / ".toolrig" / "x.sqlite"
+    elsewhere = tmp_path / "elsewhere.sqlite"
+    db = Database(path, MIGRATIONS)
+    db.write(insert(1))
+    Database(elsewhere, MIGRATIONS).close()
+    path.unlink()
+    path.symlink_to(elsewhere)
+    with pytest.raises(ToolError) as caught:
+        db.write(insert(2))
+    assert caught.value.error_type is ErrorType.DENIED
+    with pytest.raises(ToolError) as caught:
+        await db.write_async(insert(3))
+    assert caught.value.error_type is ErrorType.DENIED
+    assert rows_at(elsewhere) == []  # nothing written through the link
+    db.close()
+
+
+def test_a_database_kept_open_elsewhere_in_the_process_sees_the_replacement_too(tmp_path: Path) -> None:
+    path = tmp_path / ".toolrig" / "x.sqlite"
+    shared, private = Database.shared(path, MIGRATIONS), Database(path, MIGRATIONS)
+    shared.write(insert(1))
+    delete_dir(path)
+    private.write(insert(2))  # reopens: makes the directory and the file anew, migrated
+    assert shared.read(lambda conn: conn.execute("SELECT v FROM t").fetchall()) == [(2,)]
+    shared.write(insert(3))
+    assert rows_at(path) == [2, 3]
+    shared.close()
+    private.close()
+
+
+STEPS = st.lists(
+    st.sampled_from(["write", "write_async", "read", *REPLACEMENTS]),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_after_any_sequence_of_writes_and_replacements_the_file_at_the_path_holds_every_write_since(
+    tmp_path: Path, steps: list[str]
+) -> None:
+    home = Path(tempfile.mkdtemp(dir=tmp_path))
+    path = home / ".toolrig" / "x.sqlite"
+    db = Database(path, MIGRATIONS, lazy=True)
+    expected: list[int] = []  # what the file now at the path must hold
+    for number, step in enumerate(steps):
+        if step in REPLACEMENTS:
+            if path.exists():
+                REPLACEMENTS[step](path)
+                expected = [-1] if step == "restored from a copy" else []
+                shutil.rmtree(home / "moved-away", ignore_errors=True)
+        elif step == "read":
+            assert db.read(lambda conn: [v for (v,) in conn.execute("SELECT v FROM t ORDER BY v")]) == expected
+        else:
+            if step == "write":
+                db.write(insert(number))
+            else:
+                anyio.run(db.write_async, insert(number))
+            expected.append(number)
+        if path.exists():
+            assert rows_at(path) == expected
+    db.close()
+
+
+@pytest.mark.anyio
+async def test_a_running_rigs_audit_and_rate_limits_follow_a_deleted_state_dir(workspace: Path) -> None:
+    from tests.support.sample_tools import all_tools
+    from toolrig.policy.audit import AuditLog
+    from toolrig.registry import Registry
+    from toolrig.rig import Rig
+
+    with Rig(workspace, config={"rate_limits": {"echo": "2/hour"}}, registry=Registry(all_tools())) as rig:
+        assert [(await rig.call("echo", {"text": str(n)})).is_error for n in range(3)] == [False, False, True]
+        shutil.rmtree(workspace / ".toolrig")
+        result = await rig.call("echo", {"text": "after"})  # a new bucket file: the limit starts again
+        assert not result.is_error
+        (row,) = AuditLog(workspace / ".toolrig").query()  # the row is in the file a reader now finds
+        assert row.args == {"text": "after"} and row.call_id == result.meta.call_id
+
+
+def test_a_key_value_store_follows_a_deleted_state_dir(tmp_path: Path) -> None:
+    from toolrig.stores.kv import SqliteKeyValueStore
+
+    path = tmp_path / ".toolrig" / "kv.sqlite"
+    store = SqliteKeyValueStore(path)
+    store.set("ns", "before", 1)
+    delete_dir(path)
+    store.set("ns", "after", 2)
+    again = SqliteKeyValueStore(path)
+    assert again.get("ns", "after") == (True, 2) and again.get("ns", "before") == (False, None)
+    again.close()
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_a_write_after_the_whole_workspace_is_deleted_is_a_clear_error_not_a_lost_row(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    path = workspace / ".toolrig" / "x.sqlite"
+    workspace.mkdir()
+    db = Database(path, MIGRATIONS)
+    db.write(insert(1))
+    shutil.rmtree(workspace)  # the trusted base is gone: nothing to recreate the state dir in
+    with pytest.raises(ToolError) as caught:
+        db.write(insert(2))
+    assert caught.value.error_type is ErrorType.UNAVAILABLE and str(workspace) in caught.value.message
+    with pytest.raises(ToolError) as caught:
+        await db.write_async(insert(3))
+    assert caught.value.error_type is ErrorType.UNAVAILABLE and str(workspace) in caught.value.message
+    assert not workspace.exists()
+    db.close()
+
+
+def test_threads_and_an_event_loop_writing_while_the_state_dir_is_replaced_lose_nothing_written_after_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / ".toolrig" / "x.sqlite"
+    db = Database(path, MIGRATIONS)
+    stop, errors = threading.Event(), []
+
+    def keep_writing(write: Callable[[int], None], base: int) -> None:
+        number = base
+        while not stop.is_set():
+            try:
+                write(number)
+            except BaseException as exc:  # any error at all is the failure this test looks for
+                errors.append(exc)
+                return
+            number += 1
+
+    async def write_on_the_loop(number: int) -> None:
+        await db.write_async(insert(number))
+
+    writers = [
+        threading.Thread(target=keep_writing, args=(lambda n: db.write(insert(n)), 1_000_000)),
+        threading.Thread(target=keep_writing, args=(lambda n: db.write(insert(n), single=True), 2_000_000)),
+        threading.Thread(target=keep_writing, args=(lambda n: anyio.run(write_on_the_loop, n), 3_000_000)),
+    ]
+    for thread in writers:
+        thread.start()
+    try:
+        for round_ in range(30):
+            db.write(insert(round_))  # the state dir exists (the writers may not have recreated it yet)
+            (delete_dir, move_dir_away, restore_a_copy)[round_ % 3](path)
+            shutil.rmtree(tmp_path / "moved-away", ignore_errors=True)
+    finally:
+        stop.set()
+        for thread in writers:
+            thread.join(timeout=60)
+    assert not errors
+    db.write(insert(7))  # written after the last replacement: in the file a newcomer finds
+    anyio.run(write_on_the_loop, 8)
+    assert {7, 8} <= set(rows_at(path))
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
     db.close()

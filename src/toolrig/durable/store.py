@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from toolrig.stores.sqlite import ensure_file, file_id
 
 metadata = sa.MetaData()
 
@@ -95,12 +99,51 @@ def sqlite_url(state_dir: Path) -> str:
     return f"sqlite:///{state_dir / 'durable.sqlite'}"
 
 
-def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
+class _FollowPath:
+    """Keeps a pooled SQLite connection on the file now at the path (``stores.sqlite`` explains why).
+
+    A pooled connection holds its file's inode: once the state dir is deleted or replaced, a worker's writes
+    would go to an unlinked file. Each checkout compares the path's identity with the file the connection
+    was opened on; a mismatch discards the connection (the pool opens a new one, which makes the directory,
+    the file and the schema anew).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def before_connect(self, dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        record.info["before"] = ensure_file(self.path)
+
+    def connect(self, dbapi_connection: Any, record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:  # IF NOT EXISTS: a few lookups on a file that has its tables
+            cursor.execute(statement)
+        dbapi_connection.commit()
+        cursor.close()
+        # Replaced while this connection opened it: the next checkout finds the mismatch and opens anew.
+        before = record.info.pop("before", None)
+        record.info["file"] = before if before is not None and file_id(self.path) == before else None
+
+    def checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if file_id(self.path) != record.info.get("file"):
+            raise sa.exc.DisconnectionError(f"{self.path} was replaced since this connection opened it")
+
+
+_SCHEMA = [
+    *(
+        str(CreateTable(table, if_not_exists=True).compile(dialect=sqlite_dialect()))
+        for table in metadata.sorted_tables
+    ),
+    *(
+        str(CreateIndex(index, if_not_exists=True).compile(dialect=sqlite_dialect()))
+        for table in metadata.sorted_tables
+        for index in sorted(table.indexes, key=lambda index: str(index.name))
+    ),
+]
 
 
 _engines: dict[str, Engine] = {}
@@ -113,10 +156,11 @@ def engine_for(url: str) -> Engine:
         engine = _engines.get(url)
         if engine is None:
             if url.startswith("sqlite"):
-                path = url.removeprefix("sqlite:///")
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                follow = _FollowPath(Path(url.removeprefix("sqlite:///")))
                 engine = sa.create_engine(url, connect_args={"timeout": 30})
-                sa.event.listen(engine, "connect", _sqlite_pragmas)
+                sa.event.listen(engine, "do_connect", follow.before_connect)
+                sa.event.listen(engine, "connect", follow.connect)
+                sa.event.listen(engine, "checkout", follow.checkout)
             else:
                 engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=5)
             metadata.create_all(engine)
