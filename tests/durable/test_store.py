@@ -19,7 +19,7 @@ def steps_at(path: Path) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("how", ["deleted", "moved away"])
-def test_the_pooled_records_follow_a_state_dir_deleted_or_moved_while_the_process_runs(tmp_path: Path, how: str) -> None:
+def test_the_pooled_records_follow_a_state_dir_deleted_or_moved_while_running(tmp_path: Path, how: str) -> None:
     state = tmp_path / ".toolrig"
     records = Records(sqlite_url(state))
     assert records.step_started("run", "before")  # the pool now holds a connection to this file

@@ -514,3 +514,14 @@ def test_threads_and_an_event_loop_writing_while_the_state_dir_is_replaced_lose_
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
     db.close()
+
+
+def test_the_generation_changes_only_when_the_connections_open_on_a_new_file(tmp_path: Path) -> None:
+    path = tmp_path / ".toolrig" / "x.sqlite"
+    db = Database(path, MIGRATIONS, lazy=True)
+    first = db.generation
+    db.write(insert(1))
+    assert db.generation == first  # reads and writes on the same file keep it
+    delete_dir(path)
+    assert db.generation != first  # a cache of the old file's rows must reload
+    db.close()

@@ -99,6 +99,7 @@ class Database:
         self._fast_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._file: FileId | None = None  # the (st_dev, st_ino) the open connections write to
+        self._generation = 0  # counts the opens of the waiting connection (see ``generation``)
         self._finalizer = weakref.finalize(self, _close_all, self._connections)
         if not lazy:
             self._open()
@@ -133,6 +134,18 @@ class Database:
     def connection(self) -> sqlite3.Connection:
         self._follow_path()
         return self._conn or self._open()
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the connections open (again) on the file at the path, replaced or not.
+
+        A cache of the file's rows kept in memory (the memory index's list of indexed files) reloads when it
+        changes: after the state dir was deleted, the file at the path is a new, empty one.
+        """
+        self._follow_path()
+        if self._conn is None:
+            self._open()
+        return self._generation
 
     def retry(self, action: Callable[[], T]) -> T:
         """Run ``action`` until it gets past SQLITE_BUSY, backing off; give up as ``unavailable``."""
@@ -274,6 +287,7 @@ class Database:
                 # file the connection holds. Otherwise it was replaced meanwhile: open the new one.
                 if before is not None and file_id(self.path) == before:
                     self._conn, self._file = conn, before
+                    self._generation += 1
                     return conn
                 self._connections.remove(conn)
                 conn.close()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -323,3 +324,14 @@ def test_the_audit_walk_also_catches_deletions_and_edits_inotify_missed(
     assert (report.indexed, report.removed) == ((1, 2) if freshness == "inotify" else (0, 1))
     assert index.search("alpha") == [] and index.search("charlie") == []
     assert [hit.file for hit in index.search("delta")] == ["memory/b.md"]
+
+
+def test_index_rebuilds_after_its_state_dir_is_deleted_while_it_is_open(tmp_path: Path) -> None:
+    root, index = make_index(tmp_path)
+    write(root, "MEMORY.md", "Alice prefers tea.\n")
+    index.refresh()
+    assert [hit.file for hit in index.search("tea")] == ["MEMORY.md"]
+    shutil.rmtree(tmp_path / "state")  # the index file is made anew on next use: empty
+    index.refresh()  # nothing changed in the notes, yet the new file must be filled
+    assert [hit.file for hit in index.search("tea")] == ["MEMORY.md"]
+    index.close()

@@ -252,7 +252,11 @@ class MemoryIndex:
         self._users_lock = threading.Lock()
         self._quiet = threading.Event()
         self._quiet.set()
-        self._known: dict[str, tuple[int, int, str]] = self.db.read(
+        self._file_generation = self.db.generation
+        self._known = self._indexed_files()
+
+    def _indexed_files(self) -> dict[str, tuple[int, int, str]]:
+        return self.db.read(
             lambda conn: {
                 row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
             }
@@ -266,6 +270,14 @@ class MemoryIndex:
         """
         with self._in_use(), self._refresh_lock:
             now = time.monotonic()
+            generation = self.db.generation
+            if generation != self._file_generation:  # a new index file (the state dir was deleted): fill it
+                self._file_generation = generation
+                self._known = self._indexed_files()
+                self._last_walk = float("-inf")
+                self._audit_result = None
+                self._since_audit = set()
+                self._vectors_stale = True
             if hidden != self._hidden:
                 self._hidden = hidden
                 self._last_walk = float("-inf")
