@@ -312,7 +312,10 @@ def rows_at(path: Path) -> list[int]:
 
 
 def delete_dir(path: Path) -> None:
-    shutil.rmtree(path.parent)
+    """Delete the state dir in one step (``rmtree`` alone races a writer that makes it again meanwhile)."""
+    gone = path.parent.with_name(f"gone-{os.urandom(4).hex()}")
+    path.parent.rename(gone)
+    shutil.rmtree(gone)
 
 
 def move_dir_away(path: Path) -> None:
