@@ -183,10 +183,6 @@ class Extensions:
     def gates(self) -> list[Gate]:
         return [*self.policy, *self.rate_limit, *self.approval, *self.before_tool]
 
-    def gate_groups(self) -> tuple[list[Gate], list[Gate], list[Gate], list[Gate]]:
-        """The gates in their order, as the four lists themselves (no list built per call)."""
-        return self.policy, self.rate_limit, self.approval, self.before_tool
-
 
 @dataclass(slots=True)
 class _ToolPlan:
@@ -225,10 +221,6 @@ class _ToolPlan:
             has_subjects=type(tool).subjects is not Tool.subjects or tool._subject_reader is not None,
             attaches=issubclass(tool.output_model, ToolOutput),
         )
-
-    def fits(self, tool: AnyTool) -> bool:
-        """Still this tool's plan (a tool re-registered under the name, or its models swapped, gets a new one)."""
-        return self.tool is tool and self.input_model is tool.input_model and self.output_model is tool.output_model
 
 
 class Lookup(Protocol):
@@ -309,7 +301,16 @@ class Executor:
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
         name the model used when a profile translated the call (the audit keeps both).
         """
-        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call = ToolCall.start(
+            name,
+            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its call
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
+        )
         call.called_as = called_as
         try:
             result = await self._run(call, args, timeout_seconds, offered)
@@ -387,7 +388,12 @@ class Executor:
                 self._choices(call.agent_id, offered),
             )
         plan = self._plans.get(tool.name)
-        if plan is None or not plan.fits(tool):
+        if (
+            plan is None
+            or plan.tool is not tool
+            or plan.input_model is not tool.input_model
+            or plan.output_model is not tool.output_model
+        ):  # first call, or another tool under this name, or its models swapped
             plan = self._plans[tool.name] = _ToolPlan.of(tool)
         try:
             call.raw_args, call.notes = parse_arguments(args)
@@ -417,7 +423,8 @@ class Executor:
     ) -> ToolResult:
         try:
             plan, validated = self._prepare(call, args, offered)  # stage 1
-            for gates in self.extensions.gate_groups():  # stage 2, the one gate
+            ext = self.extensions
+            for gates in (ext.policy, ext.rate_limit, ext.approval, ext.before_tool):  # stage 2, the one gate
                 for gate in gates:
                     if (pending := gate(call)) is not None:
                         await pending
