@@ -421,7 +421,7 @@ class Rig:
 
     def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
         """The tool's settings as ``agent`` sees them: ``agents.NAME.tool_config`` over ``tool_config``."""
-        if agent not in self.config.agents:
+        if agent is not None and agent not in self.config.agents:
             agent = None  # an agent without a profile (a subagent's id, say) gets the global settings
         key = (tool.name, agent)
         try:
