@@ -169,6 +169,11 @@ class Tool(Generic[InT, OutT]):
         reader = self._subject_reader
         return reader(input) if reader is not None else []
 
+    @property
+    def has_subjects(self) -> bool:
+        """Whether ``subjects()`` can find any: a ``Subject`` mark on the input, or a ``subjects`` of its own."""
+        return self._subject_reader is not None or type(self).subjects is not Tool.subjects
+
     def refusal(self, input: InT, settings: Any) -> tuple[str, str] | None:
         """(the setting that refuses, why) when the tool's own settings refuse this call outright.
 

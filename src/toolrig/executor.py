@@ -42,7 +42,7 @@ from toolrig.context import (
     ToolCatalog,
     ToolContext,
 )
-from toolrig.definition import Tool, ToolOutput
+from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.event_bus import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
@@ -218,7 +218,7 @@ class _ToolPlan:
             dump=tool.output_model.__pydantic_serializer__.to_python,
             repairs=bool(repair.fields) or repair.drops_nulls,
             needs_token=tool.reads_context or not one_step,
-            has_subjects=type(tool).subjects is not Tool.subjects or tool._subject_reader is not None,
+            has_subjects=tool.has_subjects,
             attaches=issubclass(tool.output_model, ToolOutput),
         )
 
