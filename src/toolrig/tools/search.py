@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.mtimes import cache_for, lstat_mtimes
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.rgflags import parse_flags, rebase_glob
 from toolrig.sandbox.ripgrep import (
@@ -314,6 +315,13 @@ def _message(matches: int, files: int, truncated: bool, timed_out: bool, input: 
 class GlobConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_files: int = Field(default=1000, ge=1, description="At most this many (newest) files are returned.")
+    mtime_cache: bool = Field(
+        default=True,
+        description=(
+            "From a workspace's second glob on, keep the files' mtimes, kept exact by inotify (saves an lstat per "
+            "match). Off: every glob lstats every match (e.g. for files written through shared mmap)."
+        ),
+    )
 
 
 class GlobInput(ToolInput):
@@ -360,13 +368,14 @@ class Glob(Tool[GlobInput, GlobOutput]):
         selection = glob_filter(patterns, rel, hidden=hidden)
         paths = _search_paths(ctx.workspace, start, rel, hidden)
         deny = ctx.workspace.exclusion_globs(root)
+        cache = cache_for(ctx.workspace, root) if config.mtime_cache else None
+        stamp = lstat_mtimes if cache is None else cache.stamp
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         kept: list[str] = []
         mtimes: list[float] = []  # parallel to kept: no tuple per file (allocation, and the cycle collector)
         seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
-        lstat = os.lstat
         try:
-            # Stat each batch while ripgrep walks on: the mtimes (newest first) cost as much as the walk.
+            # Stamp each batch while ripgrep walks on: without the cache the mtimes cost as much as the walk.
             found = list_files(
                 root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
             )
@@ -375,16 +384,9 @@ class Glob(Tool[GlobInput, GlobOutput]):
                 if seen is not None:
                     names = [name for name in names if name not in seen]
                     seen.update(names)
-                try:  # one comprehension per batch; a file gone since ripgrep saw it sends the batch the slow way
-                    mtimes += [lstat(name, dir_fd=dir_fd).st_mtime for name in names]
-                    kept += names
-                except OSError:
-                    for name in names:
-                        try:
-                            mtimes.append(lstat(name, dir_fd=dir_fd).st_mtime)
-                        except OSError:
-                            continue
-                        kept.append(name)
+                names, stamps = stamp(names, dir_fd)
+                kept += names
+                mtimes += stamps
         finally:
             os.close(dir_fd)
         stamped = _newest(mtimes, kept, config.max_files)
