@@ -8,6 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
+from tests.sandbox.test_mtimes import CHANGES, make_tree
+from toolrig.sandbox import mtimes
 from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED
 from toolrig.tools.search import _newest
 
@@ -132,6 +134,30 @@ def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> Non
 def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tuple[float, str]], limit: int) -> None:
     mtimes, names = [mtime for mtime, _ in files], [name for _, name in files]
     assert _newest(mtimes, names, limit) == sorted((-mtime, name) for mtime, name in files)[:limit]
+
+
+def test_glob_keeps_mtimes_from_a_workspaces_second_glob_on_and_never_when_told_not_to(workspace: Path) -> None:
+    make_tree(workspace)
+    caching, plain = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    caching.ok("glob", pattern="**/*.py")
+    plain.ok("glob", pattern="**/*.py")
+    assert mtimes._caches[caching.rig.workspace] == {workspace: None}  # one-shot so far: no watch, no cache
+    caching.ok("glob", pattern="**/*.py")
+    plain.ok("glob", pattern="**/*.py")
+    cache = mtimes._caches[caching.rig.workspace][workspace]
+    assert cache is not None and len(cache) == caching.ok("glob", pattern="**/*.py")["count"]
+    assert plain.rig.workspace not in mtimes._caches
+
+
+@pytest.mark.parametrize("change", [name for name in CHANGES if name != "root replaced"])
+def test_a_repeated_glob_lists_in_the_order_a_fresh_one_does_after_any_change(workspace: Path, change: str) -> None:
+    make_tree(workspace)
+    caching, fresh = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    for _ in range(3):
+        assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    CHANGES[change](workspace)
+    assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    assert caching.ok("glob", pattern=["**/m1.py", "a/**"]) == fresh.ok("glob", pattern=["**/m1.py", "a/**"])
 
 
 @pytest.mark.parametrize("name", HIDDEN_DIRS_SEARCHED)

@@ -39,7 +39,7 @@ _HEADER = struct.Struct("iIII")
 
 @cache
 def libc() -> ctypes.CDLL | None:
-    """libc with both inotify calls, or None where there is no inotify (not Linux, no symbol)."""
+    """The C library with both inotify calls, or None where there is no inotify (not Linux, no symbol)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -56,7 +56,7 @@ class Inotify:
     def __init__(self) -> None:
         self._libc = libc()
         self.fd = -1
-        self._finalizer: weakref.finalize[[int], None] | None = None
+        self._finalizer: weakref.finalize[[int], Inotify] | None = None
         if self._libc is not None:
             fd = int(self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
             if fd >= 0:

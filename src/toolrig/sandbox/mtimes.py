@@ -56,8 +56,7 @@ _APPEARED = IN_CREATE | IN_MOVED_TO
 # File systems whose every change goes through this kernel's VFS, so inotify sees it. Network and FUSE file
 # systems (nfs, cifs, 9p, virtiofs, sshfs...) change behind the kernel's back: no cache there.
 LOCAL_FILESYSTEMS = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "bcachefs", "jfs", "reiserfs", "nilfs2", "zfs",
-     "overlay"}  # fmt: skip
+    ["ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "bcachefs", "jfs", "reiserfs", "nilfs2", "zfs", "overlay"]
 )
 MAX_WATCHES = 16_384  # directories per cache; past it, files in unwatched directories are lstat-ed every time
 MAX_ENTRIES = 500_000  # cached mtimes per cache (about 100 bytes each)
@@ -155,10 +154,9 @@ class MtimeCache:
             return False
         if self._stale or (self._inotify is not None and (current.st_dev, current.st_ino) != self._identity):
             self._forget()  # the root path now names another directory (it, or a directory above it, was moved)
-        if self._inotify is None:
-            return self._start(current)
-        self._drain()
-        return self._inotify is not None or self._start(current)
+        if self._inotify is not None and self._drain(self._inotify):
+            return True
+        return self._start(current)
 
     def _start(self, before: os.stat_result) -> bool:
         inotify = Inotify()
@@ -191,22 +189,22 @@ class MtimeCache:
         self._full = False
         self._stale = False
 
-    def _drain(self) -> None:
-        assert self._inotify is not None
-        events = self._inotify.read()
+    def _drain(self, inotify: Inotify) -> bool:
+        """Apply every queued event; False if that threw the whole cache away."""
+        events = inotify.read()
         if not events:
-            return
+            return True
         mtimes = self._mtimes
         appeared: list[str] = []
         for wd, mask, _cookie, name in events:
             directory = self._paths.get(wd)
             if mask & _FORGET_ALL or directory is None:
                 self._forget()  # overflow, or a watched directory gone or moved: nothing maps exactly any more
-                return
+                return False
             if mask & IN_ISDIR:
                 if mask & _DIRECTORY_GONE:
                     self._forget()  # a directory moved or deleted under a watched one: its files' names changed
-                    return
+                    return False
                 continue  # a new directory: its files are not cached yet, they get watched before their lstat
             if not name:
                 continue
@@ -223,7 +221,8 @@ class MtimeCache:
                 continue
             if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
                 self._forget()
-                return
+                return False
+        return True
 
     def _watch(self, directory: str) -> bool:
         """Watch ``directory`` and each directory above it up to the root; False if one cannot be watched."""
