@@ -252,29 +252,32 @@ class MtimeCache:
     def _fill(self, names: list[str], dir_fd: int) -> tuple[list[str], list[float]]:
         mtimes = self._mtimes
         missing = [name for name in names if name not in mtimes]
+        parents = [name.rpartition("/")[0] for name in missing]
         # Directories are watched before their files are lstat-ed: a change after the lstat is an event, not lost.
-        watched = {parent: self._watch(parent) for parent in {name.rpartition("/")[0] for name in missing}}
+        watched = {parent: self._watch(parent) for parent in dict.fromkeys(parents)}
         lstat = os.lstat
         try:
             infos = [lstat(name, dir_fd=dir_fd) for name in missing]
             gone = False
         except OSError:  # a file gone since it was listed: the slow way, one by one
-            infos, gone, found = [], True, []
-            for name in missing:
+            infos, gone, found, found_parents = [], True, [], []
+            for name, parent in zip(missing, parents, strict=True):
                 try:
                     infos.append(lstat(name, dir_fd=dir_fd))
                 except OSError:
                     continue
                 found.append(name)
-            missing = found
+                found_parents.append(parent)
+            missing, parents = found, found_parents
+        fresh = {name: info.st_mtime for name, info in zip(missing, infos, strict=True)}
         device = self._identity[0]
-        room = self.max_entries - len(mtimes)
-        fresh: dict[str, float] = {}
-        for name, info in zip(missing, infos, strict=True):
-            fresh[name] = info.st_mtime
-            if info.st_nlink == 1 and info.st_dev == device and room > 0 and watched[name.rpartition("/")[0]]:
-                mtimes[name] = info.st_mtime
-                room -= 1
+        keep = [
+            name
+            for name, parent, info in zip(missing, parents, infos, strict=True)
+            if info.st_nlink == 1 and info.st_dev == device and watched[parent]
+        ]
+        room = max(self.max_entries - len(mtimes), 0)
+        mtimes.update((name, fresh[name]) for name in keep[:room])
         if gone:
             names = [name for name in names if name in mtimes or name in fresh]
         get = mtimes.get
