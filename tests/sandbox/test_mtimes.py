@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import mmap
 import os
 import shutil
 import tempfile
@@ -75,6 +76,16 @@ def cache(tree: Path) -> Iterator[MtimeCache]:
 def _write(root: Path) -> None:
     with open(root / "a/b/m1.py", "a") as handle:
         handle.write("more\n")
+
+
+def _write_through_mmap(root: Path) -> None:
+    """The mtime changes on the page fault, with no event; the close of the descriptor afterwards is one."""
+    fd = os.open(root / "e/f/m0.py", os.O_RDWR)
+    try:
+        with mmap.mmap(fd, 1) as mapped:
+            mapped[0:1] = b"#"
+    finally:
+        os.close(fd)
 
 
 def _truncate(root: Path) -> None:
@@ -158,6 +169,7 @@ def _root_replaced(root: Path) -> None:
 
 CHANGES: dict[str, Callable[[Path], None]] = {
     "write": _write,
+    "write through mmap": _write_through_mmap,
     "truncate": _truncate,
     "touch -d": _touch_d,
     "rename over": _rename_over,

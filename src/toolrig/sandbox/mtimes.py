@@ -29,6 +29,7 @@ from pathlib import Path
 
 from toolrig.sandbox.inotify import (
     IN_ATTRIB,
+    IN_CLOSE_WRITE,
     IN_CREATE,
     IN_DELETE,
     IN_DELETE_SELF,
@@ -45,9 +46,11 @@ from toolrig.sandbox.inotify import (
     Inotify,
 )
 
+# IN_CLOSE_WRITE: a write through a shared mmap changes the mtime with no event of its own; the close of a
+# descriptor opened for writing after it is one.
 _MASK = (
-    IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
-    | IN_ONLYDIR | IN_DONT_FOLLOW
+    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+    | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW
 )  # fmt: skip
 _FORGET_ALL = IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT
 _DIRECTORY_GONE = IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE
