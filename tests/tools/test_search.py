@@ -160,6 +160,32 @@ def test_a_repeated_glob_lists_in_the_order_a_fresh_one_does_after_any_change(wo
     assert caching.ok("glob", pattern=["**/m1.py", "a/**"]) == fresh.ok("glob", pattern=["**/m1.py", "a/**"])
 
 
+@given(
+    st.lists(st.one_of(st.integers(0, 5).map(float), st.floats(0, 2e9)), min_size=1, max_size=4000),
+    st.integers(min_value=1, max_value=300),
+    st.sampled_from(["as drawn", "oldest first", "newest first"]),
+)
+def test_glob_keeps_the_newest_of_many_files_exactly_whatever_their_order(
+    mtimes: list[float], limit: int, order: str
+) -> None:
+    if order != "as drawn":
+        mtimes = sorted(mtimes, reverse=order == "newest first")  # a sample taken in strides sees a skewed tree
+    names = [f"f{index}" for index in range(len(mtimes))]
+    assert (
+        _newest(mtimes, names, limit)
+        == sorted((-mtime, name) for mtime, name in zip(mtimes, names, strict=True))[:limit]
+    )
+
+
+def test_glob_keeps_the_newest_exactly_when_the_sample_sees_only_new_files() -> None:
+    # The newest 500 files sit exactly where a sample taken every 4th file looks: the sample's floor is too
+    # high, fewer than max_files files are above it, and the exact floor is used instead.
+    mtimes = [2e9 + index if index % 4 == 0 and index < 2000 else float(index) for index in range(12_000)]
+    names = [f"f{index:05}" for index in range(len(mtimes))]
+    expected = sorted((-mtime, name) for mtime, name in zip(mtimes, names, strict=True))[:1000]
+    assert _newest(mtimes, names, 1000) == expected
+
+
 @pytest.mark.parametrize("name", HIDDEN_DIRS_SEARCHED)
 @pytest.mark.parametrize("form", ["{}", "{}/", "/{}", "{}/**", "**/{}", "{}/**/*"])
 @pytest.mark.parametrize("cwd", [None, "sub"])

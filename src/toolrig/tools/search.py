@@ -405,15 +405,28 @@ class Glob(Tool[GlobInput, GlobOutput]):
 def _newest(mtimes: list[float], names: list[str], limit: int) -> list[tuple[float, str]]:
     """The ``limit`` newest (negated mtime, name) pairs in order; ties by name.
 
-    Only the files at or above the ``limit``-th newest mtime are paired and sorted, not every match.
+    Only the files at or above a floor no newer than the ``limit``-th newest mtime are paired and sorted, not
+    every match. The floor comes from a sorted sample (a third of the cost of ``heapq.nlargest`` over 12k
+    mtimes, and this runs after ripgrep has finished, on the call's critical path); a sample that puts it too
+    high is caught by the count and the exact floor is taken instead.
     """
     if len(mtimes) > limit:
-        floor = heapq.nlargest(limit, mtimes)[-1]
+        floor = _floor(mtimes, limit)
         stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True) if mtime >= floor]
+        if len(stamped) < limit:
+            floor = heapq.nlargest(limit, mtimes)[-1]
+            stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True) if mtime >= floor]
     else:
         stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True)]
     stamped.sort()
     return stamped[:limit]
+
+
+def _floor(mtimes: list[float], limit: int) -> float:
+    """An mtime a little below the ``limit``-th newest, read off every ``step``-th one (about 3 * limit)."""
+    step = max(1, len(mtimes) // (3 * limit))
+    sample = sorted(mtimes[::step])
+    return sample[-min(len(sample), limit // step + limit // (4 * step) + 8)]
 
 
 TOOLS = [CodeSearch(), Glob()]
