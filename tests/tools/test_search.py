@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,17 @@ def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tupl
     assert _newest(mtimes, names, limit) == sorted((-mtime, name) for mtime, name in files)[:limit]
 
 
+@pytest.fixture
+def caches_closed() -> Iterator[None]:
+    """Each cache holds an inotify instance (128 per user on these machines): freed at once, not at collection."""
+    yield
+    for roots in list(mtimes._caches.values()):
+        for cache in roots.values():
+            if cache is not None:
+                cache.close()
+
+
+@pytest.mark.usefixtures("caches_closed")
 def test_glob_keeps_mtimes_from_a_workspaces_second_glob_on_and_never_when_told_not_to(workspace: Path) -> None:
     make_tree(workspace)
     caching, plain = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
@@ -149,6 +161,7 @@ def test_glob_keeps_mtimes_from_a_workspaces_second_glob_on_and_never_when_told_
     assert plain.rig.workspace not in mtimes._caches
 
 
+@pytest.mark.usefixtures("caches_closed")
 @pytest.mark.parametrize("change", [name for name in CHANGES if name != "root replaced"])
 def test_a_repeated_glob_lists_in_the_order_a_fresh_one_does_after_any_change(workspace: Path, change: str) -> None:
     make_tree(workspace)
