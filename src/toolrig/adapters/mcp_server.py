@@ -373,7 +373,8 @@ class McpToolServer:
         """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
         models = self.rig.executor.models
         with (
-            self.channel.asking(call_id, asker) if self.channel is not None else nullcontext(),
+            # No asker is what an absent one means (the configured fallback): nothing to register then.
+            self.channel.asking(call_id, asker) if self.channel is not None and asker is not None else nullcontext(),
             models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
         ):
             yield
