@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+from pydantic_core import to_json
 
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
@@ -548,8 +549,6 @@ class FastToolCalls:
         return partial(self._answer, request_id, name, args)
 
     async def _answer(self, request_id: int | str, name: str, args: dict[str, Any]) -> bytes:
-        from pydantic_core import to_json
-
         server = self._server
         try:
             result = await server.call_plainly(name, args)

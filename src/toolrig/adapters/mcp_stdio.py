@@ -32,6 +32,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from pydantic_core import from_json  # already loaded by toolrig's core; the SDK is what start-up avoids
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -256,8 +257,6 @@ async def _read_lines(
 
 async def _opened(line: bytes, handover: _Handover, wire: _Wire, fast: FastPath | None) -> bool:
     """Answer or hold a line of the opening; False when it needs the SDK (then so does everything after it)."""
-    from pydantic_core import from_json
-
     try:
         message = from_json(line)  # the SDK's parser: what it refuses (lone surrogates...) goes its way
     except ValueError:
@@ -292,8 +291,6 @@ def _took_fast(line: bytes, fast: FastPath, calls: _FastCalls) -> bool:
     """Start a fast-path call for this line and say so; otherwise it goes to the SDK (cancellations too)."""
     if fast.decided and b'"tools/call"' not in line and b"notifications/cancelled" not in line:
         return False
-    from pydantic_core import from_json
-
     try:
         message = from_json(line)  # the SDK's parser: what it refuses (lone surrogates...) goes its way
     except ValueError:
