@@ -109,3 +109,27 @@ def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(wor
 
     anyio.run(scenario)
     assert outputs == {"long": "long done\n", "killer": "killed\n", "next": "still here\n"}, outputs
+
+
+@pytest.mark.slow
+def test_a_keeper_whose_launcher_died_removes_its_cgroup_before_it_reports_the_end(workspace: Path) -> None:
+    """Nobody else removes it: the new launcher's clean-up ran while this keeper still held its command."""
+    rig = shell(workspace)
+    outputs: dict[str, str] = {}
+
+    async def call(name: str, command: str) -> None:
+        result = await rig.call("run_command", {"command": command})
+        outputs[name] = result.output["stdout"] if result.output else f"error: {result.message}"
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "long", f"echo {PIDS_CGROUP}; sleep 1.5; echo long done")
+            await anyio.sleep(0.3)
+            await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
+            await call("next", "echo still here")
+
+    anyio.run(scenario)
+    cgroup, said = outputs["long"].split("\n", 1)
+    assert said == "long done\n", outputs
+    assert cgroup.startswith("/") and "toolrig-spare-" in cgroup, cgroup
+    assert not Path(f"/sys/fs/cgroup/pids{cgroup}").exists()

@@ -80,6 +80,18 @@ def _subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+def _read(path: str) -> bytes:
+    """A small kernel file in one read (no buffered file object: this runs for every command)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, 16384)
+        while data and (more := os.read(fd, 16384)):  # a large cgroup or family does not fit in one read
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
 def children(pid: int) -> list[int]:
     """Direct children of ``pid`` (every thread's), from /proc."""
     found: list[int] = []
@@ -89,8 +101,7 @@ def children(pid: int) -> list[int]:
         return found
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                found.extend(int(p) for p in handle.read().split())
+            found.extend(map(int, _read(f"/proc/{pid}/task/{tid}/children").split()))
         except OSError:
             continue
     return found
@@ -174,16 +185,44 @@ class _Keeper:
     def set_pids_max(self, value: str) -> None:
         """Every time, not only when it changes: the last command may have written it itself."""
         if self.cgroup is not None:
-            with open(f"{self.cgroup}/pids.max", "w") as handle:
-                handle.write(value)
+            fd = os.open(f"{self.cgroup}/pids.max", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+
+    def orphaned(self) -> bool:
+        """Whether the launcher is gone: then this keeper ends after its command instead of staying."""
+        return os.getppid() != self.launcher
+
+    def leave(self) -> None:
+        """Take this keeper's cgroup with it as it ends for good: with its launcher gone, nobody else removes it.
+
+        A cgroup can be removed only once empty, so the keeper moves itself to the parent cgroup first (a slow
+        migration, but only on this way out).
+        """
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is None:
+            return
+        for pid in self.strays_of(cgroup):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            fd = os.open(f"{os.path.dirname(cgroup)}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
+            os.rmdir(cgroup)
 
     def strays(self) -> list[int]:
         """Processes in this keeper's cgroup other than itself (none, unless a command escaped it)."""
-        if self.cgroup is None:
-            return []
+        return [] if self.cgroup is None else self.strays_of(self.cgroup)
+
+    @staticmethod
+    def strays_of(cgroup: str) -> list[int]:
         try:
-            with open(f"{self.cgroup}/cgroup.procs") as handle:
-                return [pid for pid in map(int, handle.read().split()) if pid != os.getpid()]
+            return [pid for pid in map(int, _read(f"{cgroup}/cgroup.procs").split()) if pid != os.getpid()]
         except (OSError, ValueError):
             return []
 
@@ -214,7 +253,8 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
     while True:
         try:
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # idle, it must not outlive the launcher
-            if os.getppid() != keeper.launcher:
+            if keeper.orphaned():
+                keeper.leave()
                 os._exit(0)
             taken = _read_request(sock)
             if taken is None:
@@ -329,6 +369,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)  # the group is gone once its last member is reaped
     kill_all_below(me)
+    if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
+        keeper.leave()
     tell(f"X {exit_code}\n".encode())
 
 
