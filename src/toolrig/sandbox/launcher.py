@@ -272,10 +272,10 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
             with contextlib.suppress(OSError):
                 os.write(status, f"E {exc}\n".encode(errors="replace"))
             keeper.say("T")
-        for fd in fds:
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        _close_all_but_status(fds)  # the status socket last: toolrig reads its closing as the end of the command
+        if fds[2] >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fds[2])
         if not keeper.stays:
             os._exit(0)
         for pid in keeper.strays():  # nothing of the last command may meet the next one
@@ -319,10 +319,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    for index in (0, 1, 3):  # the command holds its output pipes now: they close when it is gone
-        if index < len(fds):
-            os.close(fds[index])
-            fds[index] = -1
+    # The keeper holds its copies of the output pipes until the command is over and closes them just before its
+    # status socket: toolrig wakes once, for the end, and finds both pipes at their end then.
     with contextlib.suppress(OSError):  # toolrig may be gone
         os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
     # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
@@ -371,7 +369,18 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
     kill_all_below(me)
     if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
         keeper.leave()
+    _close_all_but_status(fds)
     tell(f"X {exit_code}\n".encode())
+    os.close(status)
+    fds[2] = -1
+
+
+def _close_all_but_status(fds: list[int]) -> None:
+    for index, fd in enumerate(fds):
+        if index != 2 and fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            fds[index] = -1
 
 
 def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | None:

@@ -432,16 +432,20 @@ class Keeper:
 
     def read_ready(self) -> bool:
         """Read what the keeper wrote (without waiting); parse every complete line. False once it closed."""
-        try:
-            chunk = os.read(self.fd, 4096)
-        except BlockingIOError:
-            return True
-        except OSError:  # reset: the keeper was killed with our T or K unread
-            chunk = b""
-        if not chunk:
-            self.closed = True
-            self.exited_flag = True
-            return False
+        while True:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return not self.closed
+            except OSError:  # reset: the keeper was killed with our T or K unread
+                chunk = b""
+            if not chunk:
+                self.closed = True
+                self.exited_flag = True
+                return False
+            self._parse(chunk)
+
+    def _parse(self, chunk: bytes) -> None:
         self._buffer += chunk
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
@@ -460,7 +464,6 @@ class Keeper:
             elif kind == "E":
                 self.error = rest
                 self.exited_flag = True
-        return True
 
     def has_started(self) -> bool:
         return bool(self.pid) or self.closed or self.error is not None
@@ -482,6 +485,8 @@ class Keeper:
         if self.closed:
             return
         if sig == signal.SIGKILL:
+            if self.pidfd is None:
+                self.read_ready()  # its P line (who it is) is read only with the end, unless asked for
             if self.pidfd is not None:
                 with contextlib.suppress(OSError):
                     signal.pidfd_send_signal(self.pidfd, sig)
@@ -532,13 +537,20 @@ class _Watch:
         self.started = started
         self.next_tick = started + interval
         self.poller = select.epoll()
-        self.poller.register(keeper.fd, select.EPOLLIN)
+        # The keeper's lines (P when the command starts, X at its end) do not wake us: its closing the socket, right
+        # after X, does. The start costs no wake-up of toolrig; the end one, for the status and both pipes.
+        self.poller.register(keeper.fd, select.EPOLLRDHUP)
         for fd in self.streams:
             os.set_blocking(fd, False)
             self.poller.register(fd, select.EPOLLIN)
 
     def close(self) -> None:
         self.poller.close()
+
+    def hear_every_line(self, every: bool) -> None:
+        """Wake for each line of the keeper (waiting for a start), or only for its closing (the rest of the time)."""
+        if not self.keeper.closed:
+            self.poller.modify(self.keeper.fd, select.EPOLLRDHUP | (select.EPOLLIN if every else 0))
 
     def _take(self) -> None:
         """Handle every descriptor that is ready now, without waiting."""
@@ -667,20 +679,34 @@ async def run_contained(
     final_cwd: str | None = None
     lost = False
     try:
-        await watch.until(keeper.has_started)
+        while True:
+            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
+                # an output flood stops the wait as well as the command
+                await watch.until(lambda: keeper.finished() or watch.stopped is not None)
+            if not scope.cancelled_caught:
+                break
+            keeper.read_ready()  # what the keeper said so far: its start is not read until needed
+            if keeper.has_started():
+                timed_out = True
+                break
+            # Not started when the time was up (a request lost with a killed launcher, or a launcher that is slow to
+            # answer): the time counts from the command's start, as it always did; wait for that first.
+            watch.hear_every_line(True)
+            await watch.until(keeper.has_started)
+            watch.hear_every_line(False)
+            if not keeper.pid:
+                break
+        if not keeper.closed:  # stopped early (an output flood): what the keeper said so far, its start included
+            keeper.read_ready()
         # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
         # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
         lost = not keeper.pid and keeper.error is None and retry and launcher.gone()
         if not lost:
-            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
-                # an output flood stops the wait as well as the command
-                await watch.until(lambda: keeper.exited_flag or watch.stopped is not None)
             if not keeper.pid and (keeper.error is not None or keeper.closed):
                 reason = keeper.error or "the launcher stopped before it started the command"
                 unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
             else:
-                if scope.cancelled_caught:
-                    timed_out = True
+                if timed_out:
                     watch.stopped = "timeout"
                 await _stop(watch, kill_grace)
                 with anyio.move_on_after(_DRAIN_SECONDS):
