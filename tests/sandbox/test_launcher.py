@@ -56,6 +56,23 @@ def test_a_process_limit_and_a_cgroup_setting_of_one_command_do_not_carry_over(w
     assert len(keepers) <= 2 + 1, keepers  # kept by the staying keepers, not one new process per command
 
 
+def test_a_cgroup_limit_a_command_wrote_is_put_back_for_the_next_command_with_the_same_limit(workspace: Path) -> None:
+    """The keeper writes pids.max only when the limit changes, so it must undo what a command wrote itself."""
+    rig = shell(workspace, max_processes=64)
+    # after the lowering, only builtins: a fork would fail
+    lower = f"d=/sys/fs/cgroup/pids{PIDS_CGROUP}; echo $PPID; echo 2 > $d/pids.max; read -r v < $d/pids.max; echo $v"
+    fork = "echo $PPID; for i in $(seq 20); do sleep 5 & done; jobs -p | wc -l; kill $(jobs -p)"
+    after_lowered = 0
+    for _ in range(4):  # keepers take requests in turn: one of the two forks follows the lowering in its keeper
+        lowered = run(rig, lower).output["stdout"].split()
+        assert lowered[-1] == "2", lowered  # the command could lower it
+        for _ in range(2):
+            forked = run(rig, fork).output["stdout"].split()
+            assert forked[-1] == "20", forked
+            after_lowered += forked[0] == lowered[0]
+    assert after_lowered, "no command ran in a keeper right after the one that lowered its limit"
+
+
 @pytest.mark.slow
 def test_more_commands_at_once_than_idle_keepers_all_run_and_end(workspace: Path) -> None:
     rig = shell(workspace)

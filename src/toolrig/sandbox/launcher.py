@@ -33,6 +33,7 @@ toolrig empties and removes the cgroup of a keeper that died; a live keeper's cg
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import fcntl
@@ -88,6 +89,14 @@ def _read(path: str) -> bytes:
         while data and (more := os.read(fd, 16384)):  # a large cgroup or family does not fit in one read
             data += more
         return data
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
     finally:
         os.close(fd)
 
@@ -174,6 +183,7 @@ class _Keeper:
         self.cgroup = cgroup
         self.launcher = launcher
         self.stays = stays
+        self.pids_max: str | None = None  # what this keeper last wrote to its cgroup's pids.max
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -183,13 +193,22 @@ class _Keeper:
             os.write(self.control, f"{kind} {os.getpid()}\n".encode())
 
     def set_pids_max(self, value: str) -> None:
-        """Every time, not only when it changes: the last command may have written it itself."""
-        if self.cgroup is not None:
-            fd = os.open(f"{self.cgroup}/pids.max", os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.write(fd, value.encode())
-            finally:
-                os.close(fd)
+        """The command's process limit, before it starts; unchanged from the last command's, it is in place already.
+
+        A command may write its own cgroup's limit: ``restore_pids_max`` puts the keeper's value back once the
+        command and everything it started are gone, off the next command's path.
+        """
+        if self.cgroup is not None and value != self.pids_max:
+            self.pids_max = None
+            _write(f"{self.cgroup}/pids.max", value)
+            self.pids_max = value
+
+    def restore_pids_max(self) -> None:
+        if self.cgroup is not None and self.pids_max is not None:
+            value, self.pids_max = self.pids_max, None
+            with contextlib.suppress(OSError):
+                _write(f"{self.cgroup}/pids.max", value)
+                self.pids_max = value
 
     def orphaned(self) -> bool:
         """Whether the launcher is gone: then this keeper ends after its command instead of staying."""
@@ -208,11 +227,7 @@ class _Keeper:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            fd = os.open(f"{os.path.dirname(cgroup)}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
+            _write(f"{os.path.dirname(cgroup)}/cgroup.procs", str(os.getpid()))
             os.rmdir(cgroup)
 
     def strays(self) -> list[int]:
@@ -241,6 +256,11 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         keeper.prelude_fd = _high(keeper.prelude_fd)  # clear of the numbers the command's descriptors go to
+        # Hold every free number below _HIGH_FD (close-on-exec): the descriptors of each request then arrive above
+        # them, clear of the numbers posix_spawn dup2s onto, with no per-command moving.
+        while (spare := os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)) < _HIGH_FD:
+            pass
+        os.close(spare)
         _subreaper()
         if keeper.cgroup is not None:
             try:
@@ -264,7 +284,7 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         except BaseException:
             os._exit(1)
         request, received = taken
-        fds = [_high(fd) for fd in received]  # close-on-exec, clear of the numbers posix_spawn dup2s onto
+        fds = [fd if fd >= _HIGH_FD else _high(fd) for fd in received]  # clear of what posix_spawn dup2s onto
         status = fds[2]
         try:
             _keep(request, fds, keeper)
@@ -281,6 +301,7 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         for pid in keeper.strays():  # nothing of the last command may meet the next one
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        keeper.restore_pids_max()
         keeper.say("R")
 
 
@@ -383,11 +404,21 @@ def _close_all_but_status(fds: list[int]) -> None:
             fds[index] = -1
 
 
+def _recv_fds(sock: socket.socket, size: int, most: int) -> tuple[bytes, list[int]]:
+    """One message and its descriptors, close-on-exec as they arrive (``socket.recv_fds`` drops its flags in 3.11)."""
+    fds = array.array("i")
+    data, ancillary, _flags, _addr = sock.recvmsg(size, socket.CMSG_LEN(most * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
 def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | None:
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, INLINE_REQUEST + 1024, 8)
+            data, fds = _recv_fds(sock, INLINE_REQUEST + 1024, 8)
         except OSError:
             return None
         if not data:

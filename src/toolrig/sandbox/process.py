@@ -257,10 +257,10 @@ class PidsCgroup:
 def _command_cgroup(reported: str) -> PidsCgroup | None:
     """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it)."""
     base = PidsCgroup.base()
-    path = Path(reported)
-    if base is None or path.parent != base or not path.name.startswith(f"toolrig-spare-{os.getpid()}-"):
+    parent, _, name = reported.rpartition("/")
+    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{os.getpid()}-"):
         return None
-    return PidsCgroup(path)
+    return PidsCgroup(Path(reported))
 
 
 def _find_pids_hierarchy() -> Path | None:
@@ -772,8 +772,10 @@ async def _stop(watch: _Watch, grace: float) -> None:
             await watch.until(keeper.finished)
     # A keeper that answered lives on in its cgroup, ready for the next command: it has ended everything of this
     # one itself. Only a dead keeper's cgroup may still hold what it kept (a command may kill or stop its keeper).
-    if keeper.cgroup is not None and not keeper.cgroup_removed:
-        if keeper.exit_code is None and keeper.pidfd is not None:  # it did not answer: it is dead or dying
+    # One that said X had ended everything of the command: should it die later, its launcher (or, with the launcher
+    # gone, the keeper itself) removes its cgroup.
+    if keeper.cgroup is not None and not keeper.cgroup_removed and keeper.exit_code is None:
+        if keeper.pidfd is not None:  # it did not answer: it is dead or dying
             with anyio.move_on_after(_KEEPER_SECONDS):
                 await anyio.wait_readable(keeper.pidfd)
         if keeper.dead():
