@@ -709,15 +709,19 @@ async def run_contained(
                 if timed_out:
                     watch.stopped = "timeout"
                 await _stop(watch, kill_grace)
-                with anyio.move_on_after(_DRAIN_SECONDS):
-                    await watch.until(lambda: not watch.streams)
+                if watch.streams:  # usually both ended with the keeper's X (it closes its copies first)
+                    with anyio.move_on_after(_DRAIN_SECONDS):
+                        await watch.until(lambda: not watch.streams)
     finally:
-        with anyio.CancelScope(shield=True):
-            await _stop(watch, min(kill_grace, 1.0))
+        if not _stopped(keeper):  # cancelled, or failed on the way: end it all before we go
+            with anyio.CancelScope(shield=True):
+                await _stop(watch, min(kill_grace, 1.0))
+        try:
             watch.close()
             keeper.close()
             for fd in (out_r, err_r):
                 os.close(fd)
+        finally:
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
     if lost:
@@ -743,6 +747,12 @@ async def run_contained(
         stopped=watch.stopped,
         containment=containment(limits, keeper.cgroup if request["pids_max"] else None),
     )
+
+
+def _stopped(keeper: Keeper) -> bool:
+    """Whether ``_stop`` has nothing left to do: the command is over and no cgroup of a dead keeper is left."""
+    cgroup_left = keeper.cgroup is not None and not keeper.cgroup_removed and keeper.exit_code is None
+    return keeper.exited_flag and keeper.finished() and not cgroup_left
 
 
 async def _stop(watch: _Watch, grace: float) -> None:
