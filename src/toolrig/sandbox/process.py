@@ -654,17 +654,8 @@ async def run_contained(
     }
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())
-    try:
-        launcher = Launcher.send(request, fds)
-    except OSError as exc:
-        for fd in (out_r, err_r, read_fd):
-            if fd >= 0:
-                os.close(fd)
-        keeper.close()
-        raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
-    finally:
-        for fd in fds:
-            os.close(fd)
+    # Everything the wait needs is made before the request goes: the keeper that wakes may take this CPU at once,
+    # and what is left to do after the send then runs late and cold.
     watch = _Watch(
         keeper,
         (out_r, CappedText(output_cap)),
@@ -674,6 +665,18 @@ async def run_contained(
         progress_interval,
         started,
     )
+    try:
+        launcher = Launcher.send(request, fds)
+    except OSError as exc:
+        watch.close()
+        for fd in (out_r, err_r, read_fd):
+            if fd >= 0:
+                os.close(fd)
+        keeper.close()
+        raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
+    finally:
+        for fd in fds:
+            os.close(fd)
     unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
