@@ -4,9 +4,9 @@ The tool runs every command under ``bash -c`` (started by the launcher's per-com
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
 ``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Target: ours / peer <= 1.3 with the
 pids cgroup on. The machine's load matters a great deal here (each command is three process hand-offs:
-toolrig -> keeper -> bash -> keeper), so note ``uptime`` with any figure. CPU per command over the whole
-process tree (toolrig, the launcher and its keepers, bash) is printed too: on a busy machine it moves far
-less than wall time.
+toolrig -> keeper -> bash -> keeper -> toolrig), so note ``uptime`` with any figure. CPU per command over the
+whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by process: on a
+busy machine it moves far less than wall time.
 
     python benchmarks/run_command.py [--rounds N] [--per-round N] [--cpu-calls N]
 """
@@ -42,8 +42,13 @@ async def spaced(contenders: dict[str, Callable[[], Awaitable[object]]], calls: 
 
 def launcher_cpu() -> float:
     """CPU seconds of this process's launcher and keepers, with the commands they reaped (from /proc)."""
+    return sum(launcher_cpu_split().values())
+
+
+def launcher_cpu_split() -> dict[str, float]:
+    """The same, by who spent it: the launcher, its keepers, and the commands the keepers reaped (bash)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    found: dict[int, tuple[int, list[int]]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -56,19 +61,28 @@ def launcher_cpu() -> float:
                 fields = handle.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    return total / ticks
+        found[int(entry)] = (int(fields[1]), [int(value) for value in fields[11:15]])  # utime, stime, cutime, cstime
+    split = {"launcher": 0, "keepers": 0, "commands": 0}
+    for ppid, (utime, stime, cutime, cstime) in found.values():
+        if ppid in found:  # a keeper: its own time, and its reaped commands'
+            split["keepers"] += utime + stime
+            split["commands"] += cutime + cstime
+        else:  # the launcher: its own, and keepers it reaped (each with its reaped commands)
+            split["launcher"] += utime + stime
+            split["keepers"] += cutime + cstime
+    return {name: value / ticks for name, value in split.items()}
 
 
-async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float:
-    """CPU seconds per call of the whole tree: this process, its children, the launcher and its keepers."""
+async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> dict[str, float]:
+    """CPU seconds per call of the whole tree, by process: this one, its children, the launcher, its keepers."""
     before = os.times()
-    tree = launcher_cpu()
+    tree = launcher_cpu_split()
     for _ in range(calls):
         await fn()
     after = os.times()
-    used = sum(after[:4]) - sum(before[:4]) + launcher_cpu() - tree
-    return used / calls
+    split = {"this process": sum(after[:2]) - sum(before[:2]), "its children": sum(after[2:4]) - sum(before[2:4])}
+    split |= {name: value - tree[name] for name, value in launcher_cpu_split().items()}
+    return {name: value / calls for name, value in split.items()}
 
 
 async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cpu_calls: int) -> None:
@@ -109,7 +123,11 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     print(result_line("run_command", ours, peer, peer_name="subprocess.run_bash_-c_true"))
     if cpu_calls:
         cpu = {name: await cpu_per_call(fn, cpu_calls) for name, fn in list(contenders.items())[:2]}
-        ours_cpu, peer_cpu = cpu["toolrig run_command('true')"], cpu["subprocess.run(['bash', '-c', 'true'])"]
+        for name, split in cpu.items():  # clock ticks: 10 ms each, so take more calls for a finer split
+            parts = ", ".join(f"{part} {seconds * 1e3:.2f}" for part, seconds in split.items() if seconds)
+            print(f"CPU per command (ms), {name}: {parts}")
+        ours_cpu = sum(cpu["toolrig run_command('true')"].values())
+        peer_cpu = sum(cpu["subprocess.run(['bash', '-c', 'true'])"].values())
         print(f"CPU per command, whole process tree: toolrig {ours_cpu * 1e3:.2f} ms, peer {peer_cpu * 1e3:.2f} ms")
         print(result_line("run_command_cpu", ours_cpu, peer_cpu))
     if spaced_calls:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -12,6 +13,8 @@ import pytest
 from tests.servers import HttpServer
 from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, ToolContext, tool
+from toolrig.cancel import current_token
+from toolrig.config import AgentConfig
 from toolrig.errors import ErrorType, ToolError
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
@@ -435,3 +438,137 @@ async def test_a_rig_without_its_own_http_gives_tools_the_guarded_client(
         with pytest.raises(NetworkDenied, match="loopback"):
             await client.get(http_server.url("/http/never"))
     assert len(http_server.seen) == before
+
+
+# ---------------------------------------------------------------------------------------------- the per-tool plan
+
+
+async def test_gates_hooks_and_audit_sinks_added_after_a_tools_first_call_run_on_its_next_call(workspace: Path) -> None:
+    """The executor plans a tool once, but never the gates: one configured at any time is passed by every call."""
+    rig = fast_path_rig(workspace)
+    assert (await rig.call("deadline_seen", {})).output == {"result": math.inf}  # planned, nothing extra
+    order: list[str] = []
+
+    def policy(call: ToolCall) -> None:
+        order.append("policy")
+
+    def rate_limit(call: ToolCall) -> None:
+        order.append("rate_limit")
+
+    def approval(call: ToolCall) -> None:
+        order.append("approval")
+
+    def before(call: ToolCall) -> None:
+        order.append("before_tool")
+        raise ToolError(ErrorType.DENIED, "Refused by policy: added late.")
+
+    def after(call: ToolCall, result: ToolResult) -> ToolResult:
+        order.append("after_tool")
+        return result
+
+    def audit(call: ToolCall, result: ToolResult) -> None:
+        order.append(f"audit:{result.error_type}")
+
+    extensions = rig.executor.extensions
+    extensions.policy.append(policy)
+    extensions.rate_limit.append(rate_limit)
+    extensions.approval.append(approval)
+    extensions.before_tool.append(before)
+    extensions.after_tool.append(after)
+    extensions.audit.append(audit)
+    refused = await rig.call("deadline_seen", {})
+    assert refused.error_type == "denied" and refused.message == "Refused by policy: added late."
+    assert order == ["policy", "rate_limit", "approval", "before_tool", "after_tool", "audit:denied"]
+
+
+async def test_a_rule_configured_after_a_tools_first_call_decides_its_next_call(workspace: Path) -> None:
+    rig = fast_path_rig(workspace)
+    assert not (await rig.call("deadline_seen", {})).is_error
+    # The policy gate answers "no rule names this tool" from the policy's own plan; a profile added later
+    # drops that plan, and the next call is decided afresh.
+    rig.set_agent_profile("late", AgentConfig.model_validate({"tools": ["deadline_seen_waiting"]}))
+    refused = await rig.call("deadline_seen", {}, agent_id="late")
+    assert refused.error_type == "denied"
+    assert not (await rig.call("deadline_seen", {})).is_error
+
+
+async def test_a_different_tool_under_a_name_already_called_is_run_with_its_own_models(workspace: Path) -> None:
+    @tool(name="measure")
+    async def measure_text(text: str) -> int:
+        """Count characters."""
+        return len(text)
+
+    @tool(name="measure")
+    async def measure_number(value: int) -> str:
+        """Spell a number."""
+        return f"#{value}"
+
+    rig = Rig(workspace, config={}, registry=Registry([measure_text]))
+    assert (await rig.call("measure", {"text": "four"})).output == {"result": 4}
+    rig.executor.registry = Registry([measure_number])
+    assert (await rig.call("measure", {"value": 7})).output == {"result": "#7"}
+    assert (await rig.call("measure", {"text": "four"})).error_type == "invalid_input"
+
+
+@tool(name="token_one_step")
+async def token_one_step() -> bool:
+    """Whether a cancellation token is bound while this one-step tool runs."""
+    return current_token() is not None
+
+
+@tool(name="token_may_wait")
+async def token_may_wait(wait: float = 0.0) -> bool:
+    """Whether a cancellation token is bound while this tool, which may wait, runs."""
+    if wait:
+        await anyio.sleep(wait)
+    return current_token() is not None
+
+
+@tool(name="token_in_thread")
+def token_in_thread() -> bool:
+    """Whether a cancellation token is bound in the worker thread running this tool."""
+    return current_token() is not None
+
+
+@tool(name="token_from_context")
+async def token_from_context(ctx: ToolContext) -> bool:
+    """Whether the context of this one-step tool carries a live, uncancelled token."""
+    return ctx.cancel is not None and not ctx.cancel.cancelled and current_token() is ctx.cancel
+
+
+async def test_every_tool_that_could_observe_a_cancellation_gets_a_token_and_a_one_step_tool_needs_none(
+    workspace: Path,
+) -> None:
+    """A timeout or the caller's cancellation can only reach a tool that waits or runs in a thread: those
+    (and any tool that reads its context) get the call's token; a one-step tool without a context cannot
+    be stopped midway, so nothing is bound for it and ``check_cancelled()`` there is a no-op."""
+    rig = Rig(
+        workspace,
+        config={},
+        registry=Registry([token_one_step, token_may_wait, token_in_thread, token_from_context]),
+    )
+    assert (await rig.call("token_may_wait", {})).output == {"result": True}
+    assert (await rig.call("token_in_thread", {})).output == {"result": True}
+    assert (await rig.call("token_from_context", {})).output == {"result": True}
+    assert (await rig.call("token_one_step", {})).output == {"result": False}
+    assert current_token() is None  # nothing leaks into the caller's context
+
+
+def test_a_call_started_by_the_executor_is_the_call_its_dataclass_would_build() -> None:
+    started = ToolCall.start("echo", "call_1", "mcp", "agent", "parent", "session", 12.5, None)
+    built = ToolCall(
+        name="echo",
+        tool=None,
+        raw_args={},
+        call_id="call_1",
+        origin="mcp",
+        agent_id="agent",
+        parent_agent_id="parent",
+        session_id="session",
+        started=12.5,
+    )
+    assert started == built
+    for item in dataclasses.fields(ToolCall):  # every field set, so a field added later cannot be missed here
+        assert getattr(started, item.name) == getattr(built, item.name), item.name
+    other = ToolCall.start("echo", "call_2", "mcp", None, None, None, 0.0, None)
+    assert other.notes is not started.notes and other.subjects is not started.subjects

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -9,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from toolrig import Rig, Tool, ToolContext, ToolInput, ToolOutput, tool
-from toolrig.definition import FunctionTool, never_suspends
+from toolrig.definition import FunctionTool, Subject, never_suspends
 from toolrig.errors import DefinitionError
 from toolrig.registry import Registry
 
@@ -276,3 +277,62 @@ def test_tools_read_never_suspends_from_their_own_code_not_from_a_declaration() 
             return await super().execute(input, ctx)  # type: ignore[misc]
 
     assert not Subclassed(_plain).never_suspends
+
+
+def test_a_tool_has_subjects_when_its_input_marks_one_or_it_reads_its_own() -> None:
+    @tool(name="marked")
+    def marked(path: Annotated[str, Subject("path")]) -> str:
+        """Read a path."""
+        return path
+
+    @tool(name="unmarked")
+    def unmarked(text: str) -> str:
+        """Echo text."""
+        return text
+
+    class Computed(Tool[ToolInput, ToolOutput]):
+        name = "computed"
+        description = "Subjects computed from the call."
+        subject_kind = "path"
+
+        def subjects(self, input: ToolInput) -> list[str]:
+            return ["somewhere"]
+
+        def execute(self, input: ToolInput, ctx: ToolContext) -> ToolOutput:
+            return ToolOutput()
+
+    assert marked.has_subjects and Computed().has_subjects and not unmarked.has_subjects
+    assert marked.subjects(marked.input_model(path="a.txt")) == ["a.txt"]
+    assert unmarked.subjects(unmarked.input_model(text="x")) == []
+
+
+@pytest.mark.anyio
+async def test_a_functions_arguments_reach_it_as_validated_whether_or_not_it_takes_its_context(
+    workspace: Path,
+) -> None:
+    @tool(name="defaults")
+    async def defaults(a: int, b: str = "b", c: list[int] | None = None) -> dict[str, Any]:
+        """Return what arrived."""
+        return {"a": a, "b": b, "c": c}
+
+    @tool(name="with_context")
+    async def with_context(a: int, ctx: ToolContext, b: str = "b") -> dict[str, Any]:
+        """Return what arrived, and the tool's own name from the context."""
+        return {"a": a, "b": b, "tool": ctx.tool_name}
+
+    rig = Rig(workspace, config={}, registry=Registry([defaults, with_context]))
+    assert (await rig.call("defaults", {"a": "7"})).output == {"result": {"a": 7, "b": "b", "c": None}}
+    assert (await rig.call("defaults", {"a": 1, "c": 5})).output == {"result": {"a": 1, "b": "b", "c": [5]}}
+    assert (await rig.call("with_context", {"a": 2, "b": "x"})).output == {
+        "result": {"a": 2, "b": "x", "tool": "with_context"}
+    }
+
+    # Called directly with an instance of another model (not the tool's own), fields are read one by one.
+    class Wider(BaseModel):
+        a: int
+        b: str = "w"
+        c: list[int] | None = None
+        extra: str = "never passed"
+
+    output = await defaults.execute(Wider(a=3), None)  # type: ignore[arg-type, misc]
+    assert output.model_dump() == {"result": {"a": 3, "b": "w", "c": None}}

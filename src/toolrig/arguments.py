@@ -51,6 +51,12 @@ def field_kinds(model: type[BaseModel]) -> dict[str, FieldKinds]:
 def parse_arguments(raw: str | bytes | dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """Turn what a consumer sent into an argument object, or fail with ``invalid_input``."""
     notes: list[str] = []
+    if type(raw) is dict:  # the common case (a Python caller, a provider SDK's parsed arguments)
+        try:
+            to_json(raw)  # in C: valid text, reasonable depth
+        except Exception:
+            _refuse_surrogates(raw)
+        return raw, notes
     if raw is None:
         return {}, notes
     value: Any = raw

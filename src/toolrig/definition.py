@@ -169,6 +169,11 @@ class Tool(Generic[InT, OutT]):
         reader = self._subject_reader
         return reader(input) if reader is not None else []
 
+    @property
+    def has_subjects(self) -> bool:
+        """Whether ``subjects()`` can find any: a ``Subject`` mark on the input, or a ``subjects`` of its own."""
+        return self._subject_reader is not None or type(self).subjects is not Tool.subjects
+
     def refusal(self, input: InT, settings: Any) -> tuple[str, str] | None:
         """(the setting that refuses, why) when the tool's own settings refuse this call outright.
 
@@ -352,9 +357,13 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         _check_definition(self)
 
     def execute(self, input: BaseModel, ctx: ToolContext) -> BaseModel | Awaitable[BaseModel]:
-        kwargs = {name: getattr(input, name) for name in self._arg_names}
-        if self._ctx_param:
-            kwargs[self._ctx_param] = ctx
+        if type(input) is self.input_model and not self._ctx_param:
+            # The executor's validated input: its fields are exactly the parameters (extra="forbid").
+            kwargs = input.__dict__
+        else:
+            kwargs = {name: getattr(input, name) for name in self._arg_names}
+            if self._ctx_param:
+                kwargs[self._ctx_param] = ctx
         if self.is_async:
             return self._finish_async(self.fn(**kwargs))
         return self._wrap(self.fn(**kwargs))
@@ -363,10 +372,11 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         return self._wrap(await pending)
 
     def _wrap(self, value: Any) -> BaseModel:
-        if self._native or _looks_native(value):
+        if self._native or (type(value) not in _PLAIN_VALUES and _looks_native(value)):
             return _from_native(value)
         if self._wraps_result:
-            return self.output_model(result=value)
+            # ``output_model(result=value)``: its validator straight, as pydantic's ``__init__`` calls it.
+            return self.output_model.__pydantic_validator__.validate_python({"result": value})  # type: ignore[no-any-return]
         if isinstance(value, self.output_model):
             return value
         return self.output_model.model_validate(value)
@@ -510,6 +520,10 @@ def _is_native_result(annotation: Any) -> bool:
     names |= set(getattr(annotation, "model_fields", {}))
     names |= set(getattr(annotation, "__annotations__", {}))
     return {"success", "data", "error"} <= names
+
+
+# Values that cannot be a native ``ToolResult(success, data, error)``: no attribute lookups for them.
+_PLAIN_VALUES = frozenset({int, float, str, bool, bytes, list, dict, tuple, type(None)})
 
 
 def _looks_native(value: Any) -> bool:

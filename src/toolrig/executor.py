@@ -30,7 +30,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
+from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import (
     AllowAll,
@@ -109,6 +109,34 @@ class ToolCall:
     dry_run: bool = False  # decided for `policy explain`: gates judge, but spend, ask and run nothing
     ran: bool = False  # the tool itself was started (after_tool hooks see only these calls)
     called_as: str | None = None  # the name the model used, when a profile's name stood for the tool (Bash)
+    # The call's cancellation token, made only for a tool that can see it (below: `_ToolPlan.needs_token`).
+    token: CancelToken | None = None
+
+    @classmethod
+    def start(
+        cls,
+        name: str,
+        call_id: str,
+        origin: str,
+        agent_id: str | None,
+        parent_agent_id: str | None,
+        session_id: str | None,
+        started: float,
+        events: EventSink | None,
+    ) -> ToolCall:
+        """A new call as the executor begins it: what ``ToolCall(...)`` builds, at a third of its cost.
+
+        The generated ``__init__`` with its 22 defaulted parameters was a twentieth of a trivial call.
+        """
+        call = cls.__new__(cls)
+        call.name, call.tool, call.raw_args, call.call_id, call.origin = name, None, {}, call_id, origin
+        call.agent_id, call.parent_agent_id, call.session_id = agent_id, parent_agent_id, session_id
+        call.input, call.subjects, call.notes = None, [], []
+        call.verdict = call.verdict_reason = call.decided_by = call.approval = ""
+        call.started, call.events, call.settings = started, events, None
+        call.dry_run = call.ran = False
+        call.called_as = call.token = None
+        return call
 
 
 class Gate(Protocol):
@@ -156,6 +184,45 @@ class Extensions:
         return [*self.policy, *self.rate_limit, *self.approval, *self.before_tool]
 
 
+@dataclass(slots=True)
+class _ToolPlan:
+    """What calling one tool takes, worked out on its first call rather than on every call.
+
+    Only facts about the tool itself live here (its models, whether its arguments can need repair, whether
+    it can see a cancellation token): the gates are not planned, they run on every call, so a gate, hook or
+    audit sink configured at any time is never skipped.
+    """
+
+    tool: AnyTool
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    validate: Callable[[Any], BaseModel]  # the input model's validator (``model_validate`` without its wrapper)
+    dump: Callable[..., Any]  # the output model's serializer, to JSON-able Python
+    repairs: bool  # some field could be repaired (a JSON string for an object, a lone item for a list, a null)
+    # A token is made and bound only for a tool that could observe it: one that reads its context
+    # (``ctx.cancel``), or one that runs across more than one step, where a timeout or the caller's
+    # cancellation can arrive while it runs (``check_cancelled()`` in a worker thread or after an await).
+    needs_token: bool
+    has_subjects: bool  # the tool reads subjects from its input (a ``Subject`` mark, or its own ``subjects``)
+    attaches: bool  # the output model can carry content parts (a ``ToolOutput``)
+
+    @classmethod
+    def of(cls, tool: AnyTool) -> _ToolPlan:
+        repair = repair_plan(tool.input_model)
+        one_step = tool.never_suspends or not (tool.is_async or tool.blocking)
+        return cls(
+            tool=tool,
+            input_model=tool.input_model,
+            output_model=tool.output_model,
+            validate=tool.input_model.__pydantic_validator__.validate_python,
+            dump=tool.output_model.__pydantic_serializer__.to_python,
+            repairs=bool(repair.fields) or repair.drops_nulls,
+            needs_token=tool.reads_context or not one_step,
+            has_subjects=tool.has_subjects,
+            attaches=issubclass(tool.output_model, ToolOutput),
+        )
+
+
 class Lookup(Protocol):
     """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
 
@@ -170,8 +237,11 @@ _counter = itertools.count(1)
 _prefix = os.urandom(3).hex()
 
 
+_call_prefix = f"call_{_prefix}"
+
+
 def new_call_id() -> str:
-    return f"call_{_prefix}{next(_counter):06d}"
+    return f"{_call_prefix}{next(_counter):06d}"
 
 
 class Executor:
@@ -208,6 +278,7 @@ class Executor:
         self.models: Models | None = None  # set by the rig: tools' sampling (toolrig.sampling)
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
+        self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
 
     async def invoke(
         self,
@@ -230,13 +301,22 @@ class Executor:
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
         name the model used when a profile translated the call (the audit keeps both).
         """
-        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call = ToolCall.start(
+            name,
+            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its call
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
+        )
         call.called_as = called_as
-        token = CancelToken()
         try:
-            result = await self._run(call, args, token, timeout_seconds, events or self.events, offered)
+            result = await self._run(call, args, timeout_seconds, offered)
         except anyio.get_cancelled_exc_class():
-            token.cancel("the caller cancelled the call")
+            if call.token is not None:
+                call.token.cancel("the caller cancelled the call")
             with anyio.CancelScope(shield=True):
                 await self._record(call, ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."))
             raise
@@ -277,22 +357,20 @@ class Executor:
         session_id: str | None,
         events: EventSink | None,
     ) -> ToolCall:
-        return ToolCall(
-            name=name,
-            tool=None,
-            raw_args={},
-            call_id=call_id or new_call_id(),
-            origin=origin,
-            agent_id=agent_id,
-            parent_agent_id=parent_agent_id,
-            session_id=session_id,
-            started=time.perf_counter(),
-            events=events or self.events,
+        return ToolCall.start(
+            name,
+            call_id or new_call_id(),
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
         )
 
     def _prepare(
         self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
-    ) -> tuple[AnyTool, BaseModel]:
+    ) -> tuple[_ToolPlan, BaseModel]:
         """Stage 1: find the tool (refusing one this caller is not offered), read and check the arguments."""
         tool = self.registry.find(call.name)
         if tool is None:
@@ -309,40 +387,57 @@ class Executor:
                 f"Refused by policy: the tool '{call.name}' is not offered in this run.",
                 self._choices(call.agent_id, offered),
             )
+        plan = self._plans.get(tool.name)
+        if (
+            plan is None
+            or plan.tool is not tool
+            or plan.input_model is not tool.input_model
+            or plan.output_model is not tool.output_model
+        ):  # first call, or another tool under this name, or its models swapped
+            plan = self._plans[tool.name] = _ToolPlan.of(tool)
         try:
             call.raw_args, call.notes = parse_arguments(args)
         except ToolError:
             call.raw_args = _raw_for_record(args)
             raise
-        repaired, repair_notes = repair_arguments(tool.input_model, call.raw_args)
-        call.notes.extend(repair_notes)
+        repaired = call.raw_args
+        if plan.repairs:
+            repaired, repair_notes = repair_arguments(plan.input_model, repaired)
+            call.notes.extend(repair_notes)
         try:
-            validated = tool.input_model.model_validate(repaired)
+            validated = plan.validate(repaired)
         except ValidationError as exc:
-            raise explain_validation_error(tool.input_model, exc) from None
+            raise explain_validation_error(plan.input_model, exc) from None
         call.settings = self.tool_config(tool, call.agent_id)
         call.input = validated
-        call.subjects = tool.subjects(validated)
-        return tool, validated
+        if plan.has_subjects:
+            call.subjects = tool.subjects(validated)
+        return plan, validated
 
     async def _run(
         self,
         call: ToolCall,
         args: str | bytes | dict[str, Any] | None,
-        token: CancelToken,
         timeout_seconds: float | None,
-        events: EventSink,
         offered: Collection[str] | None,
     ) -> ToolResult:
         try:
-            tool, validated = self._prepare(call, args, offered)  # stage 1
-            for gate in self.extensions.gates():  # stage 2, the one gate
-                if (pending := gate(call)) is not None:
-                    await pending
+            plan, validated = self._prepare(call, args, offered)  # stage 1
+            ext = self.extensions
+            for gates in (ext.policy, ext.rate_limit, ext.approval, ext.before_tool):  # stage 2, the one gate
+                for gate in gates:
+                    if (pending := gate(call)) is not None:
+                        await pending
             call.ran = True
-            ctx = self._context(call, tool.name, events, token) if tool.reads_context else self._unread_context
-            limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-            bound = bind_token(token)
+            tool = plan.tool
+            if plan.needs_token:
+                token = call.token = CancelToken()
+                ctx = self._context(call, tool.name, token) if tool.reads_context else self._unread_context
+                bound = bind_token(token)
+            else:
+                # One step, no context: nothing could cancel the token while the tool runs, nor read it.
+                ctx, bound = self._unread_context, None
+            limit = 0.0  # a one-step tool has no deadline
             try:
                 if tool.never_suspends:
                     # No await in its code: it runs to its end in one step, which no deadline could
@@ -353,23 +448,27 @@ class Executor:
                     # reason, no timeout scope.
                     output, timed_out = tool.execute(validated, ctx), False
                 elif tool.is_async:
+                    limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
                     with anyio.move_on_after(limit) as scope:
                         output = await tool.execute(validated, ctx)
                     timed_out = scope.cancelled_caught
                 else:
                     # A worker thread; it inherits the bound token through the copied context.
+                    limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
                     output, timed_out = await run_sync(partial(tool.execute, validated, ctx), limit)
             finally:
-                unbind_token(bound)
+                if bound is not None:
+                    unbind_token(bound)
             if timed_out:
-                token.cancel(f"timed out after {limit:g}s")
+                if call.token is not None:
+                    call.token.cancel(f"timed out after {limit:g}s")
                 raise ToolError(
                     ErrorType.TIMEOUT,
                     f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
                     "Retry with a smaller request, or a longer timeout if the tool takes one.",
                     retryable=True,
                 )
-            return self._shape(tool, output, call.notes)
+            return self._shape(plan, output, call.notes)
         except ToolError as err:
             return ToolResult.from_error(err, notes=call.notes)
         except anyio.get_cancelled_exc_class():
@@ -383,13 +482,13 @@ class Executor:
                 notes=call.notes,
             )
 
-    def _context(self, call: ToolCall, tool_name: str, events: EventSink, token: CancelToken) -> ToolContext:
+    def _context(self, call: ToolCall, tool_name: str, token: CancelToken) -> ToolContext:
         return ToolContext(
             workspace=self.workspace,
             stores=self.stores,
             config=call.settings,
             http=self.http,
-            events=events,
+            events=call.events or self.events,
             approvals=self.approvals,
             cancel=token,
             agent_id=call.agent_id,
@@ -404,14 +503,20 @@ class Executor:
             models=self.models,
         )
 
-    def _shape(self, tool: AnyTool, output: Any, notes: list[str]) -> ToolResult:
-        model = tool.output_model
-        if not isinstance(output, model):
-            try:
-                output = model.model_validate(output)
-            except ValidationError as exc:
-                raise RuntimeError(f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}") from None
-        data: dict[str, Any] = output.__pydantic_serializer__.to_python(output, mode="json")
+    def _shape(self, plan: _ToolPlan, output: Any, notes: list[str]) -> ToolResult:
+        model = plan.output_model
+        if type(output) is not model:
+            if not isinstance(output, model):
+                try:
+                    output = model.model_validate(output)
+                except ValidationError as exc:
+                    raise RuntimeError(
+                        f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}"
+                    ) from None
+            # A subclass instance is dumped by its own serializer, as before (it may have more fields).
+            data: dict[str, Any] = output.__pydantic_serializer__.to_python(output, mode="json")
+        else:
+            data = plan.dump(output, mode="json")
         # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
         raw = to_json(data)
         if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
@@ -429,8 +534,8 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        content = output.attached_content() if isinstance(output, ToolOutput) else []
-        meta = ResultMeta(output_bytes=len(raw), full_output_handle=handle)
+        content = output.attached_content() if plan.attaches or isinstance(output, ToolOutput) else []
+        meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ToolResult.ok_checked_already(data, list(notes), meta, content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
@@ -453,7 +558,7 @@ class Executor:
         """Stage 4: after_tool hooks (for calls that ran), then exactly one audit row, whatever happened."""
         for after in self.extensions.after_tool:
             replaced = after(call, result)
-            result = replaced if isinstance(replaced, ToolResult) else await replaced
+            result = replaced if type(replaced) is ToolResult or isinstance(replaced, ToolResult) else await replaced
         meta = result.meta
         meta.tool = call.name
         meta.call_id = call.call_id

@@ -77,12 +77,26 @@ class ToolResult(BaseModel):
         Validating that dict a second time (and the notes and content parts, built by the executor) was a
         tenth of a trivial call's cost. The instance is what ``ok`` would build: same fields, same fields set.
         """
-        result = cls.__new__(cls)
-        state = {**_OK_DEFAULTS, "output": output, "notes": notes, "meta": meta, "content": content}
-        object.__setattr__(result, "__dict__", state)
-        object.__setattr__(result, "__pydantic_fields_set__", set(_OK_FIELDS_SET))
-        object.__setattr__(result, "__pydantic_extra__", None)
-        object.__setattr__(result, "__pydantic_private__", None)
+        result = object.__new__(cls)  # BaseModel has no __new__ of its own
+        # The four slots pydantic's own construction fills, set through BaseModel's slot descriptors (the
+        # model is frozen, so its ``__setattr__`` would refuse; ``object.__setattr__`` is a slower way there).
+        _set_dict(
+            result,
+            {
+                "is_error": False,
+                "output": output,
+                "error_type": None,
+                "message": None,
+                "next_action_hint": None,
+                "notes": notes,
+                "retryable": False,
+                "meta": meta,
+                "content": content,
+            },
+        )
+        _set_fields_set(result, set(_OK_FIELDS_SET))
+        _set_extra(result, None)
+        _set_private(result, None)
         return result
 
     @classmethod
@@ -141,15 +155,8 @@ class ToolResult(BaseModel):
         return self.output or {}
 
 
-_OK_DEFAULTS: dict[str, Any] = {
-    "is_error": False,
-    "output": None,
-    "error_type": None,
-    "message": None,
-    "next_action_hint": None,
-    "notes": None,
-    "retryable": False,
-    "meta": None,
-    "content": None,
-}
 _OK_FIELDS_SET = frozenset({"is_error", "output", "notes", "meta", "content"})
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__

@@ -284,6 +284,9 @@ class Rig:
         (``call_id``, ``origin``, ``timeout_seconds``...). ``name`` may be a profile's name (``Bash``) when
         ``profile`` (default: the rig's) has one: the call and its result are translated.
         """
+        if not options and profile is None and self.agent is None and not self.profile.faces:
+            # The common call (no keywords, no agent, the identity profile): nothing to translate or split.
+            return await self.executor.invoke(name, args, events=events)
         if self.agent is not None:
             options.setdefault("agent_id", self.agent)
         chosen = self._profile(profile)
@@ -418,12 +421,14 @@ class Rig:
 
     def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
         """The tool's settings as ``agent`` sees them: ``agents.NAME.tool_config`` over ``tool_config``."""
-        if agent not in self.config.agents:
+        if agent is not None and agent not in self.config.agents:
             agent = None  # an agent without a profile (a subagent's id, say) gets the global settings
         key = (tool.name, agent)
-        if key not in self._tool_configs:
-            self._tool_configs[key] = self._build_tool_config(tool, agent)
-        return self._tool_configs[key]
+        try:
+            return self._tool_configs[key]  # asked on every call: one lookup when it was built before
+        except KeyError:
+            settings = self._tool_configs[key] = self._build_tool_config(tool, agent)
+            return settings
 
     def _build_tool_config(self, tool: AnyTool, agent: str | None = None) -> BaseModel | None:
         base = self.config.tool_config.get(tool.name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -100,3 +101,135 @@ async def test_a_fast_path_call_cancelled_in_the_same_read_as_its_request_is_can
             if fd >= 0:
                 os.close(fd)
         receive.close()
+
+
+class _Pipes:
+    """``_read_lines`` over real pipes with a stub fast path: the test writes requests and reads the answers."""
+
+    def __init__(self, answers: dict[str, object]) -> None:
+        self.answers = answers  # tool name -> async function making the answer's bytes
+        self.read_in, self.write_in = os.pipe()
+        self.read_out, self.write_out = os.pipe()
+        os.set_blocking(self.read_in, False)
+        self.send, self.receive = anyio.create_memory_object_stream[object](10)
+        self.buffer = b""
+
+    def accept(self, message: dict[str, object]) -> object:
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if message.get("method") != "tools/call" or name not in self.answers:
+            return None
+        answer = self.answers[name]
+        request_id = message["id"]
+
+        async def make() -> bytes:
+            return json.dumps({"id": request_id, "result": await answer()}).encode() + b"\n"  # type: ignore[operator]
+
+        return make
+
+    def request(self, request_id: int, name: str) -> None:
+        call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name}}
+        os.write(self.write_in, (json.dumps(call) + "\n").encode())
+
+    async def answer(self) -> dict[str, object]:
+        while b"\n" not in self.buffer:
+            await anyio.wait_readable(self.read_out)
+            self.buffer += os.read(self.read_out, 65536)
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    async def serve(self, group: object) -> None:
+        from toolrig.adapters.mcp_stdio import _read_lines, _Wire
+
+        pipes = self
+
+        class Fast:
+            decided = True
+
+            def opening(self, message: dict[str, object]) -> None:
+                raise AssertionError("the era is decided")
+
+            def accept(self, message: dict[str, object]) -> object:
+                return pipes.accept(message)
+
+        await _read_lines(self.read_in, self.send, _Wire(self.write_out), Fast(), group)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        for fd in (self.read_in, self.write_in, self.read_out, self.write_out):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.receive.close()
+
+
+async def _served(pipes: _Pipes, body: object) -> None:
+    try:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(pipes.serve, group)
+                await body()  # type: ignore[operator]
+                os.close(pipes.write_in)  # end of input: the reader and the idle workers end
+    finally:
+        pipes.close()
+
+
+async def test_sequential_fast_path_calls_are_run_by_one_reused_worker_task() -> None:
+    tasks: list[int] = []
+
+    async def whoami() -> int:
+        tasks.append(anyio.get_current_task().id)
+        return len(tasks)
+
+    pipes = _Pipes({"whoami": whoami})
+
+    async def body() -> None:
+        for request_id in range(1, 6):
+            pipes.request(request_id, "whoami")
+            assert await pipes.answer() == {"id": request_id, "result": request_id}
+
+    await _served(pipes, body)
+    assert len(tasks) == 5 and len(set(tasks)) == 1  # no task spawned per call
+
+
+async def test_concurrent_fast_path_calls_run_concurrently_each_on_its_own_worker() -> None:
+    started: list[int] = []
+    all_started = anyio.Event()
+
+    async def wait_for_the_others() -> int:
+        started.append(anyio.get_current_task().id)
+        if len(started) == 3:
+            all_started.set()
+        await all_started.wait()  # a transport that ran calls one at a time would never get here
+        return len(started)
+
+    pipes = _Pipes({"wait": wait_for_the_others})
+
+    async def body() -> None:
+        for request_id in (1, 2, 3):
+            pipes.request(request_id, "wait")
+        answers = [await pipes.answer() for _ in range(3)]
+        assert sorted(a["id"] for a in answers) == [1, 2, 3]  # type: ignore[type-var]
+
+    await _served(pipes, body)
+    assert len(set(started)) == 3
+
+
+async def test_a_context_variable_a_call_leaves_set_is_never_seen_by_a_later_call() -> None:
+    import contextvars
+
+    leaked: contextvars.ContextVar[str] = contextvars.ContextVar("leaked", default="clean")
+    seen: list[str] = []
+
+    async def dirty() -> str:
+        seen.append(leaked.get())
+        leaked.set("left behind by an earlier call")  # set and never reset
+        return "dirty"
+
+    pipes = _Pipes({"dirty": dirty})
+
+    async def body() -> None:
+        for request_id in range(1, 4):
+            pipes.request(request_id, "dirty")
+            await pipes.answer()
+
+    await _served(pipes, body)
+    assert seen == ["clean", "clean", "clean"]

@@ -132,3 +132,28 @@ def test_a_crash_loses_no_acknowledged_row(workspace: Path) -> None:
                 worker.kill()
     assert worker.returncode == -signal.SIGKILL
     assert log_of(workspace).count() >= acknowledged
+
+
+async def test_a_new_log_writes_small_pages_and_an_older_log_keeps_its_own(workspace: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    from toolrig.policy.audit import MIGRATIONS
+
+    older = tmp_path / "older"
+    (older / ".toolrig").mkdir(parents=True)
+    made = sqlite3.connect(older / ".toolrig" / "audit.db")  # an earlier toolrig's log: 4 KiB pages
+    made.execute("PRAGMA journal_mode = WAL")
+    for statement in MIGRATIONS:
+        made.execute(statement)
+    made.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    made.commit()
+    made.close()
+    for root, page_size in ((workspace, 1024), (older, 4096)):
+        rig = make_rig(root)
+        for text in ("one", "two"):
+            assert not (await rig.call("echo", {"text": text})).is_error
+        await rig.aclose()
+        log = log_of(root)
+        assert [row.args for row in log.query()] == [{"text": "one"}, {"text": "two"}]
+        assert log.db.read(lambda conn: conn.execute("PRAGMA page_size").fetchone()[0]) == page_size
+        log.close()

@@ -56,6 +56,23 @@ def test_a_process_limit_and_a_cgroup_setting_of_one_command_do_not_carry_over(w
     assert len(keepers) <= 2 + 1, keepers  # kept by the staying keepers, not one new process per command
 
 
+def test_a_cgroup_limit_a_command_wrote_is_put_back_for_the_next_command_with_the_same_limit(workspace: Path) -> None:
+    """The keeper writes pids.max only when the limit changes, so it must undo what a command wrote itself."""
+    rig = shell(workspace, max_processes=64)
+    # after the lowering, only builtins: a fork would fail
+    lower = f"d=/sys/fs/cgroup/pids{PIDS_CGROUP}; echo $PPID; echo 2 > $d/pids.max; read -r v < $d/pids.max; echo $v"
+    fork = "echo $PPID; for i in $(seq 20); do sleep 5 & done; jobs -p | wc -l; kill $(jobs -p)"
+    after_lowered = 0
+    for _ in range(4):  # keepers take requests in turn: one of the two forks follows the lowering in its keeper
+        lowered = run(rig, lower).output["stdout"].split()
+        assert lowered[-1] == "2", lowered  # the command could lower it
+        for _ in range(2):
+            forked = run(rig, fork).output["stdout"].split()
+            assert forked[-1] == "20", forked
+            after_lowered += forked[0] == lowered[0]
+    assert after_lowered, "no command ran in a keeper right after the one that lowered its limit"
+
+
 @pytest.mark.slow
 def test_more_commands_at_once_than_idle_keepers_all_run_and_end(workspace: Path) -> None:
     rig = shell(workspace)
@@ -109,3 +126,27 @@ def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(wor
 
     anyio.run(scenario)
     assert outputs == {"long": "long done\n", "killer": "killed\n", "next": "still here\n"}, outputs
+
+
+@pytest.mark.slow
+def test_a_keeper_whose_launcher_died_removes_its_cgroup_before_it_reports_the_end(workspace: Path) -> None:
+    """Nobody else removes it: the new launcher's clean-up ran while this keeper still held its command."""
+    rig = shell(workspace)
+    outputs: dict[str, str] = {}
+
+    async def call(name: str, command: str) -> None:
+        result = await rig.call("run_command", {"command": command})
+        outputs[name] = result.output["stdout"] if result.output else f"error: {result.message}"
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "long", f"echo {PIDS_CGROUP}; sleep 1.5; echo long done")
+            await anyio.sleep(0.3)
+            await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
+            await call("next", "echo still here")
+
+    anyio.run(scenario)
+    cgroup, said = outputs["long"].split("\n", 1)
+    assert said == "long done\n", outputs
+    assert cgroup.startswith("/") and "toolrig-spare-" in cgroup, cgroup
+    assert not Path(f"/sys/fs/cgroup/pids{cgroup}").exists()

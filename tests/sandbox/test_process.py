@@ -81,6 +81,38 @@ def test_environment_keeps_allowed_names_and_drops_secrets_matched_by_globs() ->
     assert env == {"PATH": "/bin", "LC_ALL": "C", "GITHUB_TOKEN": "t", "NO_COLOR": "1"}
 
 
+_NAMES = st.sampled_from(["LC_TOOLRIG_A", "LC_TOOLRIG_TOKEN", "TOOLRIG_PLAIN", "TOOLRIG_EXACT_SECRET", "PATH_TOOLRIG"])
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(_NAMES, st.one_of(st.none(), st.text(alphabet="abc", max_size=3))), max_size=12))
+def test_the_environment_of_the_process_is_judged_again_after_every_change(
+    changes: list[tuple[str, str | None]],
+) -> None:
+    """scrub_env keeps its answer for os.environ: a set, changed or deleted variable must show in the next one."""
+    allow = ["PATH", "LC_*", "TOOLRIG_EXACT_SECRET"]
+    extra = {"NO_COLOR": "1"}
+    names = {name for name, _ in changes}
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        for name, value in changes:
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+            assert scrub_env(os.environ, allow, extra) == scrub_env(dict(os.environ), allow, extra)
+            assert scrub_env(os.environ, ["PATH"]) == scrub_env(dict(os.environ), ["PATH"])
+        returned = scrub_env(os.environ, allow, extra)
+        returned["PATH"] = "changed by the caller"
+        assert scrub_env(os.environ, allow, extra)["PATH"] == os.environ["PATH"]
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.mark.anyio
 async def test_a_process_reports_output_exit_code_and_final_directory(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()

@@ -527,4 +527,87 @@ def test_the_generation_changes_only_when_the_connections_open_on_a_new_file(tmp
     assert db.generation == first  # reads and writes on the same file keep it
     delete_dir(path)
     assert db.generation != first  # a cache of the old file's rows must reload
+
+
+def _wal_frames(db: Database) -> int:
+    """Frames in the WAL now (a PASSIVE checkpoint reports them and copies what it can)."""
+    return int(db.read(lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]))
+
+
+def _settle(db: Database) -> None:
+    """Wait for a background checkpoint in flight (the test then knows exactly what ran)."""
+    running = db._checkpointer
+    if running is not None:
+        running.join(timeout=60)
+
+
+@pytest.mark.anyio
+async def test_checkpoints_run_beside_the_committing_call_and_the_wal_starts_over(tmp_path: Path) -> None:
+    db = Database(tmp_path / "x.sqlite", MIGRATIONS, checkpoint_after=10, page_size=1024)
+    for value in range(100):
+        assert db.write_soon(insert(value), single=True) is None  # committed here, nothing to await
+        _settle(db)
+    # No commit checkpoints (SQLite's autocheckpoint is off on every connection); a thread of its own does.
+    assert db.read(lambda conn: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == 0
+    assert db._fast is not None and db._fast.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert db._checkpointer is not None and db._checkpointer.name == "toolrig-sqlite-checkpoint"
+    assert db.read(lambda conn: conn.execute("PRAGMA page_size").fetchone()[0]) == 1024
+    assert _wal_frames(db) <= 11  # copied back and started over, not 100 frames long
+    assert db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 100
+    db.close()
+
+
+def test_a_reader_pinning_the_wal_delays_no_writer_and_the_wal_starts_over_once_it_lets_go(tmp_path: Path) -> None:
+    db = Database(tmp_path / "x.sqlite", MIGRATIONS, checkpoint_after=5)
+    db.write(insert(0), single=True)
+    reader = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM t").fetchone()  # a snapshot: no checkpoint may copy past it
+    for value in range(1, 40):  # past the restart threshold (4 checkpoints' worth): the restart gives up
+        db.write(insert(value), single=True)
+        _settle(db)
+    assert _wal_frames(db) >= 39
+    reader.execute("COMMIT")
+    reader.close()
+    for value in range(40, 50):
+        db.write(insert(value), single=True)
+        _settle(db)
+    assert _wal_frames(db) < 10
+    assert db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 50
+    db.close()
+
+
+CHECKPOINTING_WRITER = """
+import sys
+from pathlib import Path
+from toolrig.stores.sqlite import Database
+db = Database(Path(sys.argv[1]), ["CREATE TABLE t (v INTEGER)"], checkpoint_after=3, page_size=1024)
+n = 0
+while True:
+    db.write(lambda conn: conn.execute("INSERT INTO t (v) VALUES (?)", (n,)), single=True)
+    n += 1
+    print(n, flush=True)  # acknowledged: committed
+"""
+
+
+def test_a_kill_during_background_checkpoints_loses_no_committed_row(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite"
+    acknowledged = 0
+    with subprocess.Popen(
+        [sys.executable, "-c", CHECKPOINTING_WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        assert child.stdout is not None
+        try:
+            while acknowledged < 300:  # a checkpoint every 3 commits: some are in flight at the kill
+                line = child.stdout.readline()
+                assert line, "the writer stopped before it was killed"
+                acknowledged = int(line)
+            child.kill()
+            child.wait(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+    db = Database(path, ["CREATE TABLE t (v INTEGER)"])
+    assert db.read(lambda conn: conn.execute("PRAGMA integrity_check").fetchone()[0]) == "ok"
+    assert db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM t").fetchone()[0]) >= acknowledged
     db.close()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
+from tests.sandbox.test_mtimes import CHANGES, make_tree
+from toolrig.sandbox import mtimes
 from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED
 from toolrig.tools.search import _newest
 
@@ -132,6 +135,68 @@ def test_glob_caps_its_list_and_says_how_many_there_were(workspace: Path) -> Non
 def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tuple[float, str]], limit: int) -> None:
     mtimes, names = [mtime for mtime, _ in files], [name for _, name in files]
     assert _newest(mtimes, names, limit) == sorted((-mtime, name) for mtime, name in files)[:limit]
+
+
+@pytest.fixture
+def caches_closed() -> Iterator[None]:
+    """Each cache holds an inotify instance (128 per user on these machines): freed at once, not at collection."""
+    yield
+    for roots in list(mtimes._caches.values()):
+        for cache in roots.values():
+            if cache is not None:
+                cache.close()
+
+
+@pytest.mark.usefixtures("caches_closed")
+def test_glob_keeps_mtimes_from_a_workspaces_second_glob_on_and_never_when_told_not_to(workspace: Path) -> None:
+    make_tree(workspace)
+    caching, plain = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    caching.ok("glob", pattern="**/*.py")
+    plain.ok("glob", pattern="**/*.py")
+    assert mtimes._caches[caching.rig.workspace] == {workspace: None}  # one-shot so far: no watch, no cache
+    caching.ok("glob", pattern="**/*.py")
+    plain.ok("glob", pattern="**/*.py")
+    cache = mtimes._caches[caching.rig.workspace][workspace]
+    assert cache is not None and len(cache) == caching.ok("glob", pattern="**/*.py")["count"]
+    assert plain.rig.workspace not in mtimes._caches
+
+
+@pytest.mark.usefixtures("caches_closed")
+@pytest.mark.parametrize("change", [name for name in CHANGES if name != "root replaced"])
+def test_a_repeated_glob_lists_in_the_order_a_fresh_one_does_after_any_change(workspace: Path, change: str) -> None:
+    make_tree(workspace)
+    caching, fresh = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    for _ in range(3):
+        assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    CHANGES[change](workspace)
+    assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    assert caching.ok("glob", pattern=["**/m1.py", "a/**"]) == fresh.ok("glob", pattern=["**/m1.py", "a/**"])
+
+
+@given(
+    st.lists(st.one_of(st.integers(0, 5).map(float), st.floats(0, 2e9)), min_size=1, max_size=4000),
+    st.integers(min_value=1, max_value=300),
+    st.sampled_from(["as drawn", "oldest first", "newest first"]),
+)
+def test_glob_keeps_the_newest_of_many_files_exactly_whatever_their_order(
+    mtimes: list[float], limit: int, order: str
+) -> None:
+    if order != "as drawn":
+        mtimes = sorted(mtimes, reverse=order == "newest first")  # a sample taken in strides sees a skewed tree
+    names = [f"f{index}" for index in range(len(mtimes))]
+    assert (
+        _newest(mtimes, names, limit)
+        == sorted((-mtime, name) for mtime, name in zip(mtimes, names, strict=True))[:limit]
+    )
+
+
+def test_glob_keeps_the_newest_exactly_when_the_sample_sees_only_new_files() -> None:
+    # The newest 500 files sit exactly where a sample taken every 4th file looks: the sample's floor is too
+    # high, fewer than max_files files are above it, and the exact floor is used instead.
+    mtimes = [2e9 + index if index % 4 == 0 and index < 2000 else float(index) for index in range(12_000)]
+    names = [f"f{index:05}" for index in range(len(mtimes))]
+    expected = sorted((-mtime, name) for mtime, name in zip(mtimes, names, strict=True))[:1000]
+    assert _newest(mtimes, names, 1000) == expected
 
 
 @pytest.mark.parametrize("name", HIDDEN_DIRS_SEARCHED)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+from pydantic_core import to_json
 
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
@@ -373,7 +374,8 @@ class McpToolServer:
         """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
         models = self.rig.executor.models
         with (
-            self.channel.asking(call_id, asker) if self.channel is not None else nullcontext(),
+            # No asker is what an absent one means (the configured fallback): nothing to register then.
+            self.channel.asking(call_id, asker) if self.channel is not None and asker is not None else nullcontext(),
             models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
         ):
             yield
@@ -547,8 +549,6 @@ class FastToolCalls:
         return partial(self._answer, request_id, name, args)
 
     async def _answer(self, request_id: int | str, name: str, args: dict[str, Any]) -> bytes:
-        from pydantic_core import to_json
-
         server = self._server
         try:
             result = await server.call_plainly(name, args)

@@ -22,6 +22,7 @@ swallow or corrupt protocol messages; both are restored afterwards.
 
 from __future__ import annotations
 
+import contextvars
 import fcntl
 import logging
 import os
@@ -31,6 +32,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+from pydantic_core import from_json  # already loaded by toolrig's core; the SDK is what start-up avoids
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -71,7 +73,9 @@ class _Wire:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._lock = anyio.Lock()
+        # fast_acquire: a free lock is taken without a turn of the event loop (one per answer otherwise); a
+        # writer that has to wait for the pipe still holds it, so messages never interleave.
+        self._lock = anyio.Lock(fast_acquire=True)
         self.closed = False
 
     async def write(self, data: bytes) -> None:
@@ -221,7 +225,7 @@ async def _read_lines(
     group: TaskGroup,
     handover: _Handover | None = None,
 ) -> None:
-    calls: dict[int | str, anyio.CancelScope] = {}  # fast-path calls in flight, for notifications/cancelled
+    calls = _FastCalls(group, wire) if fast is not None else None
     buffer = b""
     try:
         async with send:
@@ -241,18 +245,18 @@ async def _read_lines(
                         if await _opened(line, handover, wire, fast):
                             continue
                         await handover.needed()
-                    if fast is not None and _took_fast(line, fast, wire, calls, group):
+                    if fast is not None and calls is not None and _took_fast(line, fast, calls):
                         continue
                     await send.send(_sdk_message(line))
     finally:
+        if calls is not None:
+            calls.close()
         if handover is not None:
             handover.ended()
 
 
 async def _opened(line: bytes, handover: _Handover, wire: _Wire, fast: FastPath | None) -> bool:
     """Answer or hold a line of the opening; False when it needs the SDK (then so does everything after it)."""
-    from pydantic_core import from_json
-
     try:
         message = from_json(line)  # the SDK's parser: what it refuses (lone surrogates...) goes its way
     except ValueError:
@@ -283,14 +287,10 @@ async def _opened(line: bytes, handover: _Handover, wire: _Wire, fast: FastPath 
     return True
 
 
-def _took_fast(
-    line: bytes, fast: FastPath, wire: _Wire, calls: dict[int | str, anyio.CancelScope], group: TaskGroup
-) -> bool:
+def _took_fast(line: bytes, fast: FastPath, calls: _FastCalls) -> bool:
     """Start a fast-path call for this line and say so; otherwise it goes to the SDK (cancellations too)."""
     if fast.decided and b'"tools/call"' not in line and b"notifications/cancelled" not in line:
         return False
-    from pydantic_core import from_json
-
     try:
         message = from_json(line)  # the SDK's parser: what it refuses (lone surrogates...) goes its way
     except ValueError:
@@ -302,32 +302,90 @@ def _took_fast(
     if message.get("method") == "notifications/cancelled":
         params = message.get("params")
         request_id = params.get("requestId") if isinstance(params, dict) else None
-        if type(request_id) in (int, str) and request_id in calls:
-            calls[request_id].cancel()
+        if isinstance(request_id, int | str) and type(request_id) is not bool:
+            calls.cancel(request_id)
         return False
     answer = fast.accept(message)
     if answer is None:
         return False
-    # Registered before the task starts: a cancellation read in the same chunk must find it.
-    scope = calls[message["id"]] = anyio.CancelScope()
-    group.start_soon(_answer_fast, answer, message["id"], scope, wire, calls)
+    calls.start(answer, message["id"])
     return True
 
 
-async def _answer_fast(
-    answer: Callable[[], Awaitable[bytes]],
-    request_id: int | str,
-    scope: anyio.CancelScope,
-    wire: _Wire,
-    calls: dict[int | str, anyio.CancelScope],
-) -> None:
-    with scope:
-        try:
-            data = await answer()
-        finally:
-            if calls.get(request_id) is scope:
-                del calls[request_id]
-        await wire.write(data)
+class _FastCalls:
+    """Fast-path calls in flight, each run by a worker task this connection keeps for the next one.
+
+    Spawning a task per call cost ~30 µs of CPU here (anyio's task-group bookkeeping and an asyncio task),
+    waking a waiting worker a few. A worker runs one call at a time, so concurrent calls still run
+    concurrently (a call that finds no idle worker starts a new one). Calls do not share state through
+    context variables: a worker whose context a call changed (a variable set and not reset) ends after that
+    call instead of taking the next, so each call starts from the context the connection's tasks start with.
+    """
+
+    def __init__(self, group: TaskGroup, wire: _Wire) -> None:
+        self._group = group
+        self._wire = wire
+        self._idle: list[_Slot] = []  # workers waiting for a call, each on its own slot
+        self._closed = False
+        self.scopes: dict[int | str, anyio.CancelScope] = {}  # for notifications/cancelled
+
+    def start(self, answer: Callable[[], Awaitable[bytes]], request_id: int | str) -> None:
+        # Registered before any worker runs: a cancellation read in the same chunk must find it.
+        scope = self.scopes[request_id] = anyio.CancelScope()
+        job = (answer, request_id, scope)
+        if self._idle:
+            slot = self._idle.pop()
+            slot.job = job
+            slot.ready.set()
+        else:
+            self._group.start_soon(self._work, job)
+
+    def close(self) -> None:
+        """No more calls: idle workers end; calls in flight finish."""
+        self._closed = True
+        while self._idle:
+            self._idle.pop().ready.set()
+
+    def cancel(self, request_id: int | str) -> None:
+        scope = self.scopes.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _work(self, job: _Job | None) -> None:
+        context = contextvars.copy_context()
+        while job is not None:
+            answer, request_id, scope = job
+            with scope:
+                try:
+                    data = await answer()
+                finally:
+                    if self.scopes.get(request_id) is scope:
+                        del self.scopes[request_id]
+                await self._wire.write(data)
+            if self._closed or len(self._idle) >= _SPARE_WORKERS or not _same_context(context):
+                return
+            slot = _Slot()
+            self._idle.append(slot)
+            await slot.ready.wait()
+            job = slot.job
+
+
+class _Slot:
+    __slots__ = ("job", "ready")
+
+    def __init__(self) -> None:
+        self.ready = anyio.Event()
+        self.job: _Job | None = None  # None when woken to end
+
+
+_Job = tuple[Callable[[], Awaitable[bytes]], int | str, anyio.CancelScope]
+_SPARE_WORKERS = 4  # idle workers kept for the next calls; a burst beyond them starts more, which then end
+
+
+def _same_context(before: contextvars.Context) -> bool:
+    """Whether this task's context variables hold exactly what they held in ``before`` (none added)."""
+    now = contextvars.copy_context()
+    return len(now) == len(before) and all(var in now and now[var] is value for var, value in before.items())
 
 
 async def _write_messages(

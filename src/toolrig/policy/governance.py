@@ -107,7 +107,11 @@ class Governance:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
-        decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
+        plan = self.policy._plans.get((tool.name, call.agent_id))
+        if plan is not None and plan.unavailable is None and not (plan.deny or plan.ask or plan.allow):
+            decision = plan.default  # no rule names this tool: what ``decide`` answers, without its walk
+        else:
+            decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
         call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason

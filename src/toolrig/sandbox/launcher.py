@@ -33,6 +33,7 @@ toolrig empties and removes the cgroup of a keeper that died; a live keeper's cg
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import fcntl
@@ -80,6 +81,26 @@ def _subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+def _read(path: str) -> bytes:
+    """A small kernel file in one read (no buffered file object: this runs for every command)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, 16384)
+        while data and (more := os.read(fd, 16384)):  # a large cgroup or family does not fit in one read
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
 def children(pid: int) -> list[int]:
     """Direct children of ``pid`` (every thread's), from /proc."""
     found: list[int] = []
@@ -89,8 +110,7 @@ def children(pid: int) -> list[int]:
         return found
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                found.extend(int(p) for p in handle.read().split())
+            found.extend(map(int, _read(f"/proc/{pid}/task/{tid}/children").split()))
         except OSError:
             continue
     return found
@@ -163,6 +183,7 @@ class _Keeper:
         self.cgroup = cgroup
         self.launcher = launcher
         self.stays = stays
+        self.pids_max: str | None = None  # what this keeper last wrote to its cgroup's pids.max
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -172,18 +193,51 @@ class _Keeper:
             os.write(self.control, f"{kind} {os.getpid()}\n".encode())
 
     def set_pids_max(self, value: str) -> None:
-        """Every time, not only when it changes: the last command may have written it itself."""
-        if self.cgroup is not None:
-            with open(f"{self.cgroup}/pids.max", "w") as handle:
-                handle.write(value)
+        """The command's process limit, before it starts; unchanged from the last command's, it is in place already.
+
+        A command may write its own cgroup's limit: ``restore_pids_max`` puts the keeper's value back once the
+        command and everything it started are gone, off the next command's path.
+        """
+        if self.cgroup is not None and value != self.pids_max:
+            self.pids_max = None
+            _write(f"{self.cgroup}/pids.max", value)
+            self.pids_max = value
+
+    def restore_pids_max(self) -> None:
+        if self.cgroup is not None and self.pids_max is not None:
+            value, self.pids_max = self.pids_max, None
+            with contextlib.suppress(OSError):
+                _write(f"{self.cgroup}/pids.max", value)
+                self.pids_max = value
+
+    def orphaned(self) -> bool:
+        """Whether the launcher is gone: then this keeper ends after its command instead of staying."""
+        return os.getppid() != self.launcher
+
+    def leave(self) -> None:
+        """Take this keeper's cgroup with it as it ends for good: with its launcher gone, nobody else removes it.
+
+        A cgroup can be removed only once empty, so the keeper moves itself to the parent cgroup first (a slow
+        migration, but only on this way out).
+        """
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is None:
+            return
+        for pid in self.strays_of(cgroup):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            _write(f"{os.path.dirname(cgroup)}/cgroup.procs", str(os.getpid()))
+            os.rmdir(cgroup)
 
     def strays(self) -> list[int]:
         """Processes in this keeper's cgroup other than itself (none, unless a command escaped it)."""
-        if self.cgroup is None:
-            return []
+        return [] if self.cgroup is None else self.strays_of(self.cgroup)
+
+    @staticmethod
+    def strays_of(cgroup: str) -> list[int]:
         try:
-            with open(f"{self.cgroup}/cgroup.procs") as handle:
-                return [pid for pid in map(int, handle.read().split()) if pid != os.getpid()]
+            return [pid for pid in map(int, _read(f"{cgroup}/cgroup.procs").split()) if pid != os.getpid()]
         except (OSError, ValueError):
             return []
 
@@ -202,6 +256,11 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         keeper.prelude_fd = _high(keeper.prelude_fd)  # clear of the numbers the command's descriptors go to
+        # Hold every free number below _HIGH_FD (close-on-exec): the descriptors of each request then arrive above
+        # them, clear of the numbers posix_spawn dup2s onto, with no per-command moving.
+        while (spare := os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)) < _HIGH_FD:
+            pass
+        os.close(spare)
         _subreaper()
         if keeper.cgroup is not None:
             try:
@@ -214,7 +273,8 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
     while True:
         try:
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # idle, it must not outlive the launcher
-            if os.getppid() != keeper.launcher:
+            if keeper.orphaned():
+                keeper.leave()
                 os._exit(0)
             taken = _read_request(sock)
             if taken is None:
@@ -224,7 +284,7 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         except BaseException:
             os._exit(1)
         request, received = taken
-        fds = [_high(fd) for fd in received]  # close-on-exec, clear of the numbers posix_spawn dup2s onto
+        fds = [fd if fd >= _HIGH_FD else _high(fd) for fd in received]  # clear of what posix_spawn dup2s onto
         status = fds[2]
         try:
             _keep(request, fds, keeper)
@@ -232,15 +292,16 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
             with contextlib.suppress(OSError):
                 os.write(status, f"E {exc}\n".encode(errors="replace"))
             keeper.say("T")
-        for fd in fds:
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        _close_all_but_status(fds)  # the status socket last: toolrig reads its closing as the end of the command
+        if fds[2] >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fds[2])
         if not keeper.stays:
             os._exit(0)
         for pid in keeper.strays():  # nothing of the last command may meet the next one
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        keeper.restore_pids_max()
         keeper.say("R")
 
 
@@ -279,10 +340,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    for index in (0, 1, 3):  # the command holds its output pipes now: they close when it is gone
-        if index < len(fds):
-            os.close(fds[index])
-            fds[index] = -1
+    # The keeper holds its copies of the output pipes until the command is over and closes them just before its
+    # status socket: toolrig wakes once, for the end, and finds both pipes at their end then.
     with contextlib.suppress(OSError):  # toolrig may be gone
         os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
     # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
@@ -329,14 +388,37 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)  # the group is gone once its last member is reaped
     kill_all_below(me)
+    if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
+        keeper.leave()
+    _close_all_but_status(fds)
     tell(f"X {exit_code}\n".encode())
+    os.close(status)
+    fds[2] = -1
+
+
+def _close_all_but_status(fds: list[int]) -> None:
+    for index, fd in enumerate(fds):
+        if index != 2 and fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            fds[index] = -1
+
+
+def _recv_fds(sock: socket.socket, size: int, most: int) -> tuple[bytes, list[int]]:
+    """One message and its descriptors, close-on-exec as they arrive (``socket.recv_fds`` drops its flags in 3.11)."""
+    fds = array.array("i")
+    data, ancillary, _flags, _addr = sock.recvmsg(size, socket.CMSG_LEN(most * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
 
 
 def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | None:
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, INLINE_REQUEST + 1024, 8)
+            data, fds = _recv_fds(sock, INLINE_REQUEST + 1024, 8)
         except OSError:
             return None
         if not data:

@@ -131,8 +131,31 @@ class CappedText:
 def scrub_env(
     environ: Mapping[str, str], allow: Sequence[str] = DEFAULT_ENV_ALLOW, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The variables a child may see: those the allowlist names, never a secret-looking one by glob."""
-    exact, globbed = _env_matcher(tuple(allow))
+    """The variables a child may see: those the allowlist names, never a secret-looking one by glob.
+
+    For ``os.environ`` the answer is kept and reused while the environment is unchanged (one comparison of its
+    raw dictionary, in C): judging every variable cost ~50 µs per command.
+    """
+    raw = getattr(environ, "_data", None) if environ is os.environ else None
+    if not isinstance(raw, dict):
+        return _scrub(environ, tuple(allow), extra)
+    key = (tuple(allow), tuple(extra.items()) if extra else ())
+    kept = _SCRUBBED.get(key)
+    if kept is not None and kept[0] == raw:
+        return dict(kept[1])
+    env = _scrub(environ, key[0], extra)
+    if len(_SCRUBBED) >= 16:
+        _SCRUBBED.clear()
+    _SCRUBBED[key] = (dict(raw), env)
+    return dict(env)
+
+
+# (allowlist, extra) -> (the raw os.environ it was judged from, the scrubbed environment)
+_SCRUBBED: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], tuple[dict[object, object], dict[str, str]]] = {}
+
+
+def _scrub(environ: Mapping[str, str], allow: tuple[str, ...], extra: Mapping[str, str] | None) -> dict[str, str]:
+    exact, globbed = _env_matcher(allow)
     env: dict[str, str] = {}
     for name, value in environ.items():
         if name in exact or (globbed.match(name) and not SECRET_NAME.search(name)):
@@ -234,10 +257,10 @@ class PidsCgroup:
 def _command_cgroup(reported: str) -> PidsCgroup | None:
     """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it)."""
     base = PidsCgroup.base()
-    path = Path(reported)
-    if base is None or path.parent != base or not path.name.startswith(f"toolrig-spare-{os.getpid()}-"):
+    parent, _, name = reported.rpartition("/")
+    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{os.getpid()}-"):
         return None
-    return PidsCgroup(path)
+    return PidsCgroup(Path(reported))
 
 
 def _find_pids_hierarchy() -> Path | None:
@@ -407,21 +430,22 @@ class Keeper:
         self.over_limit = False
         self.error: str | None = None
 
-    async def _read(self) -> None:
-        """Read one chunk (waiting for it); parse every complete line."""
+    def read_ready(self) -> bool:
+        """Read what the keeper wrote (without waiting); parse every complete line. False once it closed."""
         while True:
             try:
                 chunk = os.read(self.fd, 4096)
             except BlockingIOError:
-                await anyio.wait_readable(self.fd)
-                continue
+                return not self.closed
             except OSError:  # reset: the keeper was killed with our T or K unread
                 chunk = b""
-            break
-        if not chunk:
-            self.closed = True
-            self.exited_flag = True
-            return
+            if not chunk:
+                self.closed = True
+                self.exited_flag = True
+                return False
+            self._parse(chunk)
+
+    def _parse(self, chunk: bytes) -> None:
         self._buffer += chunk
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
@@ -441,17 +465,16 @@ class Keeper:
                 self.error = rest
                 self.exited_flag = True
 
-    async def started(self) -> None:
-        while not self.pid and not self.closed and self.error is None:
-            await self._read()
+    def has_started(self) -> bool:
+        return bool(self.pid) or self.closed or self.error is not None
 
-    async def exited(self) -> None:
-        while not self.exited_flag:
-            await self._read()
+    def finished(self) -> bool:
+        """Whether the keeper is done with the command: it closed its end, or said every process of it is gone.
 
-    async def gone(self) -> None:
-        while not self.closed:
-            await self._read()
+        ``X`` is written only once the leader was reaped and nothing the command started is left, so it is
+        enough: waiting for the close as well cost one more wake-up per command.
+        """
+        return self.closed or self.exit_code is not None
 
     def signal(self, sig: signal.Signals) -> None:
         """SIGTERM ends the command, SIGUSR1 kills all it started, SIGKILL ends the keeper itself.
@@ -462,6 +485,8 @@ class Keeper:
         if self.closed:
             return
         if sig == signal.SIGKILL:
+            if self.pidfd is None:
+                self.read_ready()  # its P line (who it is) is read only with the end, unless asked for
             if self.pidfd is not None:
                 with contextlib.suppress(OSError):
                     signal.pidfd_send_signal(self.pidfd, sig)
@@ -482,14 +507,93 @@ class Keeper:
             self.pidfd = None
 
 
-@dataclass
-class _Run:
-    keeper: Keeper
-    out: CappedText
-    err: CappedText
-    max_output_bytes: int
-    stopped: str | None = None
-    waiting: anyio.CancelScope | None = None  # the wait for the command's end, while it lasts
+class _Watch:
+    """Everything a running command can say, read by one waiter: the keeper's status socket and both output pipes.
+
+    Why one: a task per pipe plus one for the status cost a task group, three tasks and a wake-up each per
+    command; one epoll set over the three descriptors is a single readable descriptor for the event loop, so a
+    command that writes nothing costs one wake-up when it starts and one when it ends. Progress is reported
+    from the same wait (``on_progress`` every ``interval`` seconds), as long as anything waits on the command.
+    """
+
+    def __init__(
+        self,
+        keeper: Keeper,
+        out: tuple[int, CappedText],
+        err: tuple[int, CappedText],
+        max_output_bytes: int,
+        on_progress: Callable[[float, str], None] | None,
+        interval: float,
+        started: float,
+    ) -> None:
+        self.keeper = keeper
+        self.out = out[1]
+        self.err = err[1]
+        self.streams = dict((out, err))  # the pipes still open for reading
+        self.max_output_bytes = max_output_bytes
+        self.stopped: str | None = None
+        self.on_progress = on_progress
+        self.interval = interval
+        self.started = started
+        self.next_tick = started + interval
+        self.poller = select.epoll()
+        # The keeper's lines (P when the command starts, X at its end) do not wake us: its closing the socket, right
+        # after X, does. The start costs no wake-up of toolrig; the end one, for the status and both pipes.
+        self.poller.register(keeper.fd, select.EPOLLRDHUP)
+        for fd in self.streams:
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.EPOLLIN)
+
+    def close(self) -> None:
+        self.poller.close()
+
+    def hear_every_line(self, every: bool) -> None:
+        """Wake for each line of the keeper (waiting for a start), or only for its closing (the rest of the time)."""
+        if not self.keeper.closed:
+            self.poller.modify(self.keeper.fd, select.EPOLLRDHUP | (select.EPOLLIN if every else 0))
+
+    def _take(self) -> None:
+        """Handle every descriptor that is ready now, without waiting."""
+        for fd, _events in self.poller.poll(0):
+            if fd == self.keeper.fd:
+                if not self.keeper.read_ready():
+                    self.poller.unregister(fd)
+            elif fd in self.streams:
+                self._pump(fd, self.streams[fd])
+
+    def _pump(self, fd: int, sink: CappedText) -> None:
+        try:
+            chunk = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.poller.unregister(fd)
+            del self.streams[fd]
+            return
+        sink.feed(chunk)
+        if sink.bytes_seen > self.max_output_bytes and self.stopped is None:
+            self.stopped = f"output limit ({self.max_output_bytes:,} bytes on one stream)"
+            self.keeper.signal(signal.SIGUSR1)
+
+    async def until(self, done: Callable[[], bool]) -> None:
+        """Read and parse whatever arrives until ``done()``; cancel the caller's scope to stop sooner."""
+        while True:
+            self._take()
+            if done():
+                return
+            if self.on_progress is None:
+                await anyio.wait_readable(self.poller.fileno())
+                continue
+            with anyio.move_on_after(self.next_tick - time.perf_counter()):
+                await anyio.wait_readable(self.poller.fileno())
+            now = time.perf_counter()
+            if now >= self.next_tick:
+                self.next_tick = now + self.interval
+                written = self.out.bytes_seen + self.err.bytes_seen
+                elapsed = now - self.started
+                self.on_progress(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
 
 
 def containment(limits: Limits, cgroup: PidsCgroup | None) -> str:
@@ -550,9 +654,21 @@ async def run_contained(
     }
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())
+    # Everything the wait needs is made before the request goes: the keeper that wakes may take this CPU at once,
+    # and what is left to do after the send then runs late and cold.
+    watch = _Watch(
+        keeper,
+        (out_r, CappedText(output_cap)),
+        (err_r, CappedText(output_cap)),
+        max_output_bytes,
+        on_progress,
+        progress_interval,
+        started,
+    )
     try:
         launcher = Launcher.send(request, fds)
     except OSError as exc:
+        watch.close()
         for fd in (out_r, err_r, read_fd):
             if fd >= 0:
                 os.close(fd)
@@ -561,45 +677,54 @@ async def run_contained(
     finally:
         for fd in fds:
             os.close(fd)
-    run = _Run(keeper, CappedText(output_cap), CappedText(output_cap), max_output_bytes)
     unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
     lost = False
     try:
-        await keeper.started()
+        while True:
+            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
+                # an output flood stops the wait as well as the command
+                await watch.until(lambda: keeper.finished() or watch.stopped is not None)
+            if not scope.cancelled_caught:
+                break
+            keeper.read_ready()  # what the keeper said so far: its start is not read until needed
+            if keeper.has_started():
+                timed_out = True
+                break
+            # Not started when the time was up (a request lost with a killed launcher, or a launcher that is slow to
+            # answer): the time counts from the command's start, as it always did; wait for that first.
+            watch.hear_every_line(True)
+            await watch.until(keeper.has_started)
+            watch.hear_every_line(False)
+            if not keeper.pid:
+                break
+        if not keeper.closed:  # stopped early (an output flood): what the keeper said so far, its start included
+            keeper.read_ready()
         # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
         # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
         lost = not keeper.pid and keeper.error is None and retry and launcher.gone()
-        async with anyio.create_task_group() as group:
-            if lost:
-                group.cancel_scope.cancel()
-            done = [anyio.Event(), anyio.Event()]
-            group.start_soon(_pump, out_r, run.out, run, done[0])
-            group.start_soon(_pump, err_r, run.err, run, done[1])
-            if on_progress is not None:
-                group.start_soon(_tick, on_progress, progress_interval, run, started)
-            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
-                with anyio.CancelScope() as run.waiting:  # an output flood stops the wait
-                    await keeper.exited()
+        if not lost:
             if not keeper.pid and (keeper.error is not None or keeper.closed):
-                group.cancel_scope.cancel()
                 reason = keeper.error or "the launcher stopped before it started the command"
                 unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
-            if scope.cancelled_caught:
-                timed_out = True
-                run.stopped = "timeout"
-            await _stop(keeper, kill_grace)
-            with anyio.move_on_after(_DRAIN_SECONDS):
-                for event in done:
-                    await event.wait()
-            group.cancel_scope.cancel()
+            else:
+                if timed_out:
+                    watch.stopped = "timeout"
+                await _stop(watch, kill_grace)
+                if watch.streams:  # usually both ended with the keeper's X (it closes its copies first)
+                    with anyio.move_on_after(_DRAIN_SECONDS):
+                        await watch.until(lambda: not watch.streams)
     finally:
-        with anyio.CancelScope(shield=True):
-            await _stop(keeper, min(kill_grace, 1.0))
+        if not _stopped(keeper):  # cancelled, or failed on the way: end it all before we go
+            with anyio.CancelScope(shield=True):
+                await _stop(watch, min(kill_grace, 1.0))
+        try:
+            watch.close()
             keeper.close()
             for fd in (out_r, err_r):
                 os.close(fd)
+        finally:
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
     if lost:
@@ -611,82 +736,59 @@ async def run_contained(
         )  # fmt: skip
     if unstarted is not None:
         raise unstarted
-    run.out.close()
-    run.err.close()
-    if keeper.over_limit and run.stopped is None:
-        run.stopped = f"process limit ({limits.max_processes} processes)"
+    watch.out.close()
+    watch.err.close()
+    if keeper.over_limit and watch.stopped is None:
+        watch.stopped = f"process limit ({limits.max_processes} processes)"
     return ProcessResult(
-        stdout=run.out.text(),
-        stderr=run.err.text(),
+        stdout=watch.out.text(),
+        stderr=watch.err.text(),
         exit_code=keeper.exit_code,
         timed_out=timed_out,
         duration_ms=(time.perf_counter() - started) * 1000,
         final_cwd=final_cwd,
-        stopped=run.stopped,
+        stopped=watch.stopped,
         containment=containment(limits, keeper.cgroup if request["pids_max"] else None),
     )
 
 
-async def _tick(report: Callable[[float, str], None], interval: float, run: _Run, started: float) -> None:
-    """Say how long the command has run and how much it wrote, until the task group ends."""
-    while True:
-        await anyio.sleep(interval)
-        elapsed = time.perf_counter() - started
-        written = run.out.bytes_seen + run.err.bytes_seen
-        report(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
+def _stopped(keeper: Keeper) -> bool:
+    """Whether ``_stop`` has nothing left to do: the command is over and no cgroup of a dead keeper is left."""
+    cgroup_left = keeper.cgroup is not None and not keeper.cgroup_removed and keeper.exit_code is None
+    return keeper.exited_flag and keeper.finished() and not cgroup_left
 
 
-async def _pump(fd: int, sink: CappedText, run: _Run, done: anyio.Event) -> None:
-    os.set_blocking(fd, False)
-    try:
-        while True:
-            try:
-                chunk = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                await anyio.wait_readable(fd)
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            sink.feed(chunk)
-            if sink.bytes_seen > run.max_output_bytes and run.stopped is None:
-                run.stopped = f"output limit ({run.max_output_bytes:,} bytes on one stream)"
-                run.keeper.signal(signal.SIGUSR1)
-                if run.waiting is not None:
-                    run.waiting.cancel()
-    finally:
-        done.set()
-
-
-async def _stop(keeper: Keeper, grace: float) -> None:
+async def _stop(watch: _Watch, grace: float) -> None:
     """End the process tree.
 
     SIGTERM to the command's group and ``grace`` seconds if the leader still runs; then the keeper kills
     everything below it (SIGUSR1) and closes its status pipe. A keeper that does not answer (a command may
-    stop or kill it) is killed; the cgroup, where there is one, is emptied last.
+    stop or kill it) is killed; the cgroup, where there is one, is emptied last. Output is read meanwhile: a
+    command may have more to write before it can end.
     """
+    keeper = watch.keeper
     if not keeper.exited_flag:
         keeper.signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
-            await keeper.exited()
-    if not keeper.closed:
-        if keeper.exit_code is None:
-            keeper.signal(signal.SIGUSR1)  # after the leader's exit the keeper ends the rest by itself
+            await watch.until(lambda: keeper.exited_flag)
+    if not keeper.finished():
+        keeper.signal(signal.SIGUSR1)  # after the leader's exit (X) the keeper has ended the rest by itself
         with anyio.move_on_after(_KEEPER_SECONDS):
-            await keeper.gone()
-    if not keeper.closed:
+            await watch.until(keeper.finished)
+    if not keeper.finished():
         log.warning("the keeper of pid %s did not answer; killing it", keeper.leader)
         keeper.signal(signal.SIGKILL)
         if keeper.leader > 0:  # killpg(0) would be our own process group
             with contextlib.suppress(OSError):
                 os.killpg(keeper.leader, signal.SIGKILL)
         with anyio.move_on_after(_KEEPER_SECONDS):
-            await keeper.gone()
+            await watch.until(keeper.finished)
     # A keeper that answered lives on in its cgroup, ready for the next command: it has ended everything of this
     # one itself. Only a dead keeper's cgroup may still hold what it kept (a command may kill or stop its keeper).
-    if keeper.cgroup is not None and not keeper.cgroup_removed:
-        if keeper.exit_code is None and keeper.pidfd is not None:  # it did not answer: it is dead or dying
+    # One that said X had ended everything of the command: should it die later, its launcher (or, with the launcher
+    # gone, the keeper itself) removes its cgroup.
+    if keeper.cgroup is not None and not keeper.cgroup_removed and keeper.exit_code is None:
+        if keeper.pidfd is not None:  # it did not answer: it is dead or dying
             with anyio.move_on_after(_KEEPER_SECONDS):
                 await anyio.wait_readable(keeper.pidfd)
         if keeper.dead():

@@ -10,7 +10,9 @@ another process holds the lock, up to ``max_wait``; then the caller gets ``ToolE
 never "database is locked". Async callers on a hot path use ``write_async``: it tries on the event
 loop's thread with no busy wait (no thread hop) and moves to a worker thread only when the lock is
 taken. ``Database.shared`` keeps one open database per file for the whole process, for users that open
-the same file again and again.
+the same file again and again. An append-heavy file (the audit log) may move WAL checkpoints off the
+committing call (``checkpoint_after``): SQLite's own autocheckpoint runs inside the commit that crosses
+its threshold and syncs twice there.
 
 An open connection holds its file's inode, not its name: when the state dir is deleted or replaced while a
 process runs, its writes would land in an unlinked inode and be lost without an error. So every read and
@@ -22,13 +24,14 @@ that raced the replacement lands in the old file, as if it had happened just bef
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +41,7 @@ from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.statedir import StatePath, prepare_database
 
 T = TypeVar("T")
+log = logging.getLogger("toolrig.stores")
 
 FileId = tuple[int, int]
 
@@ -66,6 +70,9 @@ class Database:
     tables whose columns this version names), where the default refuses it. ``driver`` is a DB-API
     module built on SQLite (``pysqlite3.dbapi2`` where the standard one cannot load extensions) and
     ``setup`` runs on every new connection before the migrations (loading an extension, say).
+    ``page_size`` applies to a file this call creates (an existing file keeps its own). ``checkpoint_after``
+    (commits; 0 leaves it to SQLite) turns SQLite's autocheckpoint off on this process's connections and
+    runs a passive checkpoint in a worker thread after that many commits, so no commit pays for one.
     """
 
     def __init__(
@@ -80,6 +87,8 @@ class Database:
         accept_newer: bool = False,
         driver: Any = sqlite3,
         setup: Callable[[Any], None] | None = None,
+        page_size: int | None = None,
+        checkpoint_after: int = 0,
     ) -> None:
         if synchronous.upper() not in SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
@@ -91,6 +100,10 @@ class Database:
         self.accept_newer = accept_newer
         self.driver = driver
         self.setup = setup
+        self.page_size = page_size
+        self.checkpoint_after = checkpoint_after
+        self._commits = 0  # since the last checkpoint this process started (checkpoint_after only)
+        self._checkpointer: threading.Thread | None = None
         self._busy_error: type[Exception] = driver.OperationalError
         self._sqlite_error: type[Exception] = driver.DatabaseError
         self._conn: sqlite3.Connection | None = None  # waits on busy; used under _lock
@@ -171,24 +184,92 @@ class Database:
 
         ``single=True`` says ``body`` is one statement, which SQLite already runs as its own transaction.
         """
-        if single:
-            return self._on_current_file(lambda conn: self.retry(lambda: body(conn)))
-        return self._on_current_file(lambda conn: self.retry(lambda: _transaction(conn, body)))
+        done = self._on_current_file(
+            lambda conn: self.retry(lambda: body(conn) if single else _transaction(conn, body))
+        )
+        if self.checkpoint_after:
+            self._committed()
+        return done
 
     async def write_async(self, body: Callable[[sqlite3.Connection], T], *, single: bool = False) -> T:
         """``write`` for the event loop: here if the file is free (no thread hop), else in a worker thread."""
+        done = self._write_here(body, single)
+        if done is not _NOT_HERE:
+            return done  # type: ignore[return-value] # _NOT_HERE is the only other value
+        return await anyio.to_thread.run_sync(lambda: self.write(body, single=single))
+
+    def write_soon(
+        self, body: Callable[[sqlite3.Connection], object], *, single: bool = False
+    ) -> Awaitable[Any] | None:
+        """``write_async`` for a caller that needs no value: None once written here, else what to await.
+
+        A hot path (the audit row of every call) thereby makes no coroutine when the file is free.
+        """
+        if self._write_here(body, single) is not _NOT_HERE:
+            return None
+        return anyio.to_thread.run_sync(lambda: self.write(body, single=single))
+
+    def _write_here(self, body: Callable[[sqlite3.Connection], T], single: bool) -> T | object:
+        """The write on this thread with no busy wait, or ``_NOT_HERE`` (nothing written) when the file is taken."""
         self._follow_path()
         fast = self._fast or self._open_fast()
         if self._fast_lock.acquire(blocking=False):
             try:
-                if fast is self._fast:  # not closed by another thread since (a replaced file, ``close``)
-                    return body(fast) if single else _transaction(fast, body)
+                if fast is not self._fast:  # closed by another thread since (a replaced file, ``close``)
+                    return _NOT_HERE
+                done = body(fast) if single else _transaction(fast, body)
             except self._sqlite_error as exc:
                 if not is_busy(exc) and not self._replaced():
                     raise
+            else:
+                if self.checkpoint_after:
+                    self._committed()
+                return done
             finally:
                 self._fast_lock.release()
-        return await anyio.to_thread.run_sync(lambda: self.write(body, single=single))
+        return _NOT_HERE
+
+    # ------------------------------------------------------------------------------ checkpoints
+
+    def _committed(self) -> None:
+        self._commits += 1  # a lost increment (two threads) only delays a checkpoint by a commit
+        if self._commits < self.checkpoint_after:
+            return
+        running = self._checkpointer
+        if running is not None and running.is_alive():  # (a forked child sees its parent's thread as ended)
+            return
+        self._commits = 0
+        # Not a daemon: the interpreter waits for a checkpoint in flight instead of tearing SQLite down under it.
+        thread = threading.Thread(target=self._checkpoint, name="toolrig-sqlite-checkpoint")
+        try:
+            thread.start()
+        except RuntimeError:  # no new threads (the interpreter is shutting down): the last close checkpoints
+            return
+        self._checkpointer = thread
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL back into the file beside the writers, and keep the WAL from growing without end.
+
+        PASSIVE waits for nobody and blocks nobody, but while rows keep coming it never catches up with the
+        newest frames, and SQLite starts the WAL over only once every frame is copied: under a steady stream
+        of calls it grew by a page per row. So once the WAL holds ``_RESTART_AFTER`` checkpoints' worth, a
+        RESTART copies the last frames holding the write lock (writers wait a few milliseconds: the fast path
+        then waits in a worker thread) and waits at most ``_RESTART_WAIT_MS`` for readers, else tries later.
+        """
+        try:
+            with self._lock:
+                conn = self._conn
+                if conn is None:  # closed meanwhile: closing checkpointed it
+                    return
+                _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if frames >= self.checkpoint_after * _RESTART_AFTER:
+                    conn.execute(f"PRAGMA busy_timeout = {_RESTART_WAIT_MS}")
+                    try:
+                        conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+                    finally:
+                        conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        except Exception:  # a checkpoint is housekeeping: the next one, or the last close, does it
+            log.debug("checkpoint of %s failed", self.path, exc_info=True)
 
     def read(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """Run a read on the waiting connection (readers never block the writer in WAL mode)."""
@@ -249,6 +330,10 @@ class Database:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            if self.page_size is not None:  # before the file has a page: later, SQLite ignores it
+                conn.execute(f"PRAGMA page_size = {int(self.page_size)}")
+            if self.checkpoint_after:
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
             if self.setup is not None:
@@ -419,6 +504,9 @@ def _close_all(connections: list[sqlite3.Connection]) -> None:
         connections.pop().close()
 
 
+_NOT_HERE = object()
+_RESTART_AFTER = 4  # checkpoints' worth of WAL frames before a checkpoint takes the write lock to finish
+_RESTART_WAIT_MS = 50  # how long that checkpoint waits for readers (and a writer) before trying again later
 _SHARED: dict[Path, Database] = {}
 _SHARED_LOCK = threading.Lock()
 

@@ -13,7 +13,7 @@ from toolrig.stores.memory import MemoryIndex, TerminalProgress
 def freshness(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every index test runs with inotify (Linux) and with the plain stat walk used elsewhere."""
     if request.param == "walk":
-        monkeypatch.setattr("toolrig.stores.memory.watch._libc", lambda: None)
+        monkeypatch.setattr("toolrig.sandbox.inotify.libc", lambda: None)
     return str(request.param)
 
 
