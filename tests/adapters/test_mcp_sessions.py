@@ -26,6 +26,14 @@ def test_distinct_mcp_sessions_get_distinct_stable_toolrig_sessions(keys: list[s
     assert all(ids.of(request(key)) == first[key] for key in keys)  # the same session keeps its id
 
 
+@pytest.mark.parametrize("name", ["-", " ", "none", "null", "0"])
+def test_a_session_named_like_no_session_is_still_a_session_of_its_own(name: str) -> None:
+    ids = SessionIds("mcp-own")
+    named = ids.of(request(name))
+    assert ids.of(request(name)) == named  # stable, not a fresh id per request as a sessionless one gets
+    assert named not in {ids.of(request(None)), ids.of(request("")), "mcp-own"}
+
+
 def test_stdio_is_the_servers_own_session_and_a_sessionless_http_request_is_a_new_one_each_time() -> None:
     ids = SessionIds("mcp-own")
     assert ids.of(SimpleNamespace(request=None)) == "mcp-own"

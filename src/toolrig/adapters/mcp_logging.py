@@ -24,11 +24,18 @@ def at_or_above(level: LogLevel) -> frozenset[LogLevel]:
     return frozenset(LEVELS[LEVELS.index(level) :])
 
 
+NO_SESSION = ""
+
+
 def connection_key(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The HTTP session a request belongs to (one connection per process over stdio)."""
+    """The HTTP session a request belongs to (one connection per process over stdio); "" when it names none.
+
+    "" is the one value no session can have (an empty header names none), so a client that calls its session
+    "-" or any other word never shares the sessionless requests' state.
+    """
     headers = getattr(ctx.request, "headers", None)
     session = headers.get("mcp-session-id") if headers is not None else None
-    return session if isinstance(session, str) and session else "-"
+    return session if isinstance(session, str) and session else NO_SESSION
 
 
 class LogLevels:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from toolrig.adapters.mcp_logging import connection_key
+from toolrig.adapters.mcp_logging import NO_SESSION, connection_key
 
 MAX_SESSIONS = 4096  # bounded: sessions that come and go cannot grow the map forever (the oldest unused go)
 
@@ -43,7 +43,7 @@ class SessionIds:
 
     def of(self, ctx: Any) -> str:
         key = connection_key(ctx)
-        if key == "-":
+        if key == NO_SESSION:
             # Over HTTP without a session (a 2026-07-28 request is one self-contained exchange) nothing may
             # carry over to the next request, least of all to another client's: a session of its own.
             return self.own if getattr(ctx, "request", None) is None else new_session_id()
