@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.cpu_cost import cpu_spent
 from toolrig import Rig, ToolContext
 from toolrig.errors import ToolError
 from toolrig.result import ToolResult
@@ -148,14 +148,13 @@ def test_every_expression_answers_within_a_bounded_cpu_cost_or_is_refused_and_ev
     expression: str,
 ) -> None:
     # Thread CPU time, not wall time: another process on the machine does not count against it.
-    started = time.thread_time()
-    try:
-        value = evaluate(expression)
-    except ToolError as exc:
-        assert exc.error_type.value == "invalid_input", (expression, exc)
-        value = None
-    spent = time.thread_time() - started
-    assert spent < 0.1, (expression, spent)
+    with cpu_spent() as spent:
+        try:
+            value = evaluate(expression)
+        except ToolError as exc:
+            assert exc.error_type.value == "invalid_input", (expression, exc)
+            value = None
+    assert spent() < 0.1, (expression, spent())
     if value is not None:
         text = ToolResult.ok(CalculateOutput(result=value).model_dump(mode="json")).to_json()
         assert json.loads(text)["output"]["result"] is not None
@@ -175,11 +174,10 @@ def test_every_expression_answers_within_a_bounded_cpu_cost_or_is_refused_and_ev
     ],
 )
 def test_costly_operations_are_refused_before_they_run(expression: str) -> None:
-    started = time.thread_time()
-    with pytest.raises(ToolError) as caught:
+    with cpu_spent() as spent, pytest.raises(ToolError) as caught:
         evaluate(expression)
     assert caught.value.error_type.value == "invalid_input"
-    assert time.thread_time() - started < 0.1
+    assert spent() < 0.1
 
 
 @pytest.mark.parametrize(
