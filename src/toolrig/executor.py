@@ -301,16 +301,7 @@ class Executor:
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
         name the model used when a profile translated the call (the audit keeps both).
         """
-        call = ToolCall.start(
-            name,
-            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its call
-            origin,
-            agent_id,
-            parent_agent_id,
-            session_id,
-            time.perf_counter(),
-            events or self.events,
-        )
+        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
         call.called_as = called_as
         try:
             result = await self._run(call, args, timeout_seconds, offered)

@@ -108,9 +108,11 @@ def test_a_stop_asked_for_one_command_never_reaches_the_next(workspace: Path, re
         assert after.output["exit_code"] == 0
 
 
-@pytest.mark.slow
-def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(workspace: Path) -> None:
-    rig = shell(workspace)
+def kill_the_launcher_during(rig: Rig, long: str) -> dict[str, str]:
+    """Run ``long``; while its keeper holds it, a command kills the launcher, then one more command runs.
+
+    The stdout of each ("long", "killer", "next"), or the error that came back instead.
+    """
     outputs: dict[str, str] = {}
 
     async def call(name: str, command: str) -> None:
@@ -119,33 +121,25 @@ def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(wor
 
     async def scenario() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(call, "long", "sleep 1.5; echo long done")  # its keeper still holds the socket
+            group.start_soon(call, "long", long)  # its keeper still holds the socket
             await anyio.sleep(0.3)
             await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
             await call("next", "echo still here")
 
     anyio.run(scenario)
+    return outputs
+
+
+@pytest.mark.slow
+def test_a_launcher_killed_while_another_command_runs_loses_no_later_command(workspace: Path) -> None:
+    outputs = kill_the_launcher_during(shell(workspace), "sleep 1.5; echo long done")
     assert outputs == {"long": "long done\n", "killer": "killed\n", "next": "still here\n"}, outputs
 
 
 @pytest.mark.slow
 def test_a_keeper_whose_launcher_died_removes_its_cgroup_before_it_reports_the_end(workspace: Path) -> None:
     """Nobody else removes it: the new launcher's clean-up ran while this keeper still held its command."""
-    rig = shell(workspace)
-    outputs: dict[str, str] = {}
-
-    async def call(name: str, command: str) -> None:
-        result = await rig.call("run_command", {"command": command})
-        outputs[name] = result.output["stdout"] if result.output else f"error: {result.message}"
-
-    async def scenario() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(call, "long", f"echo {PIDS_CGROUP}; sleep 1.5; echo long done")
-            await anyio.sleep(0.3)
-            await call("killer", "kill -9 $(awk '{print $4}' /proc/$PPID/stat); echo killed")
-            await call("next", "echo still here")
-
-    anyio.run(scenario)
+    outputs = kill_the_launcher_during(shell(workspace), f"echo {PIDS_CGROUP}; sleep 1.5; echo long done")
     cgroup, said = outputs["long"].split("\n", 1)
     assert said == "long done\n", outputs
     assert cgroup.startswith("/") and "toolrig-spare-" in cgroup, cgroup
