@@ -29,7 +29,7 @@ def test_list_files_yields_every_file_in_batches_and_stops_when_closed(tmp_path:
     for index in range(300):
         (tmp_path / f"file-with-a-longish-name-{index:04}.txt").write_text("x")
     batches = list(list_files(tmp_path, ["."]))
-    assert sorted(name for batch in batches for name in batch) == sorted(
+    assert sorted(name for batch, _ in batches for name in batch) == sorted(
         f"file-with-a-longish-name-{index:04}.txt" for index in range(300)
     )
     listing = list_files(tmp_path, ["."])
@@ -52,6 +52,34 @@ def test_a_batch_is_kept_exactly_as_name_by_name_checks_would_keep_it(
     assert selection.keep(names) == [name for name in names if selection.accepts(name)]
 
 
+_names = st.lists(st.lists(_component.filter(lambda part: part not in ("..", ".")), min_size=1, max_size=4),
+                  min_size=1, max_size=40)  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(_names, st.sampled_from([["."], [".", ".github"], [".github", "."]]))
+def test_a_batch_said_plain_has_no_hidden_name_and_is_kept_whole(
+    tmp_path_factory: pytest.TempPathFactory, parts: list[list[str]], paths: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("plain")
+    for components in parts:
+        path = root.joinpath(*components)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("x")
+        except OSError:
+            continue  # a name used as both a file and a directory: the first use stays
+    if not (root / ".github").is_dir():
+        paths = ["."]
+    selection = glob_filter(["*"], ".")
+    listed = list(list_files(root, paths, hidden=False))
+    for names, plain in listed:
+        hidden = any(part.startswith(".") for name in names for part in name.split("/"))
+        assert plain == (not hidden)
+        assert selection.keep(names, plain) == [name for name in names if selection.accepts(name)]
+    assert all(not name.startswith("./") for names, _ in listed for name in names)
+
+
 @pytest.fixture(scope="module")
 def hidden_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hidden-tree")
@@ -69,7 +97,7 @@ _deny = st.sampled_from([".env", "/.toolrig", ".git/", "**/.secret", ".*", ".git
 @settings(max_examples=40, deadline=None)
 @given(st.lists(_deny, max_size=4))
 def test_globs_left_out_without_hidden_would_have_excluded_nothing(hidden_tree: Path, deny: list[str]) -> None:
-    listed = sorted(name for batch in list_files(hidden_tree, [".", ".github"], deny=deny) for name in batch)
+    listed = sorted(name for batch, _ in list_files(hidden_tree, [".", ".github"], deny=deny) for name in batch)
     argv = [*base_argv(), "--files", "--null", *exclusions(deny), "--", ".", ".github"]
     with RgRun(argv, hidden_tree, 30.0) as run:
         everything = run.stdout.read().decode()
@@ -81,5 +109,5 @@ def test_no_listed_name_keeps_a_leading_dot_slash_whichever_search_path_prints_f
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     for paths in ([".github", "."], [".", ".github"]):
-        names = sorted(name for batch in list_files(tmp_path, paths) for name in batch)
+        names = sorted(name for batch, _ in list_files(tmp_path, paths) for name in batch)
         assert names == [".github/w/ci.yml", "a/b.py", "c.txt"]

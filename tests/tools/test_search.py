@@ -1,18 +1,19 @@
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
 from tests.sandbox.test_mtimes import CHANGES, make_tree
 from toolrig.sandbox import mtimes
 from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED
-from toolrig.tools.search import _newest
+from toolrig.tools.search import Newest, _newest
 
 
 @pytest.fixture
@@ -190,13 +191,31 @@ def test_glob_keeps_the_newest_of_many_files_exactly_whatever_their_order(
     )
 
 
-def test_glob_keeps_the_newest_exactly_when_the_sample_sees_only_new_files() -> None:
-    # The newest 500 files sit exactly where a sample taken every 4th file looks: the sample's floor is too
-    # high, fewer than max_files files are above it, and the exact floor is used instead.
+def test_glob_keeps_the_newest_exactly_when_the_newest_files_come_in_strides() -> None:
     mtimes = [2e9 + index if index % 4 == 0 and index < 2000 else float(index) for index in range(12_000)]
     names = [f"f{index:05}" for index in range(len(mtimes))]
     expected = sorted((-mtime, name) for mtime, name in zip(mtimes, names, strict=True))[:1000]
     assert _newest(mtimes, names, 1000) == expected
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.0, 1e9]) | st.floats(0, 2e9), st.text(max_size=2)),
+             max_size=300),
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.integers(min_value=0, max_value=300), max_size=12),
+)  # fmt: skip
+@example([(3.0, "b"), (2.0, "c"), (1.0, "d"), (1.0, "e"), (2.0, "a")], 2, [4])  # a late tie with the floor wins
+def test_glob_keeps_the_newest_exactly_however_ripgrep_splits_its_output_into_batches(
+    files: list[tuple[float, str]], limit: int, cuts: list[int]
+) -> None:
+    # The floor rises batch by batch; a file older than it is dropped at once, a tie is kept to the end.
+    newest = Newest(limit)
+    edges = [0, *sorted(cut for cut in cuts if cut <= len(files)), len(files)]
+    for start, end in itertools.pairwise(edges):
+        batch = files[start:end]
+        newest.add([name for _, name in batch], [mtime for mtime, _ in batch])
+    assert newest.count == len(files)
+    assert newest.result() == sorted((-mtime, name) for mtime, name in files)[:limit]
 
 
 @pytest.mark.parametrize("name", HIDDEN_DIRS_SEARCHED)

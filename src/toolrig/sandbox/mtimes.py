@@ -133,9 +133,8 @@ class MtimeCache:
         with self._lock:
             if not self._ready():
                 return lstat_mtimes(names, dir_fd)
-            mtimes = self._mtimes
-            try:
-                return names, [mtimes[name] for name in names]
+            try:  # map: the loop runs in C (a few percent less than a comprehension)
+                return names, list(map(self._mtimes.__getitem__, names))
             except KeyError:
                 return self._fill(names, dir_fd)
 

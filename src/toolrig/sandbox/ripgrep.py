@@ -247,16 +247,19 @@ def list_files(
     hidden: bool = False,
     timeout: float = 30.0,
     confinement: Confinement | None = None,
-) -> Iterator[list[str]]:
+) -> Iterator[tuple[list[str], bool]]:
     """Files under ``paths`` that git does not ignore (``rg --files``), relative to ``cwd`` (no leading ``./``).
 
     Yields batches as ripgrep finds them, so a caller can work on them (stat, filter) while ripgrep walks on;
-    closing the generator stops ripgrep. Raises ``timeout`` if the walk takes longer than ``timeout``.
+    closing the generator stops ripgrep. Each batch comes with ``plain``: True when none of its names has a
+    component starting with a dot (one search of the chunk, so a filter need not look at each name). Raises
+    ``timeout`` if the walk takes longer than ``timeout``.
     """
     argv = [*base_argv(hidden=hidden), "--files", "--null"]
     argv += extra  # trusted arguments (a GlobFilter's)
     argv += exclusions(deny, hidden=hidden)
     argv += ["--", *paths]
+    only_dot = list(paths) == ["."]  # every name then starts with "./": split on "\0./", no replace pass
     with RgRun(argv, cwd, timeout, confinement) as run:
         buffer = b""
         fd = run.stdout.fileno()
@@ -269,8 +272,13 @@ def list_files(
             if complete:
                 # One decode, one split and one './' strip per chunk, not per name. Every name is stripped, not
                 # only when the chunk starts with one: with two search paths their names interleave.
-                text = os.fsdecode(complete).replace("\0./", "\0")
-                yield (text[2:] if text.startswith("./") else text).split("\0")
+                text = os.fsdecode(complete)
+                if only_dot:
+                    yield text[2:].split("\0./"), "/." not in text  # "./.x" holds "/." too
+                    continue
+                text = text.replace("\0./", "\0")
+                text = text[2:] if text.startswith("./") else text
+                yield text.split("\0"), text[:1] != "." and "\0." not in text and "/." not in text
     if run.timed_out:
         raise ToolError(
             ErrorType.TIMEOUT,
@@ -299,14 +307,15 @@ class GlobFilter:
             return False  # a file type lets hidden files through; keep them out as a plain listing does
         return self.directories is None or self.directories.matches(rel)
 
-    def keep(self, names: list[str]) -> list[str]:
+    def keep(self, names: list[str], plain: bool = False) -> list[str]:
         """The names of one batch this filter accepts: the whole batch at once when none can be refused.
 
-        A type-only filter refuses only names with a hidden component; one search of the joined batch rules
-        that out for most batches, instead of a Python call per name.
+        A type-only filter refuses only names with a hidden component; ``plain`` (no name has one, as
+        ``list_files`` tells) or one search of the joined batch rules that out for most batches, instead of
+        a Python call per name.
         """
         if self.directories is None:
-            if not self.typed:
+            if not self.typed or plain:
                 return names
             joined = "\0".join(names)
             if joined[:1] != "." and "\0." not in joined and "/." not in joined:

@@ -8,10 +8,13 @@ against the workspace before it is shown.
 from __future__ import annotations
 
 import base64
-import heapq
 import json
+import math
 import os
 import time
+from collections.abc import Sequence
+from itertools import compress
+from operator import neg
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -371,28 +374,24 @@ class Glob(Tool[GlobInput, GlobOutput]):
         cache = cache_for(ctx.workspace, root) if config.mtime_cache else None
         stamp = lstat_mtimes if cache is None else cache.stamp
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        kept: list[str] = []
-        mtimes: list[float] = []  # parallel to kept: no tuple per file (allocation, and the cycle collector)
+        newest = Newest(config.max_files)
         seen: set[str] | None = set() if len(paths) > 1 else None  # one search path never repeats a name
         try:
             # Stamp each batch while ripgrep walks on: without the cache the mtimes cost as much as the walk.
             found = list_files(
                 root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
             )
-            for batch in found:
-                names = selection.keep(batch)
+            for batch, plain in found:
+                names = selection.keep(batch, plain)
                 if seen is not None:
                     names = [name for name in names if name not in seen]
                     seen.update(names)
-                names, stamps = stamp(names, dir_fd)
-                kept += names
-                mtimes += stamps
+                newest.add(*stamp(names, dir_fd))
         finally:
             os.close(dir_fd)
-        stamped = _newest(mtimes, kept, config.max_files)
         prefix = "" if root == ctx.workspace.root else f"{root}/"  # ripgrep printed paths relative to root
-        files = [prefix + name for _, name in stamped]
-        count = len(kept)
+        files = [prefix + name for _, name in newest.result()]
+        count = newest.count
         if not count:
             message = "No files match."
         elif count > len(files):
@@ -402,31 +401,61 @@ class Glob(Tool[GlobInput, GlobOutput]):
         return GlobOutput(files=files, count=count, message=message)
 
 
-def _newest(mtimes: list[float], names: list[str], limit: int) -> list[tuple[float, str]]:
-    """The ``limit`` newest (negated mtime, name) pairs in order; ties by name.
+class Newest:
+    """The ``limit`` newest of the names met batch by batch (newest first, ties by name), and how many there were.
 
-    Only the files at or above a floor no newer than the ``limit``-th newest mtime are paired and sorted, not
-    every match. The floor comes from a sorted sample (a third of the cost of ``heapq.nlargest`` over 12k
-    mtimes, and this runs after ripgrep has finished, on the call's critical path); a sample that puts it too
-    high is caught by the count and the exact floor is taken instead.
+    Most of the work happens in ``add``, while ripgrep still walks; what is left for ``result`` (after ripgrep
+    has finished, on the call's critical path) is a sort of about ``2 * limit`` values. The floor is the
+    ``limit``-th newest mtime of the candidates kept so far: the ``limit``-th newest of part of the files is
+    never newer than the ``limit``-th newest of all of them, so a file older than the floor can never be among
+    the newest, and one that ties with it is kept.
     """
-    if len(mtimes) > limit:
-        floor = _floor(mtimes, limit)
-        stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True) if mtime >= floor]
-        if len(stamped) < limit:
-            floor = heapq.nlargest(limit, mtimes)[-1]
-            stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True) if mtime >= floor]
-    else:
-        stamped = [(-mtime, name) for mtime, name in zip(mtimes, names, strict=True)]
-    stamped.sort()
-    return stamped[:limit]
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+        self._floor = -math.inf
+        self._names: list[str] = []  # candidates, parallel lists: no tuple per file until the final sort
+        self._mtimes: list[float] = []
+
+    def add(self, names: list[str], mtimes: Sequence[float]) -> None:
+        self.count += len(names)
+        floor = self._floor
+        if floor == -math.inf:
+            self._names += names
+            self._mtimes += mtimes
+        else:
+            chosen = [mtime >= floor for mtime in mtimes]
+            self._names += compress(names, chosen)
+            self._mtimes += compress(mtimes, chosen)
+        if len(self._mtimes) >= 2 * self.limit:
+            self._prune()
+
+    def _prune(self) -> None:
+        floor = self._floor = sorted(self._mtimes)[-self.limit]
+        chosen = [mtime >= floor for mtime in self._mtimes]
+        self._names = list(compress(self._names, chosen))
+        self._mtimes = list(compress(self._mtimes, chosen))
+
+    def result(self) -> list[tuple[float, str]]:
+        """The newest (negated mtime, name) pairs in order, at most ``limit``."""
+        mtimes, names, limit = self._mtimes, self._names, self.limit
+        # Sorted by mtime alone (float keys take the sort's fast path, no tuple compared); if two of the
+        # newest share an mtime, or one ties with the first left out, the pairs are sorted to order ties by name.
+        order = sorted(range(len(mtimes)), key=mtimes.__getitem__, reverse=True)
+        top = order[:limit]
+        newest = [mtimes[index] for index in top]
+        cut = len(order) > limit and mtimes[order[limit]] == newest[-1]
+        if not cut and len(set(newest)) == len(newest):
+            return [(-mtimes[index], names[index]) for index in top]
+        return sorted(zip(map(neg, mtimes), names, strict=True))[:limit]
 
 
-def _floor(mtimes: list[float], limit: int) -> float:
-    """An mtime a little below the ``limit``-th newest, read off every ``step``-th one (about 3 * limit)."""
-    step = max(1, len(mtimes) // (3 * limit))
-    sample = sorted(mtimes[::step])
-    return sample[-min(len(sample), limit // step + limit // (4 * step) + 8)]
+def _newest(mtimes: list[float], names: list[str], limit: int) -> list[tuple[float, str]]:
+    """The ``limit`` newest (negated mtime, name) pairs of one batch (tests compare it with a plain sort)."""
+    newest = Newest(limit)
+    newest.add(names, mtimes)
+    return newest.result()
 
 
 TOOLS = [CodeSearch(), Glob()]
