@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -165,9 +166,13 @@ class Rig:
         """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
 
         The stores reopen on next use; the governance databases also close when the rig is garbage-collected.
+        The workspace's mtime caches (an inotify instance each, a per-user resource) are closed too.
         """
         self.governance.close()
         self.stores.close()
+        mtimes = sys.modules.get("toolrig.sandbox.mtimes")  # not loaded: no glob ran, no cache to close
+        if mtimes is not None:
+            mtimes.release(self.workspace)
 
     def __enter__(self) -> Rig:
         return self

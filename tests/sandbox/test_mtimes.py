@@ -14,7 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolrig.sandbox.mtimes import MtimeCache, cache_for, filesystem_type, lstat_mtimes
+from tests.support.inotify import instances_held, no_instance_left
+from toolrig.sandbox.mtimes import (
+    MAX_CACHES,
+    Caches,
+    MtimeCache,
+    cache_for,
+    filesystem_type,
+    instance_share,
+    lstat_mtimes,
+)
 from toolrig.tools.search import _newest
 
 _clock = itertools.count(1_000_000_000, 7)  # every utime below sets a time no other file has
@@ -331,3 +340,72 @@ def test_a_directory_above_the_root_replaced_is_noticed(tmp_path: Path) -> None:
     assert_exact(cache, root)
     assert cache.forgotten == 1
     cache.close()
+
+
+class Owner:
+    """Stands for a workspace: any object that can be weakly referenced."""
+
+
+def test_a_process_holds_at_most_its_share_of_caches_and_an_idle_one_gives_its_place_up(tree: Path) -> None:
+    now = [0.0]
+    caches = Caches(2, idle_seconds=30, clock=lambda: now[0])
+    a, b, c = Owner(), Owner(), Owner()
+    for owner in (a, b, c):
+        assert caches.cache_for(owner, tree) is None  # first listings: nothing
+    kept_a, kept_b = caches.cache_for(a, tree), caches.cache_for(b, tree)
+    assert kept_a is not None and kept_b is not None
+    now[0] = 10
+    assert caches.cache_for(c, tree) is None  # both places busy: c lists with lstat, nobody is evicted
+    assert len(caches) == 2 and caches.cache_for(a, tree) is kept_a
+    now[0] = 35
+    assert caches.cache_for(a, tree) is kept_a  # a stays in use; b has been idle since 0
+    kept_c = caches.cache_for(c, tree)
+    assert kept_c is not None and len(caches) == 2
+    assert not kept_b.usable and caches.held(b) == {tree: None}  # closed, and its root starts over
+    now[0] = 50
+    assert caches.cache_for(b, tree) is None  # a used at 35, c at 35: nobody idle for 30 s yet
+    caches.close_all()
+
+
+def test_a_released_or_collected_owner_frees_its_caches_at_once(tree: Path) -> None:
+    caches = Caches(4)
+    owner, gone = Owner(), Owner()
+    for who in (owner, gone, owner, gone):
+        caches.cache_for(who, tree)
+    cache, other = caches.held(owner)[tree], caches.held(gone)[tree]
+    assert cache is not None and other is not None
+    assert_exact(cache, tree)
+    assert_exact(other, tree)
+    held = instances_held()
+    caches.release(owner)
+    assert not cache.usable and instances_held() == held - 1 and len(caches) == 1
+    assert caches.cache_for(owner, tree) is None  # released: its next listing is a first one again
+    del gone, other, who
+    assert len(caches) == 0 and instances_held() == held - 2  # freed with its owner, not at the next collection
+
+
+@pytest.mark.parametrize(("limit", "share"), [("128\n", MAX_CACHES), ("64", 2), ("8", 0), ("", MAX_CACHES)])
+def test_the_share_of_caches_is_at_most_a_32nd_of_the_users_inotify_instances(
+    tmp_path: Path, limit: str, share: int
+) -> None:
+    path = tmp_path / "max_user_instances"
+    path.write_text(limit)
+    assert instance_share(path) == share
+    assert instance_share(tmp_path / "missing") == MAX_CACHES
+    assert Caches(0).cache_for(Owner(), tmp_path) is None
+
+
+def test_with_no_instance_left_a_cache_lists_exactly_and_takes_one_once_one_is_free(tree: Path) -> None:
+    cache = MtimeCache(tree)
+    try:
+        with no_instance_left():
+            assert_exact(cache, tree)  # lstat-ed, no error
+            (tree / "a" / "m0.py").write_text("changed\n")
+            assert_exact(cache, tree)
+            assert len(cache) == 0
+        assert_exact(cache, tree)  # an instance is free again: the cache fills
+        assert len(cache) == len(listing(tree))
+        stamp_at(tree / "a" / "m1.py")
+        assert_exact(cache, tree)
+    finally:
+        cache.close()

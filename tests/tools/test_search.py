@@ -10,7 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.file_helpers import Caller, git_init, write
-from tests.sandbox.test_mtimes import CHANGES, make_tree
+from tests.sandbox.test_mtimes import CHANGES, make_tree, stamp_at
+from tests.support.inotify import instances_held, no_instance_left
 from toolrig.sandbox import mtimes
 from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED
 from toolrig.tools.search import Newest, _newest
@@ -140,12 +141,13 @@ def test_glob_keeps_the_newest_files_in_order_with_ties_by_name(files: list[tupl
 
 @pytest.fixture
 def caches_closed() -> Iterator[None]:
-    """Each cache holds an inotify instance (128 per user on these machines): freed at once, not at collection."""
+    """Each cache holds an inotify instance (128 per user on these machines): freed at once, not at collection.
+
+    Closed before too: Rigs of earlier tests not yet collected would hold the process's few places.
+    """
+    mtimes.CACHES.close_all()
     yield
-    for roots in list(mtimes._caches.values()):
-        for cache in roots.values():
-            if cache is not None:
-                cache.close()
+    mtimes.CACHES.close_all()
 
 
 @pytest.mark.usefixtures("caches_closed")
@@ -154,12 +156,59 @@ def test_glob_keeps_mtimes_from_a_workspaces_second_glob_on_and_never_when_told_
     caching, plain = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
     caching.ok("glob", pattern="**/*.py")
     plain.ok("glob", pattern="**/*.py")
-    assert mtimes._caches[caching.rig.workspace] == {workspace: None}  # one-shot so far: no watch, no cache
+    assert mtimes.CACHES.held(caching.rig.workspace) == {workspace: None}  # one-shot so far: no watch, no cache
     caching.ok("glob", pattern="**/*.py")
     plain.ok("glob", pattern="**/*.py")
-    cache = mtimes._caches[caching.rig.workspace][workspace]
+    cache = mtimes.CACHES.held(caching.rig.workspace)[workspace]
     assert cache is not None and len(cache) == caching.ok("glob", pattern="**/*.py")["count"]
-    assert plain.rig.workspace not in mtimes._caches
+    assert mtimes.CACHES.held(plain.rig.workspace) == {}
+
+
+@pytest.mark.usefixtures("caches_closed")
+def test_globbing_many_workspaces_holds_at_most_the_process_share_of_inotify_instances(tmp_path: Path) -> None:
+    held = instances_held()
+    callers = []
+    for index in range(2 * mtimes.MAX_CACHES):
+        root = tmp_path / f"ws{index}"
+        make_tree(root)
+        callers.append(Caller(root))
+    for _ in range(3):
+        for caller in callers:
+            caller.ok("glob", pattern="**/*.py")
+    assert instances_held() - held <= mtimes.CACHES.limit <= mtimes.MAX_CACHES
+    fresh = Caller(callers[-1].root, {"tool_config": {"glob": {"mtime_cache": False}}})
+    stamp_at(callers[-1].root / "a" / "m1.py")
+    assert callers[-1].ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")  # one without a cache
+
+
+@pytest.mark.usefixtures("caches_closed")
+def test_closing_a_rig_frees_its_glob_cache_at_once_and_a_later_glob_still_agrees(workspace: Path) -> None:
+    make_tree(workspace)
+    held = instances_held()
+    caching, fresh = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    for _ in range(3):
+        caching.ok("glob", pattern="**/*.py")
+    assert instances_held() == held + 1
+    caching.rig.close()
+    assert instances_held() == held and mtimes.CACHES.held(caching.rig.workspace) == {}
+    stamp_at(workspace / "d" / "m2.py")
+    for _ in range(3):
+        assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    caching.rig.close()
+
+
+@pytest.mark.usefixtures("caches_closed")
+def test_a_repeated_glob_with_no_inotify_instance_left_lists_like_a_fresh_one(workspace: Path) -> None:
+    make_tree(workspace)
+    caching, fresh = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
+    caching.ok("glob", pattern="**/*.py")
+    with no_instance_left():
+        for change in ("write", "touch -d", "delete and recreate"):
+            CHANGES[change](workspace)
+            assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    CHANGES["rename over"](workspace)
+    assert caching.ok("glob", pattern="**/*.py") == fresh.ok("glob", pattern="**/*.py")
+    assert len(mtimes.CACHES.held(caching.rig.workspace)[workspace] or ()) > 0  # it took an instance once free
 
 
 @pytest.mark.usefixtures("caches_closed")

@@ -8,13 +8,15 @@ non-blocking read of the instance sees it: that is what makes a cache drained be
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import struct
 import sys
 import weakref
 from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 IN_MODIFY = 0x002
 IN_ATTRIB = 0x004
@@ -42,6 +44,9 @@ def libc() -> ctypes.CDLL | None:
     """The C library with both inotify calls, or None where there is no inotify (not Linux, no symbol)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here, not at import: ctypes costs ~7 ms, and Rig.close imports this module's users
+    import ctypes.util
+
     try:
         found = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         found.inotify_init1, found.inotify_add_watch, found.inotify_rm_watch  # noqa: B018 - all must exist
@@ -76,6 +81,8 @@ class Inotify:
             raise OSError(0, "inotify is not available")
         wd = int(self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask))
         if wd < 0:
+            import ctypes  # already loaded by libc()
+
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), os.fspath(path))
         return wd

@@ -25,7 +25,10 @@ import os
 import stat
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from time import monotonic
+from typing import Any
 
 from toolrig.sandbox.inotify import (
     IN_ATTRIB,
@@ -63,6 +66,8 @@ LOCAL_FILESYSTEMS = frozenset(
 )
 MAX_WATCHES = 16_384  # directories per cache; past it, files in unwatched directories are lstat-ed every time
 MAX_ENTRIES = 500_000  # cached mtimes per cache (about 100 bytes each)
+MAX_CACHES = 4  # caches per process, each with one inotify instance (see Caches)
+IDLE_SECONDS = 30.0  # with every place taken, a cache unused this long gives its place to another root
 
 
 def lstat_mtimes(names: list[str], dir_fd: int) -> tuple[list[str], list[float]]:
@@ -163,8 +168,7 @@ class MtimeCache:
     def _start(self, before: os.stat_result) -> bool:
         inotify = Inotify()
         if not inotify.active:
-            self.usable = False  # no inotify here (or the instance limit): this cache stays off
-            return False
+            return False  # no inotify here, or no instance left: lstat this batch, try again at the next
         try:
             wd = inotify.add_watch(self.root, _MASK)
             after = os.stat(self.root)
@@ -286,22 +290,111 @@ class MtimeCache:
         return names, [mtime if (mtime := get(name)) is not None else fresh[name] for name in names]
 
 
-_lock = threading.Lock()
-_caches: weakref.WeakKeyDictionary[object, dict[Path, MtimeCache | None]] = weakref.WeakKeyDictionary()
+def instance_share(limit_file: Path = Path("/proc/sys/fs/inotify/max_user_instances")) -> int:
+    """How many caches one process may hold: ``MAX_CACHES``, and never more than 1/32 of the user's instances."""
+    try:
+        return min(MAX_CACHES, int(limit_file.read_text()) // 32)
+    except (OSError, ValueError):
+        return MAX_CACHES
+
+
+class Caches:
+    """Which roots of which workspaces hold an ``MtimeCache``: from a root's second listing on, ``limit`` at most.
+
+    Each cache holds an inotify instance, and the user's instances (``max_user_instances``, 128 on these
+    machines) are shared with the memory store's watch and every other program of the user: a process serving
+    many workspaces (an MCP server with many roots, an agent host, a test suite) must not take them all. When
+    every place is taken, the least recently used cache gives its place up if it has been idle for
+    ``idle_seconds`` (closed; its root starts over as never listed); otherwise the new root goes without (one
+    ``lstat`` per match, exact), so two busy workspaces never take turns rebuilding each other's cache.
+    ``release`` closes an owner's caches at once (``Rig.close``); an owner garbage-collected frees them too.
+    """
+
+    def __init__(
+        self, limit: int | None = None, *, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = monotonic
+    ) -> None:
+        self.limit = instance_share() if limit is None else limit
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        # owner -> root -> its cache (None: listed once, or its cache was given up)
+        self._owners: weakref.WeakKeyDictionary[object, dict[Path, MtimeCache | None]] = weakref.WeakKeyDictionary()
+        # the caches made, weakly (an owner collected frees its caches): cache -> [last use, owner, root]
+        self._live: weakref.WeakKeyDictionary[MtimeCache, list[Any]] = weakref.WeakKeyDictionary()
+
+    def cache_for(self, owner: object, root: Path) -> MtimeCache | None:
+        """The cache of ``owner``'s (a workspace's) ``root``, or None: on its first listing, or with no place free.
+
+        A one-shot call pays nothing (no inotify instance, no watches); a workspace that lists twice is likely
+        to list again, and pays the watches once.
+        """
+        with self._lock:
+            roots = self._owners.setdefault(owner, {})
+            if root not in roots:
+                roots[root] = None
+                return None
+            now = self._clock()
+            found = roots[root]
+            if found is not None:
+                self._live[found][0] = now
+                return found
+            if len(self._live) >= self.limit and not self._give_up_one(now):
+                return None
+            found = roots[root] = MtimeCache(root)
+            self._live[found] = [now, weakref.ref(owner), root]
+            return found
+
+    def held(self, owner: object) -> dict[Path, MtimeCache | None]:
+        """``owner``'s roots and their caches (what tests and diagnostics look at)."""
+        with self._lock:
+            return dict(self._owners.get(owner, {}))
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def release(self, owner: object) -> None:
+        """Close ``owner``'s caches now; its next listing starts over (first listing: no cache)."""
+        with self._lock:
+            roots = self._owners.pop(owner, {})
+            for cache in roots.values():
+                if cache is not None:
+                    self._live.pop(cache, None)
+        for cache in roots.values():
+            if cache is not None:
+                cache.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            caches = list(self._live)
+            self._live.clear()
+            self._owners.clear()
+        for cache in caches:
+            cache.close()
+
+    def _give_up_one(self, now: float) -> bool:
+        """Close the least recently used cache if it has been idle long enough; False if none may go."""
+        if not self._live:
+            return False
+        cache, (used, owner, root) = min(self._live.items(), key=lambda item: item[1][0])
+        if now - used < self.idle_seconds:
+            return False
+        del self._live[cache]
+        holder = owner()
+        roots = self._owners.get(holder) if holder is not None else None
+        if roots is not None and roots.get(root) is cache:
+            roots[root] = None
+        cache.close()  # its lock: a listing that holds it right now finishes first, then lstat-s (it is closed)
+        return True
+
+
+CACHES = Caches()
 
 
 def cache_for(owner: object, root: Path) -> MtimeCache | None:
-    """The cache of ``owner``'s (a workspace's) ``root``: None on its first listing, the cache from the second on.
+    """``CACHES.cache_for``: the process's caches, ``MAX_CACHES`` at most."""
+    return CACHES.cache_for(owner, root)
 
-    A one-shot call pays nothing (no inotify instance, no watches); a workspace that lists twice is likely to
-    list again, and pays the watches once. The cache lives as long as ``owner``.
-    """
-    with _lock:
-        roots = _caches.setdefault(owner, {})
-        if root not in roots:
-            roots[root] = None
-            return None
-        found = roots[root]
-        if found is None:
-            found = roots[root] = MtimeCache(root)
-        return found
+
+def release(owner: object) -> None:
+    """Close ``owner``'s caches now (a Rig closing its workspace)."""
+    CACHES.release(owner)

@@ -38,7 +38,8 @@ class DirectoryWatch:
     """Watches directories; ``take()`` returns the relative paths touched since the last call.
 
     ``take()`` returns None when the caller must walk everything again: the kernel queue overflowed, a
-    directory appeared, moved or vanished, or a watch could not be added.
+    directory appeared, moved or vanished, a watch could not be added, or there is no inotify instance (every
+    refresh then walks: slower, never wrong; each ``take()`` tries to get one again).
     """
 
     def __init__(self, root: Path) -> None:
@@ -46,6 +47,7 @@ class DirectoryWatch:
         self._inotify = Inotify()
         self._dirs: dict[int, str] = {}
         self._rescan = True
+        self._closed = False
 
     @property
     def active(self) -> bool:
@@ -72,6 +74,12 @@ class DirectoryWatch:
 
     def take(self) -> set[str] | None:
         if not self.active:
+            if self._closed:
+                return None
+            # No instance when made (the user's max_user_instances all taken, by this process or others): try
+            # again; if one is free now, the full walk that None asks for also watches the directories.
+            self._inotify = Inotify()
+            self._rescan = True
             return None
         changed: set[str] = set()
         rescan = self._rescan
@@ -85,4 +93,5 @@ class DirectoryWatch:
         return None if rescan else changed
 
     def close(self) -> None:
+        self._closed = True
         self._inotify.close()
