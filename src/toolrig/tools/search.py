@@ -432,10 +432,16 @@ class Newest:
             self._prune()
 
     def _prune(self) -> None:
-        floor = self._floor = sorted(self._mtimes)[-self.limit]
-        chosen = [mtime >= floor for mtime in self._mtimes]
-        self._names = list(compress(self._names, chosen))
-        self._mtimes = list(compress(self._mtimes, chosen))
+        """Keep the candidates at or above the new floor, newest first: the final sort then finds them as one run."""
+        mtimes, names = self._mtimes, self._names
+        order = sorted(range(len(mtimes)), key=mtimes.__getitem__, reverse=True)
+        floor = self._floor = mtimes[order[self.limit - 1]]
+        end = self.limit
+        while end < len(order) and mtimes[order[end]] == floor:
+            end += 1  # ties with the floor stay: one of them may still be among the newest by name
+        kept = order[:end]
+        self._names = [names[index] for index in kept]
+        self._mtimes = [mtimes[index] for index in kept]
 
     def result(self) -> list[tuple[float, str]]:
         """The newest (negated mtime, name) pairs in order, at most ``limit``."""
