@@ -44,7 +44,7 @@ def libc() -> ctypes.CDLL | None:
     """The C library with both inotify calls, or None where there is no inotify (not Linux, no symbol)."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes  # here, not at import: ctypes costs ~7 ms, and Rig.close imports this module's users
+    import ctypes  # here, not at import: ctypes costs ~7 ms, paid only once an instance is made
     import ctypes.util
 
     try:

@@ -16,6 +16,8 @@ the whole cache away. What inotify cannot see is never cached: files with more t
 another device than the root, roots on file systems whose changes may come from elsewhere (network, FUSE,
 virtiofs). Known holes, stated in docs/performance.md: writes through a shared ``mmap`` (inotify reports
 none), and a hard link made from an unwatched directory to a cached file and written through.
+
+Each cache holds one inotify instance, a per-user resource: ``Caches`` keeps a process to a few of them.
 """
 
 from __future__ import annotations
