@@ -222,6 +222,8 @@ class Workspace:
         What ``resolve`` checked is then what the descriptor holds: a component swapped for a symlink (or a file)
         since is refused, not followed, and a user of the descriptor never walks the path again.
         """
+        if path == self.root:  # where most commands start: no walk to make
+            return fdwalk.open_dir(self.root, ())
         root, parts = self._parts(path)
         return fdwalk.open_dir(root, parts)
 

@@ -254,11 +254,16 @@ class PidsCgroup:
         return True
 
 
-def _command_cgroup(reported: str) -> PidsCgroup | None:
-    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it)."""
+@functools.lru_cache(maxsize=64)
+def _command_cgroup(reported: str, owner: int) -> PidsCgroup | None:
+    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it).
+
+    Kept per name (a keeper reports the same one for command after command) and per process (``owner``, our pid:
+    a fork judges again, under its own pid). ``PidsCgroup`` holds only the path.
+    """
     base = PidsCgroup.base()
     parent, _, name = reported.rpartition("/")
-    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{os.getpid()}-"):
+    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{owner}-"):
         return None
     return PidsCgroup(Path(reported))
 
@@ -453,9 +458,7 @@ class Keeper:
             if kind == "P":
                 leader, keeper, cgroup = rest.split(" ", 2)
                 self.leader, self.pid = int(leader), int(keeper)
-                self.cgroup = _command_cgroup(cgroup)
-                with contextlib.suppress(OSError):
-                    self.pidfd = os.pidfd_open(self.pid)
+                self.cgroup = _command_cgroup(cgroup, os.getpid())
             elif kind == "X":
                 self.exit_code = int(rest)
                 self.exited_flag = True
@@ -464,6 +467,11 @@ class Keeper:
             elif kind == "E":
                 self.error = rest
                 self.exited_flag = True
+        # The pidfd serves only to kill or watch a keeper that has not said X (it stays for the next command once
+        # it has): the end usually arrives with the start line, and then no pidfd is opened.
+        if self.pid and self.pidfd is None and self.exit_code is None and not self.closed:
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(self.pid)
 
     def has_started(self) -> bool:
         return bool(self.pid) or self.closed or self.error is not None
