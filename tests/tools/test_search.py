@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 from collections.abc import Iterator
@@ -184,6 +185,7 @@ def test_globbing_many_workspaces_holds_at_most_the_process_share_of_inotify_ins
 @pytest.mark.usefixtures("caches_closed")
 def test_closing_a_rig_frees_its_glob_cache_at_once_and_a_later_glob_still_agrees(workspace: Path) -> None:
     make_tree(workspace)
+    gc.collect()  # instances of earlier tests' unreachable stores would otherwise close mid-count
     held = instances_held()
     caching, fresh = Caller(workspace), Caller(workspace, {"tool_config": {"glob": {"mtime_cache": False}}})
     for _ in range(3):
