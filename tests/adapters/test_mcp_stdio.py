@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.adapters.mcp_peers import fixture_params, serve_params, stdio_session, toolrig_command
 
@@ -233,3 +236,35 @@ async def test_a_context_variable_a_call_leaves_set_is_never_seen_by_a_later_cal
 
     await _served(pipes, body)
     assert seen == ["clean", "clean", "clean"]
+
+
+@given(
+    messages=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    ends_open=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20),
+)
+def test_the_reader_cuts_lines_the_same_for_any_way_the_pipe_splits_them(
+    messages: list[bytes], ends_open: bool, cuts: list[int]
+) -> None:
+    from toolrig.adapters.mcp_stdio import _Lines
+
+    stream = b"\n".join(messages) + (b"" if ends_open or not messages else b"\n")
+    bounds = sorted({0, len(stream), *(c for c in cuts if c <= len(stream))})
+    split, lines = _Lines(), []
+    for start, end in itertools.pairwise(bounds):
+        lines.extend(split.feed(stream[start:end]))
+    expected = stream.split(b"\n")[:-1]  # the last piece has no newline yet
+    assert lines == expected
+
+
+def test_a_long_line_is_kept_as_the_pieces_it_came_in_until_its_newline_joins_it_once() -> None:
+    """A line longer than a read is never copied per read (that cost the square of its length: 64 MB took 61 s)."""
+    from toolrig.adapters.mcp_stdio import _Lines
+
+    split = _Lines()
+    chunks = [bytes([65 + i % 26]) * 65536 for i in range(64)]
+    for chunk in chunks:
+        assert split.feed(chunk) == []
+    assert all(kept is fed for kept, fed in zip(split._pieces, chunks, strict=True))  # as read, not re-copied
+    assert split.feed(b'"}\n{"id": 2}\n{"id') == [b"".join(chunks) + b'"}', b'{"id": 2}']
+    assert split._pieces == [b'{"id']

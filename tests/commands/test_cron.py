@@ -58,3 +58,15 @@ def test_tasks_add_list_show_and_cancel(workspace: Path) -> None:
 def test_tasks_add_refuses_a_bad_time(workspace: Path) -> None:
     code, out = invoke(tasks, "add", "x", "--after", "tomorrowish", root=workspace)
     assert code == 1 and "not a time" in out
+
+
+def test_a_state_file_a_repository_committed_as_a_symlink_is_refused_with_a_message(
+    workspace: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.sqlite"
+    (workspace / ".toolrig").mkdir(exist_ok=True)
+    (workspace / ".toolrig" / "durable.sqlite").symlink_to(victim)
+    for group, args in ((cron, ("list",)), (tasks, ("list",)), (tasks, ("add", "p"))):
+        code, out = invoke(group, *args, root=workspace)
+        assert code == 1 and "symlink" in out and "Traceback" not in out, out
+    assert not victim.exists()

@@ -30,13 +30,20 @@ def open_access(root: Path) -> DurableAccess:
 
 @contextmanager
 def errors() -> Iterator[None]:
-    """A DurableError becomes a message on stderr and exit status 1, never a traceback."""
+    """A DurableError or a store's ToolError becomes a message on stderr and exit status 1, never a traceback.
+
+    A store refuses on purpose, for example a state file that a repository committed as a symlink.
+    """
     from toolrig.durable.api import DurableError
+    from toolrig.errors import ToolError
 
     try:
         yield
     except DurableError as exc:
         raise click.ClickException(exc.message + (f" {exc.hint}" if exc.hint else "")) from None
+    except ToolError as exc:
+        hint = exc.next_action_hint
+        raise click.ClickException(exc.message + (f" {hint}" if hint else "")) from None
 
 
 def emit(rows: list[dict[str, Any]] | dict[str, Any], as_json: bool, columns: tuple[str, ...] = ()) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from toolrig.commands._durable_common import ROOT
+from toolrig.commands._durable_common import ROOT, errors
 
 
 @click.command("worker")
@@ -28,7 +28,8 @@ def command(concurrency: int | None, rig_root: Path) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    worker = open_worker(rig_root, concurrency=concurrency)
-    click.echo(f"worker {worker.worker_id} started (concurrency {worker.concurrency})", err=True)
-    worker.run(stop)
+    with errors():  # a refused state file (a committed symlink) is a message, not a traceback
+        worker = open_worker(rig_root, concurrency=concurrency)
+        click.echo(f"worker {worker.worker_id} started (concurrency {worker.concurrency})", err=True)
+        worker.run(stop)
     click.echo(f"worker {worker.worker_id} stopped", err=True)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
+from toolrig.sandbox.statedir import prepare_database
+
 QUEUE = "toolrig_tasks"
 APP = "toolrig"
 APP_VERSION = "toolrig-durable-1"  # the same on every worker: recovery only takes workflows of its own version
@@ -31,8 +33,10 @@ def _attempt(root: str, task_id: str) -> str:
 
 class DbosEngine:
     def __init__(self, database_url: str, state_dir: str) -> None:
+        self.system_file: Path | None = None
         if database_url.startswith("sqlite"):
-            self.system_url = f"sqlite:///{Path(state_dir) / 'dbos.sqlite'}"
+            self.system_file = Path(state_dir) / "dbos.sqlite"
+            self.system_url = f"sqlite:///{self.system_file}"
         else:
             self.system_url = database_url
         self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -41,6 +45,8 @@ class DbosEngine:
 
     def start(self, *, root: str, concurrency: int) -> None:
         self.root = root
+        if self.system_file is not None:  # DBOS opens it by name and follows links: a committed one is refused
+            prepare_database(self.system_file)
         config: DBOSConfig = {
             "name": APP,
             "system_database_url": self.system_url,

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from toolrig.sandbox.statedir import prepare_database
 from toolrig.stores.sqlite import ensure_file, file_id
 
 metadata = sa.MetaData()
@@ -112,7 +113,9 @@ class _FollowPath:
         self.path = path
 
     def before_connect(self, dialect: Any, record: Any, cargs: Any, cparams: Any) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # SQLite follows a symlink at the path (or on the way to it): a state dir that came with a repository may
+        # hold one, so it is refused before every connect, as the other stores refuse it (``stores.sqlite``).
+        prepare_database(self.path)
         record.info["before"] = ensure_file(self.path)
 
     def connect(self, dbapi_connection: Any, record: Any) -> None:
