@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.session import ClientRequestContext
+from mcp.types import ElicitRequestParams, ElicitResult
 
 from tests.adapters.mcp_peers import ROOT
 from toolrig.approvals import ApprovalDecision, ApprovalRequest
@@ -92,6 +94,60 @@ async def test_a_field_only_a_person_could_fill_is_asked_and_sent(workspace: Pat
     async with Rig(workspace, config=relay_config(), approval_channel=person) as rig:
         answer = await call(rig, "ask_name")
     assert answer == {"action": "accept", "data": {"name": "Ada"}}
+
+
+class FormFiller:
+    """An MCP client's user: allows the call's own approval, answers the server's form with ``values``
+    (None: declines it), and keeps every form shown."""
+
+    def __init__(self, values: dict[str, Any] | None) -> None:
+        self.values = values
+        self.shown: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        schema: Any = params.requested_schema  # type: ignore[union-attr]
+        form = schema if isinstance(schema, dict) else schema.model_dump()
+        self.shown.append((params.message, form))
+        if "decision" in form["properties"]:  # toolrig's approval of the call itself
+            return ElicitResult(action="accept", content={"decision": "allow_once"})
+        if self.values is None:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=self.values)
+
+
+@pytest.mark.parametrize("mode", ["always", "off"])
+@pytest.mark.parametrize(
+    ("tool", "values", "expected"),
+    [
+        ("ask_name", {"name": "Ada"}, {"action": "accept", "data": {"name": "Ada"}}),
+        (
+            "confirm",
+            {"proceed": False, "label": "neat"},
+            {"action": "accept", "data": {"proceed": False, "label": "neat"}},
+        ),
+        ("ask_name", None, {"action": "decline", "data": None}),
+        ("ask_name", {"name": 7}, {"action": "decline", "data": None}),  # checked against the form, whoever answers
+    ],
+)
+async def test_under_mcp_serve_the_servers_own_form_is_shown_to_the_client_that_made_the_call(
+    workspace: Path, mode: str, tool: str, values: dict[str, Any] | None, expected: dict[str, Any]
+) -> None:
+    # A relayed question named no call, so `toolrig mcp serve` found no client to show it to: the form was
+    # never seen, a field only a person could fill was declined, and with approvals on a yes/no stood in.
+    from mcp import Client
+
+    from toolrig.adapters.mcp_server import McpToolServer
+
+    person = FormFiller(values)
+    server = McpToolServer(Rig(workspace, config=relay_config(mode=mode)))
+    async with server.running(), Client(server.server, elicitation_callback=person) as client:
+        result = await client.call_tool(f"relay/{tool}", {})
+    assert not result.is_error, result
+    assert json.loads(json.loads(result.content[0].text)["output"]["text"]) == expected  # what the server got
+    message, form = person.shown[-1]
+    assert message.startswith("The MCP server 'relay' asks: ")
+    assert set(form["properties"]) == ({"name"} if tool == "ask_name" else {"proceed", "label"})  # as written
+    assert len(person.shown) == (2 if mode == "always" else 1)  # no yes/no approval stands in for the form
 
 
 @pytest.mark.parametrize("values", [{}, {"name": 7}, {"name": "Ada", "admin": True}])

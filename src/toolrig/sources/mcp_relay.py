@@ -58,10 +58,16 @@ async def ask_the_user(ctx: ToolContext | None, server: str, question: str, deta
 
 
 async def ask_the_form(ctx: ToolContext | None, questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The door to the run's question channel (``ask_user``'s): typed answers, or None when nobody answered."""
+    """The door to the run's question channel (``ask_user``'s): typed answers, or None when nobody answered.
+
+    The question names the call the server answers (``call_id``): a channel that asks per call (``toolrig mcp
+    serve``: the client that made the call) finds its person by that, as it does for ``ask_user``'s own.
+    """
     if ctx is None or not questions:
         return None
-    return await ctx.approvals.ask_user(questions, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events)
+    return await ctx.approvals.ask_user(
+        questions, call_id=ctx.call_id, session_id=ctx.session_id, agent_id=ctx.agent_id, events=ctx.events
+    )
 
 
 @dataclass
