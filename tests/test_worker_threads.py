@@ -300,3 +300,27 @@ def test_an_idle_worker_that_leaves_closes_its_pipe(monkeypatch: pytest.MonkeyPa
     thread.join(10)
     assert not thread.is_alive() and worker not in worker_threads._idle
     assert (worker.bell.read, worker.bell.write) == (-1, -1)  # closed, once
+
+
+def test_calls_from_two_event_loops_in_two_threads_each_get_their_own_results() -> None:
+    # Each caller thread sleeps on its own pipe; the workers are shared. A ring that reached the wrong
+    # thread would hand one loop the other's value (or none).
+    start = threading.Barrier(2, timeout=10)
+    wrong: list[tuple[int, object]] = []
+
+    async def calls(me: int) -> None:
+        for index in range(300):
+            value, timed_out = await run_sync(lambda index=index: (me, index), 10)
+            if timed_out or value != (me, index):
+                wrong.append((me, value))
+
+    def loop(me: int) -> None:
+        start.wait()
+        anyio.run(calls, me)
+
+    threads = [threading.Thread(target=loop, args=(me,)) for me in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and wrong == []
