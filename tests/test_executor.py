@@ -18,7 +18,7 @@ from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, ToolContext, tool
 from toolrig.cancel import current_token
 from toolrig.config import AgentConfig
-from toolrig.errors import ErrorType, ToolError
+from toolrig.errors import DefinitionError, ErrorType, ToolError, UsageError
 from toolrig.executor import Extensions, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
@@ -693,3 +693,20 @@ async def test_a_subclass_with_its_own_execute_and_a_function_taking_its_context
     rig = Rig(workspace, config={}, registry=Registry([doubled, tool_name_seen]))
     assert (await rig.call("doubled", {})).output == {"result": 14}
     assert (await rig.call("tool_name_seen", {})).output == {"result": "tool_name_seen"}
+
+
+@pytest.mark.parametrize("timeout", [-1, -2.5, 0, math.nan, -math.inf])
+async def test_a_deadline_that_is_no_time_is_refused_before_the_call_not_waited_on_forever(
+    workspace: Path, timeout: float
+) -> None:
+    # -1 reached Lock.acquire(timeout=-1) for a sync tool: the loop blocked for the tool's whole run, untimed.
+    def nap(seconds: float) -> float:
+        """Sleep, then say how long."""
+        return seconds
+
+    rig = Rig(workspace, tools=[tool(nap)])
+    with pytest.raises(UsageError, match="positive number of seconds"):
+        await rig.call("nap", {"seconds": 0}, timeout_seconds=timeout)
+    with pytest.raises(DefinitionError, match="positive number of seconds"):
+        tool(timeout_seconds=timeout)(nap)
+    assert not (await rig.call("nap", {"seconds": 0}, timeout_seconds=0.5)).is_error  # a real one still runs

@@ -215,3 +215,37 @@ def test_hook_environment_is_safe_for_any_value() -> None:
     env = hook_environment(HookEvent("before_prompt", message="a\x00b" + "x" * 200_000))
     assert "\x00" not in env["TOOLRIG_HOOK_MESSAGE"] and len(env["TOOLRIG_HOOK_MESSAGE"]) == 100_000
     assert env["TOOLRIG_HOOK_TOOL_ARGS"] == "" and env["TOOLRIG_HOOK_AGENT"] == ""
+
+
+class Lingering(Hooks):
+    """An after_tool hook that is still running when the caller gives up (an MCP cancel, a stopped run)."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+
+    async def after_tool(self, event: HookEvent) -> None:
+        self.started.set()
+        await anyio.sleep_forever()
+
+
+async def test_a_call_cancelled_while_an_after_tool_hook_runs_is_still_one_audit_row(workspace: Path) -> None:
+    # The tool had run (its file is written) when the caller's cancellation came in the hook: the row was lost.
+    hook = Lingering()
+    rig = Rig(workspace, config={"approvals": {"mode": "off"}}, hooks=[hook])
+    with anyio.fail_after(60):  # a bound for a broken build only: the call ends as soon as it is cancelled
+        await cancel_during_the_hook(rig, hook)
+    assert (workspace / "written.txt").read_text() == "the tool ran\n"
+    assert rig.governance.audit is not None
+    rows = [row for row in rig.governance.audit.query(limit=10) if row.call_id == "c-linger"]
+    assert [(row.tool, row.error_type) for row in rows] == [("write_file", None)]  # what the tool did, once
+
+
+async def cancel_during_the_hook(rig: Rig, hook: Lingering) -> None:
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await rig.call("write_file", {"path": "written.txt", "content": "the tool ran\n"}, call_id="c-linger")
+
+        group.start_soon(call)
+        await hook.started.wait()
+        group.cancel_scope.cancel()

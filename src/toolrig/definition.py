@@ -295,6 +295,9 @@ def _check_definition(tool: Tool[Any, Any] | type[Tool[Any, Any]]) -> None:
         raise DefinitionError(f"{label} needs a description: it is what the model reads to choose the tool")
     if not GROUP_PATTERN.match(tool.group):
         raise DefinitionError(f"{label}: group {tool.group!r} must be lowercase letters, digits and '_'")
+    timeout = getattr(tool, "timeout_seconds", None)
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):  # NaN, 0, -1: no deadline
+        raise DefinitionError(f"{label}: timeout_seconds must be a positive number of seconds, not {timeout!r}")
     for attr in ("input_model", "output_model"):
         model = getattr(tool, attr, None)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):

@@ -27,8 +27,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
+import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
 from toolrig.cancel import CancelToken, bind_token, unbind_token
@@ -43,12 +44,12 @@ from toolrig.context import (
     ToolContext,
 )
 from toolrig.definition import FunctionTool, ToolOutput
-from toolrig.errors import ErrorType, ToolError
+from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult
 from toolrig.sandbox.paths import Workspace
-from toolrig.shaping import fit
+from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
 from toolrig.worker_threads import run_sync
 
@@ -310,6 +311,8 @@ class Executor:
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
         name the model used when a profile translated the call (the audit keeps both).
         """
+        if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
+            raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
         call = ToolCall.start(
             name,
             call_id or new_call_id(),
@@ -525,7 +528,14 @@ class Executor:
             else:
                 data = plan.dump(output, mode="json")
         # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
-        raw = to_json(data)
+        try:
+            raw = to_json(data)
+        except PydanticSerializationError:
+            # Text no UTF-8 can carry (a file name that is not UTF-8, as os.fsdecode gives it): one such name
+            # must not turn a whole listing into an internal error. Anything else still fails as before.
+            data = escape_surrogates(data)
+            raw = to_json(data)
+            notes = [*notes, r"Some text was not valid UTF-8 (a file name, say); its bytes are shown as \xNN."]
         if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
             # Integers past Python's str() limit break every json.dumps downstream (CLI, MCP, providers,
             # sessions): they travel as their decimal digits in a string instead.
@@ -567,9 +577,21 @@ class Executor:
 
     async def _record(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """Stage 4: after_tool hooks (for calls that ran), then exactly one audit row, whatever happened."""
-        for after in self.extensions.after_tool:
-            replaced = after(call, result)
-            result = replaced if type(replaced) is ToolResult or isinstance(replaced, ToolResult) else await replaced
+        try:
+            for after in self.extensions.after_tool:
+                replaced = after(call, result)
+                if type(replaced) is ToolResult or isinstance(replaced, ToolResult):
+                    result = replaced
+                else:
+                    result = await replaced
+        except anyio.get_cancelled_exc_class():
+            # The caller gave up while a hook ran: the tool's work is done, so its row is written all the same.
+            with anyio.CancelScope(shield=True):
+                await self._audit(call, result)
+            raise
+        return await self._audit(call, result)
+
+    async def _audit(self, call: ToolCall, result: ToolResult) -> ToolResult:
         meta = result.meta
         meta.tool = call.name
         meta.call_id = call.call_id
@@ -577,7 +599,9 @@ class Executor:
         for audit in self.extensions.audit:
             try:
                 if (pending := audit(call, result)) is not None:
-                    await pending
+                    with anyio.CancelScope(shield=True):  # a row begun is finished, whoever gives up waiting
+                        await pending
+                    await anyio.lowlevel.checkpoint_if_cancelled()  # then the caller's cancellation, if any
             except anyio.get_cancelled_exc_class():
                 raise
             except ToolError as err:

@@ -17,6 +17,25 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def escape_surrogates(value: Any) -> Any:
+    r"""The value with text no UTF-8 can carry made visible: JSON, a model and a terminal all take it then.
+
+    A lone surrogate is what ``os.fsdecode`` makes of a file name's undecodable bytes (``b"\xff"`` ->
+    ``"\udcff"``): such a byte shows as ``\xff``, as ``ls -b`` shows it; any other lone surrogate as
+    ``\ud800``. Keys are escaped too; everything that is not text is kept as it was.
+    """
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no byte made: shown as its code point
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escape_surrogates(v) for v in value]
+    return value
+
+
 def _cut_text(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

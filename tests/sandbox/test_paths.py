@@ -256,3 +256,27 @@ def tree(tmp_path: Path) -> tuple[Path, Path]:
     os.symlink("a", root / "link_in")
     os.symlink("loop", root / "loop")
     return root, outside.resolve()
+
+
+def test_open_dir_opens_what_was_checked_and_refuses_a_component_swapped_for_a_symlink_since(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a" / "b").mkdir(parents=True)
+    ws = Workspace(workspace)
+    checked = ws.resolve("a/b")
+    fd = ws.open_dir(checked)
+    try:
+        assert os.path.samestat(os.fstat(fd), os.stat(workspace / "a" / "b"))
+    finally:
+        os.close(fd)
+    root_fd = ws.open_dir(ws.root)
+    try:
+        assert os.path.samestat(os.fstat(root_fd), os.stat(workspace))
+    finally:
+        os.close(root_fd)
+    (tmp_path / "elsewhere" / "b").mkdir(parents=True)
+    (workspace / "a").rename(workspace / "a.old")
+    (workspace / "a").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ToolError) as raised:
+        ws.open_dir(checked)
+    assert raised.value.error_type == "denied"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.process import CappedText, Limits, PidsCgroup, run_contained, scrub_env
 
 
@@ -126,6 +127,40 @@ async def test_a_process_reports_output_exit_code_and_final_directory(tmp_path: 
     assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
     assert result.final_cwd == str(tmp_path / "sub")
     assert not result.timed_out
+
+
+@pytest.mark.anyio
+async def test_a_command_starts_in_the_directory_its_descriptor_holds_not_where_its_path_now_leads(
+    tmp_path: Path,
+) -> None:
+    """The keeper changes into the descriptor it was handed, never walks the path again (a check-then-use race)."""
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    held = os.open(tmp_path / "ws" / "sub", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        (tmp_path / "ws" / "sub").rename(tmp_path / "ws" / "sub.old")
+        (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")
+        result = await run_contained(
+            ["bash", "-c", "readlink /proc/$$/cwd; touch here"],
+            cwd=tmp_path / "ws" / "sub",
+            cwd_fd=held,
+            env=scrub_env(os.environ),
+            timeout=10,
+            report_cwd=True,
+        )
+        os.fstat(held)  # still the caller's: run_contained does not close it
+    finally:
+        os.close(held)
+    assert result.stdout == f"{tmp_path / 'ws' / 'sub.old'}\n", result
+    assert (tmp_path / "ws" / "sub.old" / "here").exists()
+    assert not (tmp_path / "outside" / "here").exists()
+
+
+@pytest.mark.anyio
+async def test_a_start_directory_that_is_gone_is_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(ToolError) as raised:
+        await run_contained(["bash", "-c", "true"], cwd=tmp_path / "missing", env=scrub_env(os.environ), timeout=10)
+    assert raised.value.error_type == ErrorType.NOT_FOUND and "missing" in str(raised.value)
 
 
 @pytest.mark.anyio

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolrig import Rig
 from toolrig.errors import ConfigError
@@ -185,3 +192,222 @@ def test_a_running_command_reports_progress_to_the_calls_event_sink(workspace: P
 def test_progress_interval_has_a_floor(workspace: Path) -> None:
     with pytest.raises(ConfigError, match="progress_interval_seconds"):
         shell(workspace, progress_interval_seconds=0.001)
+
+
+# ------------------------------------------------------------------------ where a command starts
+# The directory a command starts in is opened beneath the workspace root without following a symlink, and the
+# command starts from that descriptor: nothing checked is walked again by path (a check-then-use race).
+
+# Where the command really is: ``pwd -P`` resolves the logical $PWD again, so it can name a path that was swapped
+# since the command started; the kernel's own record of bash's working directory cannot.
+WHERE = "readlink /proc/$$/cwd"
+
+# How a command can take away the directory its session's next command would start in (it starts in 'sub').
+TAKEN_AWAY = {
+    "swapped for a symlink to outside": "cd .. && mv sub sub.old && ln -s {outside} sub && cd sub",
+    "swapped for a symlink into toolrig's state": "cd .. && mv sub sub.old && ln -s .toolrig sub && cd sub",
+    "deleted": "rmdir ../sub",
+    "replaced by a file": "rmdir ../sub && echo text > ../sub",
+    "renamed away": "mv ../sub ../elsewhere",
+    "left for outside, then renamed away": "cd / && mv {workspace}/sub {workspace}/elsewhere",
+}
+
+
+@pytest.mark.parametrize("how", list(TAKEN_AWAY))
+def test_a_remembered_directory_taken_away_is_not_entered_and_the_next_command_starts_at_the_root_saying_why(
+    workspace: Path, tmp_path: Path, how: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / ".toolrig").mkdir(exist_ok=True)
+    rig = shell(workspace)
+    assert run(rig, "mkdir sub && cd sub", session_id="s").output["cwd"] == "sub"
+    took = run(rig, TAKEN_AWAY[how].format(outside=outside, workspace=workspace), session_id="s")
+    assert not took.is_error and took.output["exit_code"] == 0, took
+    after = run(rig, WHERE, session_id="s")
+    assert not after.is_error, after
+    assert after.output["stdout"] == f"{workspace}\n"
+    assert after.output["cwd"] == "."
+    assert "'sub'" in after.output["note"] and "workspace root" in after.output["note"], after.output
+    again = run(rig, WHERE, session_id="s")
+    assert again.output["stdout"] == f"{workspace}\n" and again.output["note"] is None
+
+
+def swap_after_check(monkeypatch: pytest.MonkeyPatch, requested: str, component: Path, target: Path) -> None:
+    """Replace ``component`` by a symlink to ``target`` right after the workspace checked ``requested``.
+
+    That is the window a concurrent call (``Executor.invoke_many``) or another process can use; here it is hit
+    every time, not by chance.
+    """
+    from toolrig.sandbox.paths import Workspace
+
+    resolve = Workspace.resolve
+    done: list[bool] = []
+
+    def resolve_then_swap(self: Workspace, path: str, *, write: bool = False) -> Path:
+        resolved = resolve(self, path, write=write)
+        if path == requested and not done:
+            done.append(True)
+            component.rename(component.with_name(component.name + ".old"))
+            component.symlink_to(target, target_is_directory=True)
+        return resolved
+
+    monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
+
+
+@pytest.mark.parametrize("requested", ["a", "a/b"])
+@pytest.mark.parametrize("into", ["outside", "state"])
+def test_a_requested_cwd_swapped_for_a_symlink_after_its_check_is_refused_not_followed(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, requested: str, into: str
+) -> None:
+    (workspace / "a" / "b").mkdir(parents=True)
+    target = tmp_path / "outside" if into == "outside" else workspace / ".toolrig"
+    (target / "b").mkdir(parents=True, exist_ok=True)
+    rig = shell(workspace)
+    swap_after_check(monkeypatch, requested, workspace / "a", target)
+    result = run(rig, f"{WHERE}; touch here", cwd=requested)
+    assert result.is_error and result.error_type == "denied", result
+    assert result.next_action_hint
+    assert not list(target.rglob("here"))  # nothing ran there
+
+
+@pytest.mark.parametrize(
+    ("requested", "error_type"),
+    [
+        ("notes.txt", "invalid_input"),
+        ("missing", "not_found"),
+        ("missing/deeper", "not_found"),
+        ("notes.txt/deeper", "not_found"),
+        ("out", "denied"),
+        (".toolrig", "denied"),
+        ("state", "denied"),
+        ("../", "denied"),
+        ("", "invalid_input"),
+    ],
+)
+def test_a_requested_cwd_that_cannot_be_entered_is_a_clear_error(
+    workspace: Path, tmp_path: Path, requested: str, error_type: str
+) -> None:
+    (workspace / "notes.txt").write_text("text\n")
+    (workspace / ".toolrig").mkdir(exist_ok=True)
+    (workspace / "out").symlink_to(tmp_path)
+    (workspace / "state").symlink_to(workspace / ".toolrig")
+    result = run(shell(workspace), "pwd", cwd=requested)
+    assert result.is_error and result.error_type == error_type, result
+    assert result.next_action_hint, result
+
+
+def test_a_requested_cwd_through_a_symlink_inside_the_workspace_starts_in_its_target(workspace: Path) -> None:
+    (workspace / "real" / "deep").mkdir(parents=True)
+    (workspace / "link").symlink_to(workspace / "real")
+    rig = shell(workspace)
+    result = run(rig, WHERE, cwd="link/deep")
+    assert result.output["stdout"] == f"{workspace / 'real' / 'deep'}\n"
+    assert result.output["cwd"] == "real/deep"
+    assert run(rig, "pwd").output["stdout"] == f"{workspace / 'real' / 'deep'}\n"
+
+
+def change(workspace: Path, outside: Path, how: str, name: str) -> None:
+    """What another process (or a parallel call) does to the tree between two calls of a session."""
+    path = workspace / name
+    if how == "mkdir":
+        with contextlib.suppress(OSError):
+            path.mkdir(parents=True, exist_ok=True)
+        return
+    if not os.path.lexists(path):
+        return
+    if how == "rename":
+        moved = path.with_name(path.name + ".moved")
+        remove(moved)
+        path.rename(moved)
+        return
+    remove(path)
+    if how == "symlink to outside":
+        path.symlink_to(outside)
+    elif how == "symlink into state":
+        path.symlink_to(workspace / ".toolrig")
+    elif how == "file":
+        path.write_text("text\n")
+
+
+def remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+CHANGES = st.sampled_from(["mkdir", "mkdir", "symlink to outside", "symlink into state", "delete", "file", "rename"])
+CALL = st.tuples(
+    st.none() | st.tuples(CHANGES, st.sampled_from(["a", "a/b"])),  # the change before the call
+    st.sampled_from([None, None, "a", "a/b", "."]),  # the cwd asked for
+    st.sampled_from(["a", "a/b", "b", "..", "/", ".toolrig", "OUTSIDE"]),  # where the command goes
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(CALL, min_size=1, max_size=6))
+def test_whatever_happens_to_directories_between_calls_a_command_starts_inside_the_workspace(
+    calls: list[tuple[tuple[str, str] | None, str | None, str]],
+) -> None:
+    """A command starts where it asked, or where the session's last one ended, or at the root with a note.
+
+    Never outside the workspace, never in toolrig's state; a call that asked for nothing never fails.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp, "ws").resolve()
+        outside = Path(tmp, "outside").resolve()
+        (workspace / ".toolrig").mkdir(parents=True)
+        outside.mkdir()
+        (workspace / "a" / "b").mkdir(parents=True)
+        with Rig(workspace) as rig:
+            last = "."
+            for before, requested, goes in calls:
+                if before is not None:
+                    change(workspace, outside, *before)
+                target = str(outside) if goes == "OUTSIDE" else goes
+                result = run(rig, f"{WHERE}; cd {target} 2>/dev/null; true", session_id="s", cwd=requested)
+                if result.is_error:
+                    assert requested is not None, result
+                    assert result.error_type in {"denied", "not_found", "invalid_input"}, result
+                    assert result.next_action_hint, result
+                    continue
+                started = Path(result.output["stdout"].splitlines()[0])
+                assert started == workspace or workspace in started.parents, result.output
+                assert not (started == workspace / ".toolrig" or workspace / ".toolrig" in started.parents)
+                if requested is not None:
+                    assert started == Path(os.path.realpath(workspace / requested))
+                elif result.output.get("note") is None:
+                    assert started == Path(os.path.realpath(workspace / last)), (last, result.output)
+                else:
+                    assert started == workspace and last != ".", result.output
+                last = result.output["cwd"]
+                assert not last.startswith("/") and ".." not in last.split("/"), result.output
+
+
+def test_calls_run_in_parallel_with_one_that_swaps_their_cwd_start_inside_or_are_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The race the seam above hits every time, here with real concurrency (``Executor.invoke_many``)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "a").mkdir()
+    swap = (
+        f"for i in $(seq 200); do mv a a.real && ln -s {outside} a && rm a && mv a.real a; done; "
+        f"mv a a.real && ln -s {outside} a"
+    )
+    calls: list[tuple[str, dict[str, Any] | str | None]] = [("run_command", {"command": swap})]
+    calls += [("run_command", {"command": f"{WHERE}; touch here", "cwd": "a"}) for _ in range(12)]
+
+    async def all_at_once(rig: Rig) -> list[ToolResult]:
+        return await rig.executor.invoke_many(calls)
+
+    with Rig(workspace) as rig:
+        results = anyio.run(all_at_once, rig)
+    assert not results[0].is_error and results[0].output["exit_code"] == 0, results[0]
+    for result in results[1:]:
+        if result.is_error:
+            assert result.error_type in {"denied", "not_found"} and result.next_action_hint, result
+        else:
+            assert result.output["stdout"] in {f"{workspace / 'a'}\n", f"{workspace / 'a.real'}\n"}, result.output
+    assert not (outside / "here").exists()

@@ -21,8 +21,10 @@ Python keeper per command cost ~4 ms of CPU: page tables, copy-on-write faults, 
 the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
-command's stdout, stderr, a status socket and (optionally) the final-directory pipe. On the status socket
-the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
+command's stdout, stderr, a status socket, the directory it starts in and (optionally) the final-directory pipe.
+The directory comes as a descriptor toolrig opened beneath the workspace without following symlinks: the keeper
+``fchdir``s to it and never walks a path that was checked earlier (a symlink swapped in meanwhile would lead out).
+On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
 processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
 closes its end. toolrig writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything) on the same
@@ -307,8 +309,8 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
 
 def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
     """Start one command, wait for it and end everything it started; the status socket says how it went."""
-    out, err, status = fds[:3]
-    cwd_fd = fds[3] if len(fds) > 3 else -1
+    out, err, status, start = fds[:4]
+    cwd_fd = fds[4] if len(fds) > 4 else -1
     os.set_blocking(status, False)
     _reaped.clear()
     me = os.getpid()
@@ -317,7 +319,7 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
     if isinstance(pids_max, int) and keeper.cgroup is None:
         limit = pids_max - 1  # no cgroup could be made for this keeper: count instead
     keeper.set_pids_max(str(pids_max) if isinstance(pids_max, int) else "max")
-    os.chdir(str(request["cwd"]))
+    os.fchdir(start)
     env = dict(request["env"])  # type: ignore[call-overload]
     actions: list[tuple[object, ...]] = [
         (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
@@ -431,7 +433,7 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
                     request = json.loads(os.pread(big, int(request["memfd"]), 0))
                 finally:
                     os.close(big)
-            if not isinstance(request, dict) or len(fds) < 3:
+            if not isinstance(request, dict) or len(fds) < 4:
                 raise ValueError("not a request")
         except (ValueError, IndexError, TypeError, OSError):
             for received in fds:

@@ -216,6 +216,17 @@ class Workspace:
         root, parts = self._parts(path)
         return fdwalk.open_regular(root, parts)
 
+    def open_dir(self, path: Path) -> int:
+        """A descriptor for a resolved directory, opened from its root without following any symlink on the way.
+
+        What ``resolve`` checked is then what the descriptor holds: a component swapped for a symlink (or a file)
+        since is refused, not followed, and a user of the descriptor never walks the path again.
+        """
+        if path == self.root:  # where most commands start: no walk to make
+            return fdwalk.open_dir(self.root, ())
+        root, parts = self._parts(path)
+        return fdwalk.open_dir(root, parts)
+
     def read_bytes(self, path: Path, *, limit: int | None = None) -> bytes:
         """Read a resolved regular file (at most ``limit + 1`` bytes when a limit is given)."""
         fd = self.open_regular(path)

@@ -254,11 +254,16 @@ class PidsCgroup:
         return True
 
 
-def _command_cgroup(reported: str) -> PidsCgroup | None:
-    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it)."""
+@functools.lru_cache(maxsize=64)
+def _command_cgroup(reported: str, owner: int) -> PidsCgroup | None:
+    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it).
+
+    Kept per name (a keeper reports the same one for command after command) and per process (``owner``, our pid:
+    a fork judges again, under its own pid). ``PidsCgroup`` holds only the path.
+    """
     base = PidsCgroup.base()
     parent, _, name = reported.rpartition("/")
-    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{os.getpid()}-"):
+    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{owner}-"):
         return None
     return PidsCgroup(Path(reported))
 
@@ -453,9 +458,7 @@ class Keeper:
             if kind == "P":
                 leader, keeper, cgroup = rest.split(" ", 2)
                 self.leader, self.pid = int(leader), int(keeper)
-                self.cgroup = _command_cgroup(cgroup)
-                with contextlib.suppress(OSError):
-                    self.pidfd = os.pidfd_open(self.pid)
+                self.cgroup = _command_cgroup(cgroup, os.getpid())
             elif kind == "X":
                 self.exit_code = int(rest)
                 self.exited_flag = True
@@ -464,6 +467,11 @@ class Keeper:
             elif kind == "E":
                 self.error = rest
                 self.exited_flag = True
+        # The pidfd serves only to kill or watch a keeper that has not said X (it stays for the next command once
+        # it has): the end usually arrives with the start line, and then no pidfd is opened.
+        if self.pid and self.pidfd is None and self.exit_code is None and not self.closed:
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(self.pid)
 
     def has_started(self) -> bool:
         return bool(self.pid) or self.closed or self.error is not None
@@ -609,6 +617,7 @@ async def run_contained(
     argv: Sequence[str],
     *,
     cwd: Path,
+    cwd_fd: int | None = None,
     env: Mapping[str, str],
     timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline, not just abandoned
     limits: Limits = Limits(),
@@ -624,10 +633,13 @@ async def run_contained(
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
     The launcher's keeper starts it (in its own session, in a pids cgroup where the kernel offers one, or
-    counted where not). With ``prelude`` the child must be bash: it applies the limits itself before the
-    command starts and, with ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is
-    called every ``progress_interval`` seconds while the command runs (MCP clients show it).
+    counted where not), in the directory ``cwd_fd`` holds (the caller's descriptor, left open; ``cwd`` is then
+    only its name), or else in ``cwd`` opened here: the keeper changes into a descriptor, never walks a path.
+    With ``prelude`` the child must be bash: it applies the limits itself before the command starts and, with
+    ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
+    ``progress_interval`` seconds while the command runs (MCP clients show it).
     """
+    dir_fd = _open_start(cwd) if cwd_fd is None else cwd_fd
     child_env = dict(env)
     base = PidsCgroup.base() if limits.max_processes else None
     nproc = None
@@ -638,7 +650,7 @@ async def run_contained(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     status_r, status_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # both ways: status, and T/K
-    fds = [out_w, err_w, status_w.detach()]
+    fds = [out_w, err_w, status_w.detach(), dir_fd]
     read_fd = -1
     if prelude and report_cwd:
         read_fd, write_fd = os.pipe()
@@ -646,7 +658,6 @@ async def run_contained(
         fds.append(write_fd)
     request = {
         "argv": list(argv),
-        "cwd": str(cwd),
         "env": child_env,
         "prelude": prelude,
         "pids_max": limits.max_processes + 1 if limits.max_processes and base else None,  # + 1: the keeper
@@ -676,7 +687,8 @@ async def run_contained(
         raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
     finally:
         for fd in fds:
-            os.close(fd)
+            if fd != cwd_fd:
+                os.close(fd)
     unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
@@ -730,7 +742,7 @@ async def run_contained(
     if lost:
         Launcher.forget(launcher)
         return await run_contained(
-            argv, cwd=cwd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
+            argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
             on_progress=on_progress, progress_interval=progress_interval, retry=False,
         )  # fmt: skip
@@ -750,6 +762,18 @@ async def run_contained(
         stopped=watch.stopped,
         containment=containment(limits, keeper.cgroup if request["pids_max"] else None),
     )
+
+
+def _open_start(cwd: Path) -> int:
+    """A descriptor for the directory to start in, for a caller that brought none (it follows symlinks)."""
+    try:
+        return os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(
+            ErrorType.NOT_FOUND, f"'{cwd}' is not a directory (any more).", "Start it in a directory that exists."
+        ) from None
+    except OSError as exc:
+        raise ToolError(ErrorType.UNAVAILABLE, f"Could not open '{cwd}' to start in: {exc.strerror or exc}.") from None
 
 
 def _stopped(keeper: Keeper) -> bool:

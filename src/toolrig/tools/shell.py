@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import stat
 import threading
 import weakref
 from pathlib import Path
@@ -104,6 +105,10 @@ class RunCommandOutput(ToolOutput):
     containment: str = Field(
         default="", description="What held the command (pids cgroup or subreaper keeper, process limit)."
     )
+    note: str | None = Field(
+        default=None,
+        description="Why the command started somewhere else than where the last one ended, if it did.",
+    )
 
 
 def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None) -> str | None:
@@ -169,25 +174,31 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         timeout = _timeout(input.timeout_seconds, config)
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
-        cwd = self._cwd(input.cwd, cwds.get(key), ctx)
-        env = scrub_env(os.environ, config.env_allow, config.env_set)
-        env["PWD"] = str(cwd)
-        limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
-        script = ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
-        result = await run_contained(
-            script,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            limits=limits,
-            output_cap=config.max_output_chars,
-            max_output_bytes=config.max_output_bytes,
-            kill_grace=config.kill_grace_seconds,
-            report_cwd=argv is None,
-            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
-            progress_interval=config.progress_interval_seconds,
-        )
-        final = self._remember(result.final_cwd, cwd, ctx)
+        cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        try:
+            env = scrub_env(os.environ, config.env_allow, config.env_set)
+            env["PWD"] = str(cwd)
+            limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
+            script = (
+                ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
+            )
+            result = await run_contained(
+                script,
+                cwd=cwd,
+                cwd_fd=cwd_fd,
+                env=env,
+                timeout=timeout,
+                limits=limits,
+                output_cap=config.max_output_chars,
+                max_output_bytes=config.max_output_bytes,
+                kill_grace=config.kill_grace_seconds,
+                report_cwd=argv is None,
+                on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+                progress_interval=config.progress_interval_seconds,
+            )
+        finally:
+            os.close(cwd_fd)
+        final = _remember(result.final_cwd, cwd, ctx)
         with _CWDS_LOCK:  # most recently used last; a session at the root needs no entry
             cwds.pop(key, None)
             if final != ctx.workspace.root:
@@ -201,30 +212,119 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration_ms=round(result.duration_ms, 3),
-            cwd=ctx.workspace.display(final),
+            cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
             containment=result.containment,
+            note=note,
         )
 
-    def _cwd(self, requested: str | None, remembered: Path | None, ctx: ToolContext) -> Path:
-        if requested is not None:
-            path = ctx.workspace.resolve(requested)
-            if not path.is_dir():
-                raise ToolError(ErrorType.NOT_FOUND, f"'{requested}' is not a directory in the workspace.")
-            return path
-        if remembered is not None and remembered.is_dir():
-            return remembered
-        return ctx.workspace.root
 
-    def _remember(self, reported: str | None, used: Path, ctx: ToolContext) -> Path:
-        """Keep where the command ended for the session's next call, if that is still in the workspace."""
-        final = used
-        if reported:
-            try:
-                final = ctx.workspace.resolve(reported)
-            except ToolError:
-                final = used  # it left the workspace (or entered toolrig's state): the next call starts here
-        return final
+def _start(requested: str | None, remembered: Path | None, ctx: ToolContext) -> tuple[Path, int, str | None]:
+    """Where the command starts: its path, a descriptor for it, and a note when it is not where the last one ended.
+
+    The directory is checked (``resolve``: inside the workspace, not toolrig's state, not denied) and then opened
+    beneath its root with no symlink followed; the command starts from that descriptor. A component swapped for
+    a symlink between the two is refused, so what was checked is where the command runs. A remembered directory
+    that can no longer be opened so (deleted, renamed, replaced by a file or a symlink) is not an error of this
+    call: the command starts at the root, and the note says why.
+    """
+    note = None
+    if requested is not None:
+        path = ctx.workspace.resolve(requested)
+        opened = _open(path, ctx)
+        if isinstance(opened, str):
+            raise _refused(opened, requested)
+        return path, opened, None
+    if remembered is not None:
+        opened = _open(remembered, ctx)
+        if not isinstance(opened, str):
+            return remembered, opened, None
+        note = (
+            f"This command started at the workspace root, not in '{ctx.workspace.display(remembered)}' where the "
+            f"session's last command ended: {_STANDS_IN_THE_WAY.get(opened, opened)}."
+        )
+    root = ctx.workspace.root
+    opened = _open(root, ctx)
+    if isinstance(opened, str):
+        raise ToolError(ErrorType.UNAVAILABLE, f"The workspace root cannot be entered: {opened}.")
+    return root, opened, note
+
+
+def _open(path: Path, ctx: ToolContext) -> int | str:
+    """A descriptor for a checked directory (``Workspace.open_dir``), or what stands in the way."""
+    try:
+        return ctx.workspace.open_dir(path)
+    except ToolError:  # on the way: a symlink (never followed) or something that is not a directory
+        return _what_is(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except PermissionError:
+        return "permission"
+    except OSError as exc:
+        return f"it cannot be opened ({exc.strerror or exc})"
+
+
+def _what_is(path: Path) -> str:
+    """What a directory that could not be opened has become (for messages only: the refusal does not rest on it)."""
+    try:
+        mode = path.lstat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        return f"it cannot be opened ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "swapped" if stat.S_ISDIR(mode) else "file"
+
+
+_STANDS_IN_THE_WAY = {
+    "missing": "it no longer exists (deleted or renamed)",
+    "symlink": "it was replaced by a symlink, which is never followed there",
+    "swapped": "a directory on the way to it was replaced by a symlink or a file",
+    "file": "it was replaced by a file",
+    "permission": "it cannot be entered (permission denied)",
+}
+
+
+def _refused(what: str, spelled: str) -> ToolError:
+    """The error for a cwd the call asked for that cannot be entered."""
+    if what == "missing":
+        return ToolError(
+            ErrorType.NOT_FOUND,
+            f"'{spelled}' is not a directory in the workspace.",
+            "List the workspace to find the directory, or leave cwd out to start where the last command ended.",
+        )
+    if what == "file":
+        return ToolError(
+            ErrorType.INVALID_INPUT,
+            f"'{spelled}' is a file, not a directory.",
+            "Give a directory for cwd, or leave cwd out to start where the last command ended.",
+        )
+    if what in ("symlink", "swapped"):
+        return ToolError(
+            ErrorType.DENIED,
+            f"'{spelled}' changed into a symlink (or stopped being a directory) after it was checked; nothing was run.",
+            "Something else is changing the workspace. Check the path and retry once it is stable.",
+        )
+    if what == "permission":
+        return ToolError(ErrorType.DENIED, f"'{spelled}' cannot be entered (permission denied).")
+    return ToolError(ErrorType.UNAVAILABLE, f"'{spelled}': {what}.")
+
+
+def _remember(reported: str | None, used: Path, ctx: ToolContext) -> Path:
+    """Keep where the command ended for the session's next call, if that is still in the workspace.
+
+    Nothing kept here is trusted later: the next call opens it again without following a symlink, so the names
+    checked here are what it enters. A command that ended where it started (most do) needs no second check: the
+    names of ``used`` were checked before it ran (~50 µs per command, issue 19).
+    """
+    final = used
+    if reported and reported != str(used):
+        try:
+            final = ctx.workspace.resolve(reported)
+        except ToolError:
+            final = used  # it left the workspace (or entered toolrig's state): the next call starts here
+    return final
 
 
 # Where each session's last command ended, kept with the rig's stores (one per rig): the tool instance is
