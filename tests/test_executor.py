@@ -6,9 +6,12 @@ import logging
 import math
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.servers import HttpServer
 from tests.support.sample_tools import WriteLater, all_tools
@@ -572,6 +575,124 @@ def test_a_call_started_by_the_executor_is_the_call_its_dataclass_would_build() 
         assert getattr(started, item.name) == getattr(built, item.name), item.name
     other = ToolCall.start("echo", "call_2", "mcp", None, None, None, 0.0, None)
     assert other.notes is not started.notes and other.subjects is not started.subjects
+
+
+# ------------------------------------------------------- @tool functions called directly, plain results not rebuilt
+
+
+@tool(name="gives_int")
+async def gives_int(value: Any) -> int:
+    """Return what it is given, declared as an integer."""
+    return value  # type: ignore[no-any-return]
+
+
+@tool(name="gives_float")
+def gives_float(value: Any) -> float:
+    """Return what it is given, declared as a float (sync: through a worker thread)."""
+    return value  # type: ignore[no-any-return]
+
+
+@tool(name="gives_str", blocking=False)
+def gives_str(value: Any) -> str:
+    """Return what it is given, declared as text (sync, on the loop)."""
+    return value  # type: ignore[no-any-return]
+
+
+@tool(name="gives_bool")
+async def gives_bool(value: Any, wait: float = 0.0) -> bool:
+    """Return what it is given, declared as a boolean (it may wait: under a timeout scope)."""
+    if wait:
+        await anyio.sleep(wait)
+    return value  # type: ignore[no-any-return]
+
+
+_PLAIN_TOOLS = [gives_int, gives_float, gives_str, gives_bool]
+
+
+def _twins() -> list[Any]:
+    """The same functions under ``twin_`` names, with the shortcut off: the output model built, validated, dumped."""
+    twins = []
+    for original in _PLAIN_TOOLS:
+        twin = tool(name=f"twin_{original.name}", blocking=original.blocking)(original.fn)
+        twin.plain_result = None
+        twins.append(twin)
+    return twins
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from([t.name for t in _PLAIN_TOOLS]),
+    value=st.one_of(
+        st.integers(),
+        st.integers(min_value=10**4300, max_value=10**4400),  # past Python's str() limit: sent as digits
+        st.floats(),  # nan, inf and -0.0 included
+        st.text(),
+        st.booleans(),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+    ),
+)
+def test_a_value_of_exactly_the_declared_type_gives_the_result_the_output_model_would(
+    workspace: Path, name: str, value: Any
+) -> None:
+    rig = Rig(workspace, config={"audit": {"enabled": False}}, registry=Registry([*_PLAIN_TOOLS, *_twins()]))
+    result = rig.call_sync(name, {"value": value})
+    expected = rig.call_sync(f"twin_{name}", {"value": value})
+    assert (result.is_error, result.error_type) == (expected.is_error, expected.error_type)
+    if not result.is_error:
+        assert result.to_json() == expected.to_json()  # as a model sees it (nan is not equal to itself)
+        assert type(result.output["result"]) is type(expected.output["result"])  # type: ignore[index]
+        assert result.notes == expected.notes and result.meta.output_bytes == expected.meta.output_bytes
+
+
+async def test_a_value_not_of_exactly_the_declared_type_is_still_validated(workspace: Path) -> None:
+    rig = Rig(workspace, config={}, registry=Registry(_PLAIN_TOOLS))
+    assert (await rig.call("gives_int", {"value": "7"})).output == {"result": 7}  # lax mode: "7" is 7
+    assert (await rig.call("gives_float", {"value": 2})).output == {"result": 2.0}
+    assert type((await rig.call("gives_float", {"value": 2})).output["result"]) is float  # type: ignore[index]
+    refused = await rig.call("gives_int", {"value": "seven"})
+    assert refused.error_type == "internal" and "gives_int" in (refused.message or "")
+    assert (await rig.call("gives_bool", {"value": True, "wait": 0.001})).output == {"result": True}
+
+
+async def test_a_tool_declared_to_return_none_gives_an_empty_output(workspace: Path) -> None:
+    @tool(name="nothing_sync")
+    def nothing_sync() -> None:
+        """Do nothing, in a worker thread."""
+
+    @tool(name="nothing_async")
+    async def nothing_async() -> None:
+        """Do nothing."""
+
+    rig = Rig(workspace, config={}, registry=Registry([nothing_sync, nothing_async]))
+    for name in ("nothing_sync", "nothing_async"):
+        result = await rig.call(name, {})
+        assert result.model_dump(mode="json") == {"is_error": False, "output": {}}, name
+
+
+async def test_a_subclass_with_its_own_execute_and_a_function_taking_its_context_run_through_execute(
+    workspace: Path,
+) -> None:
+    from toolrig.definition import FunctionTool
+
+    class Doubled(FunctionTool):
+        def execute(self, input: Any, ctx: ToolContext) -> Any:
+            return self.wrap(self.fn(**input.__dict__) * 2)
+
+    def seven() -> int:
+        """Seven."""
+        return 7
+
+    @tool(name="tool_name_seen")
+    async def tool_name_seen(ctx: ToolContext) -> str:
+        """The name the context gives."""
+        return ctx.tool_name
+
+    doubled = Doubled(seven, name="doubled")
+    assert not doubled.calls_fn_directly and tool_name_seen.calls_fn_directly is False
+    rig = Rig(workspace, config={}, registry=Registry([doubled, tool_name_seen]))
+    assert (await rig.call("doubled", {})).output == {"result": 14}
+    assert (await rig.call("tool_name_seen", {})).output == {"result": "tool_name_seen"}
 
 
 @pytest.mark.parametrize("timeout", [-1, -2.5, 0, math.nan, -math.inf])

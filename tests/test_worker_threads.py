@@ -4,6 +4,7 @@ import contextvars
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 import anyio
 import anyio.from_thread
@@ -208,3 +209,118 @@ def test_a_call_that_outlives_its_callers_loop_leaves_its_worker_serving() -> No
     go.set()  # the worker finishes now and wakes a parked caller whose loop has ended: nothing to wake
     # The worker is idle again (most recently, so first in line) and takes the next call from a new loop.
     assert anyio.run(run_sync, lambda: "next", 10) == ("next", False)
+
+
+_own_bell = worker_threads._reply_bell
+
+
+class _CallersBell:
+    """This thread's real bell (the worker rings it, the caller reads it), with a scripted ``wait``."""
+
+    def __init__(self, wait: Callable[[], bool]) -> None:
+        self.bell = _own_bell()
+        self.read, self.poller, self.ring = self.bell.read, self.bell.poller, self.bell.ring
+        self.wait = lambda milliseconds: wait()
+
+
+def _finishes_reported(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    finished = threading.Event()
+    original_finish = worker_threads._Job.finish
+
+    def finish_and_say_so(job: worker_threads._Job[object]) -> None:
+        original_finish(job)
+        finished.set()
+
+    monkeypatch.setattr(worker_threads._Job, "finish", finish_and_say_so)
+    return finished
+
+
+async def _next_call_gets_its_own_value() -> None:
+    # Had a ring been left in this thread's pipe, this call would return at once, without its value.
+    go = threading.Event()
+
+    def second() -> str:
+        go.wait(10)
+        return "second"
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: anyio.to_thread.run_sync(go.set))
+        assert await run_sync(second, 10) == ("second", False)
+
+
+async def test_a_ring_that_came_after_the_short_wait_is_taken_and_never_answers_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    finished = _finishes_reported(monkeypatch)
+
+    def wait_past_the_ring() -> bool:
+        finished.wait(10)  # the worker has finished and rung: the caller "gave up" just before the ring
+        return False
+
+    monkeypatch.setattr(worker_threads, "_reply_bell", lambda: _CallersBell(wait_past_the_ring))
+    assert await run_sync(lambda: "first", 10) == ("first", False)
+    monkeypatch.undo()
+    await _next_call_gets_its_own_value()
+
+
+class _Interrupted(BaseException):
+    """Stands for what a signal handler raises into the loop thread while it sleeps (KeyboardInterrupt)."""
+
+
+async def test_a_caller_interrupted_while_asleep_leaves_no_ring_for_its_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    go = threading.Event()
+    finished = _finishes_reported(monkeypatch)
+
+    def slow() -> str:
+        go.wait(10)
+        return "late"
+
+    def interrupted() -> bool:
+        raise _Interrupted
+
+    monkeypatch.setattr(worker_threads, "_reply_bell", lambda: _CallersBell(interrupted))
+    with pytest.raises(_Interrupted):
+        await run_sync(slow, 10)
+    go.set()
+    with anyio.fail_after(10):
+        await anyio.to_thread.run_sync(finished.wait)  # the abandoned call has finished (and must not have rung)
+    monkeypatch.undo()
+    await _next_call_gets_its_own_value()
+
+
+def test_an_idle_worker_that_leaves_closes_its_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_threads, "_IDLE_MS", 1)
+    worker = worker_threads._Worker()
+    with worker_threads._pool_lock:
+        worker_threads._idle.append(worker)
+    thread = threading.Thread(target=worker_threads._serve, args=(worker,))
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and worker not in worker_threads._idle
+    assert (worker.bell.read, worker.bell.write) == (-1, -1)  # closed, once
+
+
+def test_calls_from_two_event_loops_in_two_threads_each_get_their_own_results() -> None:
+    # Each caller thread sleeps on its own pipe; the workers are shared. A ring that reached the wrong
+    # thread would hand one loop the other's value (or none).
+    start = threading.Barrier(2, timeout=10)
+    wrong: list[tuple[int, object]] = []
+
+    async def calls(me: int) -> None:
+        for index in range(300):
+            value, timed_out = await run_sync(lambda index=index: (me, index), 10)
+            if timed_out or value != (me, index):
+                wrong.append((me, value))
+
+    def loop(me: int) -> None:
+        start.wait()
+        anyio.run(calls, me)
+
+    threads = [threading.Thread(target=loop, args=(me,)) for me in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and wrong == []

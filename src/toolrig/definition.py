@@ -352,11 +352,21 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
         kind, self._subject_reader = subject_reader(self.input_model)
         if kind is not None:
             self.subject_kind = kind
-        self._native = _is_native_result(_type_hints(fn, self.name).get("return"))
+        returns = _type_hints(fn, self.name).get("return")
+        self._native = _is_native_result(returns)
         if self._native:
             self.output_model, self._wraps_result = SchemaOutput, False
         else:
             self.output_model, self._wraps_result = _output_model_from(fn, self.name)
+        # The executor may call ``fn`` on the validated input's fields and wrap its value itself (``wrap``),
+        # skipping ``execute`` and its coroutine: only when execute is this class's own and takes no context.
+        self.calls_fn_directly = own_execute and self._ctx_param is None
+        # A return declared as exactly int, float, str or bool: a value of exactly that type is already its
+        # own validated JSON form (validating and dumping ``{"result": value}`` gives the same value back), so
+        # the executor's output is ``{"result": value}`` without the output model built and thrown away.
+        self.plain_result: type | None = (
+            returns if self._wraps_result and any(returns is t for t in _SELF_VALIDATING) else None
+        )
         _check_definition(self)
 
     def execute(self, input: BaseModel, ctx: ToolContext) -> BaseModel | Awaitable[BaseModel]:
@@ -369,12 +379,13 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
                 kwargs[self._ctx_param] = ctx
         if self.is_async:
             return self._finish_async(self.fn(**kwargs))
-        return self._wrap(self.fn(**kwargs))
+        return self.wrap(self.fn(**kwargs))
 
     async def _finish_async(self, pending: Awaitable[Any]) -> BaseModel:
-        return self._wrap(await pending)
+        return self.wrap(await pending)
 
-    def _wrap(self, value: Any) -> BaseModel:
+    def wrap(self, value: Any) -> BaseModel:
+        """The output model for what ``fn`` returned (a native failure raises its ToolError)."""
         if self._native or (type(value) not in _PLAIN_VALUES and _looks_native(value)):
             return _from_native(value)
         if self._wraps_result:
@@ -382,6 +393,8 @@ class FunctionTool(Tool[BaseModel, BaseModel]):
             return self.output_model.__pydantic_validator__.validate_python({"result": value})  # type: ignore[no-any-return]
         if isinstance(value, self.output_model):
             return value
+        if value is None and not self.output_model.model_fields:
+            return self.output_model()  # a function declared ``-> None``: an empty output, not a failure
         return self.output_model.model_validate(value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -524,6 +537,9 @@ def _is_native_result(annotation: Any) -> bool:
     names |= set(getattr(annotation, "__annotations__", {}))
     return {"success", "data", "error"} <= names
 
+
+# Declared return types whose values of exactly that type validate and dump to themselves (lax mode, JSON mode).
+_SELF_VALIDATING = (int, float, str, bool)
 
 # Values that cannot be a native ``ToolResult(success, data, error)``: no attribute lookups for them.
 _PLAIN_VALUES = frozenset({int, float, str, bool, bytes, list, dict, tuple, type(None)})

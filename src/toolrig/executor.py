@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import anyio.lowlevel
@@ -43,7 +43,7 @@ from toolrig.context import (
     ToolCatalog,
     ToolContext,
 )
-from toolrig.definition import ToolOutput
+from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
@@ -206,11 +206,18 @@ class _ToolPlan:
     needs_token: bool
     has_subjects: bool  # the tool reads subjects from its input (a ``Subject`` mark, or its own ``subjects``)
     attaches: bool  # the output model can carry content parts (a ``ToolOutput``)
+    # A ``@tool`` function the executor calls itself, on the validated input's fields, without ``execute``'s
+    # wrapper (``FunctionTool.calls_fn_directly``); its value is wrapped by ``FunctionTool.wrap``.
+    direct: FunctionTool | None
+    # Its declared result type when a value of exactly that type is its own validated JSON form
+    # (``FunctionTool.plain_result``): the output is then ``{"result": value}``, no output model built.
+    plain: type | None
 
     @classmethod
     def of(cls, tool: AnyTool) -> _ToolPlan:
         repair = repair_plan(tool.input_model)
         one_step = tool.never_suspends or not (tool.is_async or tool.blocking)
+        direct = tool if isinstance(tool, FunctionTool) and tool.calls_fn_directly else None
         return cls(
             tool=tool,
             input_model=tool.input_model,
@@ -221,6 +228,8 @@ class _ToolPlan:
             needs_token=tool.reads_context or not one_step,
             has_subjects=tool.has_subjects,
             attaches=issubclass(tool.output_model, ToolOutput),
+            direct=direct,
+            plain=direct.plain_result if direct is not None else None,
         )
 
 
@@ -304,7 +313,16 @@ class Executor:
         """
         if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
             raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
-        call = self._new_call(name, call_id, origin, agent_id, parent_agent_id, session_id, events)
+        call = ToolCall.start(
+            name,
+            call_id or new_call_id(),
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
+        )
         call.called_as = called_as
         try:
             result = await self._run(call, args, timeout_seconds, offered)
@@ -329,7 +347,7 @@ class Executor:
 
         A call that would ask comes back with ``verdict == "ask"`` and no result (nobody is asked).
         """
-        call = self._new_call(name, None, origin, agent_id, None, None, None)
+        call = ToolCall.start(name, new_call_id(), origin, agent_id, None, None, time.perf_counter(), self.events)
         call.called_as = called_as
         call.dry_run = True
         try:
@@ -340,27 +358,6 @@ class Executor:
         except ToolError as err:
             return call, ToolResult.from_error(err, notes=call.notes)
         return call, None
-
-    def _new_call(
-        self,
-        name: str,
-        call_id: str | None,
-        origin: str,
-        agent_id: str | None,
-        parent_agent_id: str | None,
-        session_id: str | None,
-        events: EventSink | None,
-    ) -> ToolCall:
-        return ToolCall.start(
-            name,
-            call_id or new_call_id(),
-            origin,
-            agent_id,
-            parent_agent_id,
-            session_id,
-            time.perf_counter(),
-            events or self.events,
-        )
 
     def _prepare(
         self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
@@ -432,24 +429,35 @@ class Executor:
                 # One step, no context: nothing could cancel the token while the tool runs, nor read it.
                 ctx, bound = self._unread_context, None
             limit = 0.0  # a one-step tool has no deadline
+            direct = plan.direct  # a @tool function: called on the input's fields, its value wrapped below
             try:
                 if tool.never_suspends:
                     # No await in its code: it runs to its end in one step, which no deadline could
                     # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
-                    output, timed_out = await tool.execute(validated, ctx), False
+                    pending = direct.fn(**validated.__dict__) if direct is not None else tool.execute(validated, ctx)
+                    output, timed_out = await pending, False
                 elif not (tool.is_async or tool.blocking):
                     # A sync tool declared never to block: on the loop, no thread hop and, for the same
                     # reason, no timeout scope.
-                    output, timed_out = tool.execute(validated, ctx), False
+                    output = direct.fn(**validated.__dict__) if direct is not None else tool.execute(validated, ctx)
+                    timed_out = False
                 elif tool.is_async:
                     limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
                     with anyio.move_on_after(limit) as scope:
-                        output = await tool.execute(validated, ctx)
+                        if direct is not None:
+                            output = await direct.fn(**validated.__dict__)
+                        else:
+                            output = await tool.execute(validated, ctx)
                     timed_out = scope.cancelled_caught
                 else:
                     # A worker thread; it inherits the bound token through the copied context.
                     limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                    output, timed_out = await run_sync(partial(tool.execute, validated, ctx), limit)
+                    job = (
+                        partial(direct.fn, **validated.__dict__)
+                        if direct is not None
+                        else partial(tool.execute, validated, ctx)
+                    )
+                    output, timed_out = await run_sync(job, limit)
             finally:
                 if bound is not None:
                     unbind_token(bound)
@@ -462,7 +470,11 @@ class Executor:
                     "Retry with a smaller request, or a longer timeout if the tool takes one.",
                     retryable=True,
                 )
-            return self._shape(plan, output, call.notes)
+            if direct is None:
+                return self._shape(plan, output, None, call.notes)
+            if type(output) is plan.plain:  # already its own validated JSON form
+                return self._shape(plan, None, {"result": output}, call.notes)
+            return self._shape(plan, direct.wrap(output), None, call.notes)
         except ToolError as err:
             return ToolResult.from_error(err, notes=call.notes)
         except anyio.get_cancelled_exc_class():
@@ -497,20 +509,24 @@ class Executor:
             models=self.models,
         )
 
-    def _shape(self, plan: _ToolPlan, output: Any, notes: list[str]) -> ToolResult:
-        model = plan.output_model
-        if type(output) is not model:
-            if not isinstance(output, model):
-                try:
-                    output = model.model_validate(output)
-                except ValidationError as exc:
-                    raise RuntimeError(
-                        f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}"
-                    ) from None
-            # A subclass instance is dumped by its own serializer, as before (it may have more fields).
-            data: dict[str, Any] = output.__pydantic_serializer__.to_python(output, mode="json")
-        else:
-            data = plan.dump(output, mode="json")
+    def _shape(
+        self, plan: _ToolPlan, output: BaseModel | None, data: dict[str, Any] | None, notes: list[str]
+    ) -> ToolResult:
+        """Stage 4's first half: the output checked against its model and dumped (``data`` when already so)."""
+        if data is None:
+            model = plan.output_model
+            if type(output) is not model:
+                if not isinstance(output, model):
+                    try:
+                        output = model.model_validate(output)
+                    except ValidationError as exc:
+                        raise RuntimeError(
+                            f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}"
+                        ) from None
+                # A subclass instance is dumped by its own serializer, as before (it may have more fields).
+                data = output.__pydantic_serializer__.to_python(output, mode="json")
+            else:
+                data = plan.dump(output, mode="json")
         # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
         try:
             raw = to_json(data)
@@ -535,7 +551,11 @@ class Executor:
                 f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
                 f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
             ]
-        content = output.attached_content() if plan.attaches or isinstance(output, ToolOutput) else []
+        content = (
+            cast(ToolOutput, output).attached_content()
+            if output is not None and (plan.attaches or isinstance(output, ToolOutput))
+            else []
+        )
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ToolResult.ok_checked_already(data, list(notes), meta, content)
 
