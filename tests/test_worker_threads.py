@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
@@ -324,3 +325,57 @@ def test_calls_from_two_event_loops_in_two_threads_each_get_their_own_results() 
     for thread in threads:
         thread.join(60)
     assert not any(thread.is_alive() for thread in threads) and wrong == []
+
+
+class Polite:
+    """A call that works in steps and asks anyio, between them, whether it should stop (anyio's own API)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+
+    def __call__(self) -> str:
+        self.started.set()
+        try:
+            while True:
+                anyio.from_thread.check_cancelled()
+                self.stopped.wait(0.005)
+        finally:
+            self.stopped.set()
+
+
+async def test_anyio_check_cancelled_in_the_call_is_a_no_op_while_nothing_cancels_it() -> None:
+    # It raised AttributeError (no current_cancel_scope on the thread): every such tool failed as internal.
+    def one_step() -> int:
+        anyio.from_thread.check_cancelled()
+        return 7
+
+    assert await run_sync(one_step, 10) == (7, False)
+
+
+@pytest.mark.parametrize("parks", [False, True], ids=["past-the-wait-on-the-loop", "limiter-full"])
+async def test_a_call_past_its_deadline_is_told_so_by_anyio_check_cancelled_and_stops(parks: bool) -> None:
+    call = Polite()
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    saved, holder = limiter.total_tokens, object()
+    if parks:  # the only token is taken: the call waits for it, then parks at once, under its deadline
+        limiter.total_tokens = 1
+        limiter.acquire_on_behalf_of_nowait(holder)
+        token = anyio.lowlevel.current_token()
+        token.backend_class.run_sync_soon(limiter.release_on_behalf_of, (holder,), token.native_token)
+    try:
+        assert await run_sync(call, 0.2) == (None, True)
+    finally:
+        limiter.total_tokens = saved
+    assert call.stopped.wait(30)  # a bound for a broken build: it stops at its next step
+
+
+async def test_a_cancelled_caller_is_seen_by_anyio_check_cancelled_in_the_call() -> None:
+    call = Polite()
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run_sync, call, 3600)
+            while not call.started.is_set():
+                await anyio.sleep(0.001)
+            scope.cancel()
+    assert call.stopped.wait(30)
