@@ -13,8 +13,8 @@ What anyio's workers promise is kept: the same default thread limiter bounds how
 once; the call runs in a copy of the caller's context (context variables, the call's cancel token) with the
 async-library marker cleared (a tool may start its own ``anyio.run``); ``anyio.from_thread`` finds the
 caller's loop, and its ``check_cancelled()`` sees the call's deadline and the caller's cancellation (the
-call's cancel scope, as anyio hands its workers theirs); a cancelled caller abandons the thread, which finishes on its own. Idle workers exit after
-``IDLE_SECONDS``; a forked child starts with an empty pool.
+call's cancel scope, as anyio hands its workers theirs); a cancelled caller abandons the thread, which
+finishes on its own. Idle workers exit after ``IDLE_SECONDS``; a forked child starts with an empty pool.
 """
 
 from __future__ import annotations
