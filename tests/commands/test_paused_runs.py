@@ -95,3 +95,34 @@ def test_the_session_id_inside_a_state_file_never_names_another_file(tmp_path_fa
         paused_runs.save(state_dir, forged)
     assert victim.read_text() == "{}"
     assert sorted(p.name for p in state_dir.parent.glob("victim*")) == ["victim.json"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("link", [".toolrig", ".toolrig/paused", ".toolrig/paused/s1.json"])
+def test_a_committed_symlink_in_the_paused_folder_is_refused_by_every_operation(tmp_path: Path, link: str) -> None:
+    """A repository may ship `.toolrig/paused -> ~/somewhere`: no state is written, read or renamed through it."""
+    workspace, outside = tmp_path / "repo", tmp_path / "outside"
+    workspace.mkdir()
+    (outside / "paused").mkdir(parents=True)
+    (outside / "paused" / "s1.json").write_text(state().to_json())  # a real state, the link's target
+    (outside / "s1.json").write_text(state().to_json())
+    target = {
+        ".toolrig": outside,
+        ".toolrig/paused": outside / "paused",
+        ".toolrig/paused/s1.json": outside / "s1.json",
+    }
+    (workspace / link).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / link).symlink_to(target[link])
+    before = _tree(outside)
+    state_dir = workspace / ".toolrig"
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.claim(state_dir, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.take(state_dir, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.save(state_dir, state())  # replacing the link would be safe; writing through it is not
+    paused_runs.is_paused(state_dir, "s1")  # answers without following the link
+    assert _tree(outside) == before

@@ -51,10 +51,13 @@ def json_printer(event: Event) -> None:
 
 def _paused(rig: Any, result: Any) -> None:
     """The run waits for answers nobody here could give: keep its state and say how to go on (exit 3)."""
-    from toolrig.commands._paused_runs import resume_hint, save
+    from toolrig.commands._paused_runs import ResumeRefused, resume_hint, save
 
     state = result.state
-    path = save(rig.workspace.state_dir, state)
+    try:
+        path = save(rig.workspace.state_dir, state)
+    except ResumeRefused as exc:
+        fail(f"the run is paused, but its state cannot be kept: {exc}", EXIT_PAUSED, kind="state")
     asked = [q["question"] for p in state.pending for q in p.questions]
     approvals = [p for p in state.pending if p.needs_approval]
     waiting = " and ".join(
