@@ -98,3 +98,30 @@ def test_no_site_at_all_is_a_clear_input_error(workspace: Path) -> None:
         bad = rig.call_sync("read_docs", {"query": "anything", "url": "file:///etc/passwd"})
     assert result.is_error and result.error_type == "invalid_input"
     assert bad.is_error and bad.error_type == "invalid_input"
+
+
+def test_a_docs_page_nested_deeper_than_the_converter_recurses_is_still_indexed(
+    workspace: Path, http_server: HttpServer, monkeypatch: Any
+) -> None:
+    import sniffio
+
+    from toolrig import documents
+
+    where: list[str] = []
+    convert = documents.html_text
+
+    def spy(*args: Any, **kwargs: Any) -> str:
+        try:
+            where.append(sniffio.current_async_library())
+        except sniffio.AsyncLibraryNotFoundError:
+            where.append("worker thread")
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(documents, "html_text", spy)
+    deep = "<html><body>" + "<div>" * 3000 + "<p>The gizmo spins counterclockwise.</p>" + "</div>" * 3000
+    http_server.route("/deep/index.html", body=deep + "</body></html>", content_type="text/html")
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "gizmo spins", "url": http_server.url("/deep/index.html")})
+    assert not result.is_error, result
+    assert any("counterclockwise" in p["text"] for p in result.output["passages"])
+    assert where and set(where) == {"worker thread"}  # never on the event loop

@@ -74,16 +74,13 @@ def _denied(site: str, reason: str) -> ToolError:
     )
 
 
-def _to_markdown(text: str, content_type: str) -> str:
+async def _to_markdown(text: str, content_type: str) -> str:
     if "html" not in content_type.lower():
         return text
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
+    from toolrig.documents import html_text
 
-    soup = BeautifulSoup(text, "html.parser")
-    for node in soup(["script", "style", "noscript", "template", "head", "nav", "footer"]):
-        node.decompose()
-    return str(MarkdownConverter(heading_style="ATX").convert_soup(soup)).strip() + "\n"
+    # Off the event loop: up to max_pages pages of seconds of CPU each would stall every other call.
+    return await anyio.to_thread.run_sync(lambda: html_text(text, "markdown", drop_chrome=True), abandon_on_cancel=True)
 
 
 class ReadDocs(Tool[ReadDocsInput, ReadDocsOutput]):
@@ -192,7 +189,7 @@ class _Fetcher:
             raise _denied(url, exc.decision.reason) from None
         except httpx2.HTTPError:
             return None
-        return _to_markdown(data.decode(response.charset_encoding or "utf-8", errors="replace"), content_type)
+        return await _to_markdown(data.decode(response.charset_encoding or "utf-8", errors="replace"), content_type)
 
     async def pages(self, urls: list[str]) -> list[Page]:
         """Pages on the site's own host only, each once, at most ``max_pages``."""
