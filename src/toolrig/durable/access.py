@@ -89,15 +89,23 @@ class DurableAccess:
         book = self.job_book
         return book.view(book.add(name=name, schedule=schedule, prompt=prompt, by=by, agent=agent))
 
-    def remove_job(self, job_id: str, *, by: str) -> dict[str, Any]:
+    def remove_job(self, job_id: str, *, by: str, agent: str | None = None) -> dict[str, Any]:
         book = self.job_book
+        if by == "model":
+            _own(book.get(job_id), agent, "remove")
         return book.view(book.remove(job_id, by=by))
 
-    async def run_job(self, job_id: str) -> dict[str, Any]:
-        """Run a job now, in this process, as its own recorded firing; the answer's first 500 characters."""
+    async def run_job(self, job_id: str, *, by: str = "person", agent: str | None = None) -> dict[str, Any]:
+        """Run a job now, in this process, as its own recorded firing; the answer's first 500 characters.
+
+        A model (``by="model"``) may run only its own agent's jobs: a job runs under its agent's profile, so
+        running another's would lend the caller that profile's permissions (and hand it the answer).
+        """
         from toolrig.durable.runner import run_inline
 
         job = self.job_book.get(job_id)
+        if by == "model":
+            _own(job, agent, "run")
         now = time.time()
         task_id = f"{job['id']}@now-{int(now * 1000)}"
         self.records.insert_task(
@@ -113,7 +121,7 @@ class DurableAccess:
                 "fire_time": now,
                 "attempt": 1,
                 "retries_left": 0,
-                "created_by": "person",
+                "created_by": by,
             }
         )
         task = await run_inline(self, task_id)
@@ -139,3 +147,14 @@ class DurableAccess:
             return self.task_book.get(task_id)
         except DurableError:
             return None
+
+
+def _own(job: dict[str, Any], agent: str | None, action: str) -> None:
+    """Refuse a model's ``action`` on a job that runs under another agent's profile than the caller's."""
+    if job["agent"] != agent:
+        owner = f"agent {job['agent']!r}" if job["agent"] else "the default agent"
+        raise DurableError(
+            "forbidden",
+            f"Job {job['id']!r} ({job['name']}) runs as {owner}; you may {action} only your own jobs.",
+            f"Ask a person to {action} it: toolrig cron {action} {job['id']}.",
+        )
