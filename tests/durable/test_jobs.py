@@ -233,3 +233,24 @@ async def test_a_config_job_of_another_agent_cannot_be_run_by_the_model(workspac
     (row,) = (await cron(rig, action="list")).output["jobs"]
     result = await cron(rig, action="run", id=row["id"])
     assert result.is_error and result.error_type == "denied", result
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("tasks", {"action": "add", "prompt": "later"}),
+        ("cron", {"action": "add", "name": "n", "schedule": "1d", "prompt": "later"}),
+    ],
+)
+async def test_a_subagent_cannot_queue_work_that_would_run_as_an_agent_that_no_longer_exists(
+    durable_rig: Rig, tool: str, args: dict[str, Any]
+) -> None:
+    """A child's agent id lives only while it runs: what it queued would be accepted now and fail later."""
+    from toolrig.config import AgentConfig
+
+    durable_rig.set_agent_profile("general-1a2b3c", AgentConfig(tools=["tasks", "cron"]))
+    result = await durable_rig.call(tool, args, agent_id="general-1a2b3c")
+    assert result.is_error and result.error_type == "denied", result
+    assert result.next_action_hint
+    listed = await cron(durable_rig, action="list")
+    assert listed.output["jobs"] == []
