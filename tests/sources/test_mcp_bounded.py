@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from tests.adapters.mcp_peers import ROOT, running
 from toolrig.rig import Rig
+from toolrig.sources import MAX_MESSAGE_BYTES
 from toolrig.sources.mcp_bounded import TOO_LARGE, MessageTooLarge, _Capped
-from toolrig.sources.mcp_transport import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.anyio
 

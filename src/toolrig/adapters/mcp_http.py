@@ -14,7 +14,7 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from toolrig.sources.mcp_transport import MAX_MESSAGE_BYTES
+from toolrig.sources import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

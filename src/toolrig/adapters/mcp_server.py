@@ -461,7 +461,7 @@ class McpToolServer:
         ``max_message_bytes`` (default ``mcp_stdio.MAX_MESSAGE_BYTES``) is refused with an error.
         """
         from toolrig.adapters.mcp_stdio import serve
-        from toolrig.sources.mcp_transport import MAX_MESSAGE_BYTES
+        from toolrig.sources import MAX_MESSAGE_BYTES
 
         async def run(read: Any, write: Any) -> None:
             await self.server.run(read, write, self.server.create_initialization_options())

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from pydantic_core import from_json, to_json  # already loaded by toolrig's core; the SDK is what start-up avoids
 
-from toolrig.sources.mcp_transport import MAX_MESSAGE_BYTES  # `mcp serve --max-message-bytes` moves it
+from toolrig.sources import MAX_MESSAGE_BYTES  # `mcp serve --max-message-bytes` moves it
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

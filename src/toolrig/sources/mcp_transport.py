@@ -19,6 +19,7 @@ import anyio
 
 from toolrig import __version__
 from toolrig.config import McpServerConfig
+from toolrig.sources import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -31,10 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.mcp")
 
 MAX_PAGES = 100
-# The most one MCP message may be, either way: our server reads no more of a stdio line or an HTTP body, our
-# client no more of a reply (mcp_bounded) or an SSE event. The TypeScript SDK's cap on a message it reads
-# (MAXIMUM_MESSAGE_SIZE, "4mb"), and the Python SDK's on an HTTP body; it reads stdio lines and JSON replies whole.
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
 class McpStartError(Exception):
