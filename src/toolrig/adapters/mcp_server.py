@@ -458,7 +458,7 @@ class McpToolServer:
 
         ``opening`` answers ``initialize`` and ``tools/list`` before the SDK is imported (``mcp_opening``);
         False leaves every message to the SDK from the start, as a reference. A message longer than
-        ``max_message_bytes`` (default ``mcp_stdio.MAX_MESSAGE_BYTES``) is refused with an error.
+        ``max_message_bytes`` (default ``toolrig.sources.MAX_MESSAGE_BYTES``, 4 MiB) is refused with an error.
         """
         from toolrig.adapters.mcp_stdio import serve
         from toolrig.sources import MAX_MESSAGE_BYTES
