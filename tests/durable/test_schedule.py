@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolrig.commands.cron import command as cron
@@ -221,6 +221,23 @@ def test_a_schedule_with_any_number_parses_to_storable_times_or_is_refused(text:
         _representable(when)
     if parsed.at is not None:
         _representable(parsed.at)
+
+
+@settings(max_examples=100)
+@given(
+    text=st.sampled_from(["+5m", "+2h", "1d", "30s", "0 9 * * *", "2026-05-01T09:00", "9999-12-31T23:59"]),
+    now=st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9999, 12, 31, 23, 59), timezones=st.just(UTC)),
+)
+@example(text="+5m", now=datetime(9999, 12, 31, 23, 58, tzinfo=UTC))
+@example(text="1d", now=datetime(9999, 12, 30, tzinfo=UTC))
+def test_a_schedule_counted_from_any_instant_parses_or_is_refused(text: str, now: datetime) -> None:
+    """`toolrig cron next --from` takes any ISO time, up to the last one a datetime holds."""
+    try:
+        parsed = parse_schedule(text, now=now)
+    except ScheduleError:
+        return
+    for when in parsed.next_times(now, 2):
+        assert when > now
 
 
 @pytest.mark.parametrize("text", ["999999999d", "+999999999h", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00+01:00"])

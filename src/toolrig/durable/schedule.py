@@ -149,7 +149,11 @@ def parse_schedule(text: str, *, zone: str = "UTC", now: datetime | None = None)
         delta = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
         if delta > MAX_AHEAD:
             raise OutOfRange(f"{text!r}: a delay must be at most 100 years.")
-        at = check_instant(now + delta, now, text).astimezone(_zone(zone))
+        try:
+            at = now + delta
+        except OverflowError:  # a 'now' (cron next --from) near the last date there is
+            raise OutOfRange(f"{text!r} from {now.isoformat()} is out of range.") from None
+        at = check_instant(at, now, text).astimezone(_zone(zone))
         return Schedule(at.isoformat(), "once", zone, at=at)  # stored resolved: re-reading it later must not move it
     fields = cleaned.split(" ")
     if len(fields) in (5, 6):
