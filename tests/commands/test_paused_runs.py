@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolrig.agent.messages import Message
@@ -126,3 +126,27 @@ def test_a_committed_symlink_in_the_paused_folder_is_refused_by_every_operation(
         paused_runs.save(state_dir, state())  # replacing the link would be safe; writing through it is not
     paused_runs.is_paused(state_dir, "s1")  # answers without following the link
     assert _tree(outside) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet="\x1b[2J\r\x07\u009ba \n", max_size=20))
+def test_a_paused_run_prints_the_model_s_questions_and_calls_with_control_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """The questions and the call are the model's words; the resume command printed after them is copied."""
+    from types import SimpleNamespace
+
+    from toolrig.commands._run_impl import _paused
+
+    question = {"question": f"Which{text}?", "options": [{"label": f"a{text}"}]}
+    forged = state()
+    forged.pending = [
+        PendingCall(f"q{text}", "ask_user", "{}", needs_approval=False, questions=[question]),
+        PendingCall("c1", "run_command", "{}", reason=f"why{text}"),
+    ]
+    rig = SimpleNamespace(workspace=SimpleNamespace(state_dir=tmp_path / f"s{len(list(tmp_path.iterdir()))}"))
+    with pytest.raises(SystemExit):
+        _paused(rig, SimpleNamespace(state=forged))
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\r\x07\u009b")
+    assert "toolrig run --resume s1" in err

@@ -190,8 +190,10 @@ def resume_hint(state: RunState) -> str:
     answers = {p.call_id: [{"selected": ["..."]} for _ in p.questions] for p in state.pending if p.questions}
     decisions = {p.call_id: "allow_once" for p in state.pending if p.needs_approval}
     parts = ["toolrig run --resume " + shlex.quote(state.session_id)]
+    # ASCII JSON: a call id is the model's (or a state file's) text, and a C1 control such as U+009B would
+    # reach the terminal raw in the very line the person copies; \uXXXX reads back as the same id.
     if answers:
-        parts.append("--answers " + shlex.quote(json.dumps(answers, ensure_ascii=False)))
+        parts.append("--answers " + shlex.quote(json.dumps(answers)))
     if decisions:
-        parts.append("--decisions " + shlex.quote(json.dumps(decisions, ensure_ascii=False)))
+        parts.append("--decisions " + shlex.quote(json.dumps(decisions)))
     return " ".join(parts)
