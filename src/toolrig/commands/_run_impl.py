@@ -73,8 +73,8 @@ def _paused(rig: Any, result: Any) -> None:
         for question in call.questions:
             labels = [o["label"] if isinstance(o, dict) else str(o) for o in question.get("options") or ()]
             choices = printable(f" [{' | '.join(labels)}]") if labels else ""
-            asked = printable(str(question["question"]))
-            click.echo(f"  ? {asked}{choices}  (call {printable(call.call_id)})", err=True)
+            shown = printable(str(question["question"]))
+            click.echo(f"  ? {shown}{choices}  (call {printable(call.call_id)})", err=True)
         if call.needs_approval:
             why = printable(f"{call.tool}: {call.reason or 'needs approval'}")
             click.echo(f"  ! {why}  (call {printable(call.call_id)})", err=True)
