@@ -765,9 +765,12 @@ async def run_contained(
 
 
 def _open_start(cwd: Path) -> int:
-    """A descriptor for the directory to start in, for a caller that brought none (it follows symlinks)."""
+    """A descriptor for the directory to start in, for a caller that brought none (it follows symlinks).
+
+    ``O_PATH``: the keeper only ``fchdir``s to it, and a directory that may be searched but not listed can be entered.
+    """
     try:
-        return os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(
             ErrorType.NOT_FOUND, f"'{cwd}' is not a directory (any more).", "Start it in a directory that exists."
