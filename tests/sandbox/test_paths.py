@@ -309,7 +309,7 @@ def as_nobody(work: Callable[[], str]) -> str:
 def open_tree() -> Iterator[Path]:
     """A workspace every user may search (``tmp_path`` is root's alone)."""
     with tempfile.TemporaryDirectory() as tmp:
-        os.chmod(tmp, 0o711)  # searchable by others, as the test needs
+        os.chmod(tmp, 0o711)  # noqa: S103 - another user must search it: that is the test
         yield Path(tmp).resolve()
 
 
