@@ -422,8 +422,10 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    # The keeper holds its copies of the output pipes until the command is over and closes them just before its
-    # status socket: toolrig wakes once, for the end, and finds both pipes at their end then.
+    # The keeper holds its copies of the output pipes until the command is over, and closes them only after its
+    # status socket: the pipes reach their end after toolrig heard X, so toolrig wakes once, at the status socket's
+    # closing, not once more for each pipe (on two CPUs it woke for the pipes' ends before X was written). After X
+    # nothing of the command is left to write: toolrig reads what the pipes hold without waiting for their end.
     with contextlib.suppress(OSError):  # toolrig may be gone
         os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
     # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
@@ -473,10 +475,10 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     kill_all_below(me)
     if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
         keeper.leave()
-    _close_all_but_status(fds)
     tell(f"X {exit_code}\n".encode())
     os.close(status)
     fds[2] = -1
+    _close_all_but_status(fds)
 
 
 def _close_all_but_status(fds: list[int]) -> None:
