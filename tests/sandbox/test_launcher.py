@@ -7,6 +7,9 @@ the next command's side.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 
 from toolrig import Rig
 from toolrig.result import ToolResult
+from toolrig.sandbox.launcher import Board
 
 
 def shell(workspace: Path, **settings: Any) -> Rig:
@@ -227,3 +231,42 @@ def test_a_command_holding_the_boards_lock_does_not_stall_the_next_commands(work
 
     outputs = anyio.run(scenario)
     assert outputs == {"hold": "released\n", "next0": "0\n", "next1": "1\n", "next2": "2\n"}, outputs
+
+
+def test_the_board_says_whether_another_keeper_is_idle_and_whether_a_dead_one_was() -> None:
+    """The launcher's death accounting reads the board: a keeper that took a request did not die idle."""
+    board = Board()
+    first, second = board.claim(), board.claim()
+    assert first is not None and second is not None and first != second
+    taken = board.taken()
+    assert board.take(first) is True  # the second is still idle: no need to wake the launcher
+    assert board.take(second) is False  # none left: the launcher must fork one
+    assert board.taken() == taken + 2
+    board.mark(first, b"\x01")  # back from its command
+    assert board.release(first) is True  # died idle
+    assert board.release(second) is False  # died keeping a command
+    assert board.claim() in (first, second)  # slots are reused
+
+
+def test_a_keeper_that_cannot_take_the_boards_lock_at_once_reports_none_idle() -> None:
+    """Never a wait: whoever holds the lock (a command can reach it), the keeper wakes the launcher instead."""
+    board = Board()
+    mine, other = board.claim(), board.claim()
+    assert mine is not None and other is not None
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the holder: POSIX locks belong to a process
+        fcntl.lockf(board.lock, fcntl.LOCK_EX)
+        os.write(ready_w, b"held")
+        signal.pause()
+    os.close(ready_w)
+    try:
+        assert os.read(ready_r, 4) == b"held"  # an empty read: the holder died first
+        taken = board.taken()
+        assert board.take(mine) is False  # the other slot is idle, but the lock could not be had
+        assert board.taken() == taken and not board.idle(mine)  # marked busy all the same
+    finally:
+        os.close(ready_r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert board.take(other) is False and board.taken() == taken + 1  # free again: counted

@@ -240,7 +240,8 @@ class Board:
             self.memory[_TAKEN : _TAKEN + 8] = ((self.taken() + 1) % (1 << 63)).to_bytes(8, "little")
             return self.memory.find(_IDLE, 0, SLOTS) >= 0
         finally:
-            fcntl.lockf(self.lock, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                fcntl.lockf(self.lock, fcntl.LOCK_UN)
 
 
 class _Keeper:
