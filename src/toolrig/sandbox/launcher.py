@@ -38,9 +38,10 @@ The directory comes as a descriptor toolrig opened beneath the workspace without
 On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
 processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
-closes its end. toolrig writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything) on the same
-socket, and closing it kills everything too. These are per command, unlike signals to the keeper, so a late
-one can never reach the keeper's next command.
+closes its end, and only then its copies of the output pipes (toolrig reads them to empty after ``X``, without
+waiting for their end: one wake-up per command). toolrig writes ``T`` (SIGTERM the command's group) or ``K``
+(kill everything) on the same socket, and closing it kills everything too. These are per command, unlike
+signals to the keeper, so a late one can never reach the keeper's next command.
 toolrig empties and removes the cgroup of a keeper that died; a live keeper's cgroup is its own.
 """
 
