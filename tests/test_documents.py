@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.media_tools import make_notebook, make_pdf, pdf_file, tiny_png
-from toolrig.documents import image_size, image_type, notebook, page_numbers, pdf_text, render_pdf
+from toolrig.documents import html_text, image_size, image_type, notebook, page_numbers, pdf_text, render_pdf
 from toolrig.errors import ToolError
 
 
@@ -261,3 +261,25 @@ def test_pages_past_the_calls_content_bound_are_left_for_the_next_call_with_a_po
     last_number, last = found.pages[-1]
     assert last.startswith("[not read: this call parsed 64 KB") and f"pages='{last_number}-'" in last
     assert 1 < len(found.pages) < 8
+
+
+# ------------------------------------------------------------------------------ web pages
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    depth=st.integers(0, 4000),
+    tag=st.sampled_from(["div", "span", "b", "ul", "li", "table", "blockquote", "a", "p", "em"]),
+    form=st.sampled_from(["markdown", "text"]),
+)
+def test_a_web_page_nested_to_any_depth_gives_its_text(depth: int, tag: str, form: Any) -> None:
+    """markdownify recurses per level: a hostile page nested deeper than that still converts, never raises."""
+    page = f"<html><body>{f'<{tag}>' * depth}leafword{f'</{tag}>' * depth}</body></html>"
+    text = html_text(page, form)
+    assert "leafword" in text
+
+
+def test_a_web_page_loses_scripts_styles_and_with_drop_chrome_its_navigation() -> None:
+    page = "<html><head><style>p{}</style></head><body><nav>menu</nav><script>x()</script><p>body</p></body></html>"
+    assert html_text(page, "markdown").strip() == "menu\n\nbody"
+    assert html_text(page, "markdown", drop_chrome=True).strip() == "body"

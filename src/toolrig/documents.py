@@ -1,8 +1,9 @@
-"""Files that are more than text, read for a model: images, PDFs (text per page) and Jupyter notebooks.
+"""Documents that are more than text, read for a model: images, PDFs (text per page), Jupyter notebooks, web pages.
 
-Trust model: the bytes come from the workspace, which a hostile repository may fill: every parser here
-fails as a ``ToolError`` (``invalid_input``) naming the file, never with the parser's own exception, and
-what it returns is bounded (pages per call, outputs per cell, characters per output).
+Trust model: the bytes come from the workspace, which a hostile repository may fill, or from a web server: every
+parser here fails as a ``ToolError`` (``invalid_input``) naming the file, never with the parser's own exception,
+and what it returns is bounded (pages per call, outputs per cell, characters per output). A web page too deeply
+nested for the Markdown converter still gives its text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from toolrig.errors import ErrorType, ToolError
 
@@ -369,3 +370,32 @@ def _output(output: dict[str, Any], found: Notebook) -> list[str]:
             text = json.dumps(value, ensure_ascii=False) if media_type == "application/json" else _joined(value)
             return [f"[output: {media_type}]", _cut(text.rstrip("\n"))]
     return [f"[output: {kind or 'unknown'}, {', '.join(map(str, bundle)) or 'no data'}]"]
+
+
+# ------------------------------------------------------------------------------ web pages
+
+_HTML_NEVER_SHOWN = ("script", "style", "noscript", "template", "head")
+_HTML_CHROME = ("nav", "footer")
+
+
+def html_text(html: str, form: Literal["markdown", "text"], *, drop_chrome: bool = False) -> str:
+    """A web page as Markdown (or plain text); ``drop_chrome`` also removes navigation and footers.
+
+    markdownify recurses once per level of nesting, so a page of a few thousand nested tags would end in a
+    RecursionError: such a page is given as its plain text (BeautifulSoup walks the tree without recursing).
+    CPU-bound (seconds for a megabyte of markup): callers run it in a worker thread, not on the event loop.
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    for node in soup([*_HTML_NEVER_SHOWN, *(_HTML_CHROME if drop_chrome else ())]):
+        node.decompose()
+    if form == "markdown":
+        from markdownify import MarkdownConverter
+
+        try:
+            return str(MarkdownConverter(heading_style="ATX").convert_soup(soup)).strip() + "\n"
+        except RecursionError:
+            pass
+    lines = (line.strip() for line in soup.get_text("\n").splitlines())
+    return "\n".join(line for line in lines if line) + "\n"

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from toolrig.agent.session import SCHEMA_VERSION, SessionStore, ToolCallRecord
 from toolrig.agent.usage import Usage
@@ -95,4 +100,39 @@ def test_a_shared_store_keeps_recording_after_its_state_dir_is_deleted(tmp_path:
     fresh = SessionStore(state / "sessions.db")  # what another process now finds at the path
     assert fresh.messages(sid) == [Message.user("after")] and not fresh.exists(old)
     fresh.close()
+    store.close()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "id", "x"]), inner),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    content=st.one_of(
+        st.text(max_size=30),
+        _JSON.map(json.dumps),
+        st.just("[" * 5000 + "]" * 5000),
+        st.just('[{"type": "text", "text": "x", "evil": 1}]'),
+    ),
+    role=st.sampled_from(["user", "assistant", "system", ""]),
+)
+def test_a_stored_message_row_toolrig_did_not_write_is_a_run_error_never_a_crash(
+    tmp_path: Path, content: str, role: str
+) -> None:
+    """sessions.db is a workspace file: a repository can commit one and a crash can cut a row."""
+    store = SessionStore(tmp_path / f"s-{uuid.uuid4().hex}.db")
+    sid = store.create(model="m", provider="anthropic")
+    store.record(sid, turn=0, messages=[Message.user("hi")])
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE messages SET content = ?, role = ? WHERE session_id = ?", (content, role, sid))
+    try:
+        messages = store.messages(sid)
+    except RunError as exc:
+        assert exc.kind == "state" and "unreadable" in exc.message
+    else:
+        assert len(messages) == 1
     store.close()

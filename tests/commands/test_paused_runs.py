@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolrig.agent.messages import Message
@@ -95,3 +95,58 @@ def test_the_session_id_inside_a_state_file_never_names_another_file(tmp_path_fa
         paused_runs.save(state_dir, forged)
     assert victim.read_text() == "{}"
     assert sorted(p.name for p in state_dir.parent.glob("victim*")) == ["victim.json"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("link", [".toolrig", ".toolrig/paused", ".toolrig/paused/s1.json"])
+def test_a_committed_symlink_in_the_paused_folder_is_refused_by_every_operation(tmp_path: Path, link: str) -> None:
+    """A repository may ship `.toolrig/paused -> ~/somewhere`: no state is written, read or renamed through it."""
+    workspace, outside = tmp_path / "repo", tmp_path / "outside"
+    workspace.mkdir()
+    (outside / "paused").mkdir(parents=True)
+    (outside / "paused" / "s1.json").write_text(state().to_json())  # a real state, the link's target
+    (outside / "s1.json").write_text(state().to_json())
+    target = {
+        ".toolrig": outside,
+        ".toolrig/paused": outside / "paused",
+        ".toolrig/paused/s1.json": outside / "s1.json",
+    }
+    (workspace / link).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / link).symlink_to(target[link])
+    before = _tree(outside)
+    state_dir = workspace / ".toolrig"
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.claim(state_dir, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.take(state_dir, "s1")
+    with pytest.raises(paused_runs.ResumeRefused, match="symlink"):
+        paused_runs.save(state_dir, state())  # replacing the link would be safe; writing through it is not
+    paused_runs.is_paused(state_dir, "s1")  # answers without following the link
+    assert _tree(outside) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet="\x1b[2J\r\x07\u009ba \n", max_size=20))
+def test_a_paused_run_prints_the_model_s_questions_and_calls_with_control_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """The questions and the call are the model's words; the resume command printed after them is copied."""
+    from types import SimpleNamespace
+
+    from toolrig.commands._run_impl import _paused
+
+    question = {"question": f"Which{text}?", "options": [{"label": f"a{text}"}]}
+    forged = state()
+    forged.pending = [
+        PendingCall(f"q{text}", "ask_user", "{}", needs_approval=False, questions=[question]),
+        PendingCall("c1", "run_command", "{}", reason=f"why{text}"),
+    ]
+    rig = SimpleNamespace(workspace=SimpleNamespace(state_dir=tmp_path / f"s{len(list(tmp_path.iterdir()))}"))
+    with pytest.raises(SystemExit):
+        _paused(rig, SimpleNamespace(state=forged))
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\r\x07\u009b")
+    assert "toolrig run --resume s1" in err

@@ -186,3 +186,71 @@ async def test_a_one_shot_deletes_itself_after_it_ran(durable_rig: Rig, access: 
     assert task["status"] == "done"
     assert access.records.job(job["id"]) is None
     assert (await cron(durable_rig, action="list")).output["jobs"] == []
+
+
+@pytest.mark.parametrize(
+    ("caller", "owner"), [("reader", "reporter"), ("reader", None), (None, "reporter"), ("reporter", "reader")]
+)
+@pytest.mark.parametrize("action", ["run", "remove"])
+async def test_a_model_may_run_or_remove_only_its_own_agents_jobs(
+    workspace: Path, cfg: dict[str, Any], caller: str | None, owner: str | None, action: str
+) -> None:
+    """A job runs under its agent's profile: running another's would lend the caller those permissions."""
+    from tests.durable.support import install_rig, tools
+    from toolrig.registry import Registry
+
+    agents = {"reader": {"tools": ["cron"]}, "reporter": {"tools": ["cron", "tasks"]}}
+    settings = {**cfg, "agents": agents}
+    install_rig(settings)  # the runs' rigs know these agents too
+    owner_rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=owner)
+    added = await cron(owner_rig, action="add", name="theirs", schedule="1d", prompt="answer:secret")
+    assert not added.is_error, added
+    job_id = added.output["job"]["id"]
+    caller_rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=caller)
+    result = await cron(caller_rig, action=action, id=job_id)
+    assert result.is_error and result.error_type == "denied", result
+    assert f"toolrig cron {action} {job_id}" in (result.next_action_hint or "")
+    assert "secret" not in str(result)
+    access = access_for(workspace, settings)
+    assert list(access.records.tasks(status=None, limit=10)) == []  # nothing ran
+    assert [j["id"] for j in access.list_jobs()] == [job_id]  # nothing removed
+    ran = await cron(owner_rig, action="run", id=job_id)  # its own agent may
+    assert not ran.is_error and ran.output["answer"] == "secret", ran
+    (task,) = access.records.tasks(status=None, limit=10)
+    assert task["created_by"] == "model"  # the record says who asked for it
+
+
+async def test_a_config_job_of_another_agent_cannot_be_run_by_the_model(workspace: Path, cfg: dict[str, Any]) -> None:
+    from tests.durable.support import tools
+    from toolrig.registry import Registry
+
+    settings = {
+        **cfg,
+        "agents": {"reader": {"tools": ["cron"]}, "reporter": {"tools": ["tasks"]}},
+        "cron": [{"name": "payroll", "schedule": "0 2 1 * *", "prompt": "answer:payroll", "agent": "reporter"}],
+    }
+    rig = Rig(workspace, config=settings, registry=Registry(tools()), agent="reader")
+    (row,) = (await cron(rig, action="list")).output["jobs"]
+    result = await cron(rig, action="run", id=row["id"])
+    assert result.is_error and result.error_type == "denied", result
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("tasks", {"action": "add", "prompt": "later"}),
+        ("cron", {"action": "add", "name": "n", "schedule": "1d", "prompt": "later"}),
+    ],
+)
+async def test_a_subagent_cannot_queue_work_that_would_run_as_an_agent_that_no_longer_exists(
+    durable_rig: Rig, tool: str, args: dict[str, Any]
+) -> None:
+    """A child's agent id lives only while it runs: what it queued would be accepted now and fail later."""
+    from toolrig.config import AgentConfig
+
+    durable_rig.set_agent_profile("general-1a2b3c", AgentConfig(tools=["tasks", "cron"]))
+    result = await durable_rig.call(tool, args, agent_id="general-1a2b3c")
+    assert result.is_error and result.error_type == "denied", result
+    assert result.next_action_hint
+    listed = await cron(durable_rig, action="list")
+    assert listed.output["jobs"] == []

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from toolrig.commands.cron import command as cron
-from toolrig.durable.schedule import ACCEPTED_FORMS, ScheduleError, parse_schedule
+from toolrig.durable.schedule import ACCEPTED_FORMS, OutOfRange, ScheduleError, parse_schedule
 
 
 def next_times(schedule: str, start: str, count: int = 3, zone: str | None = None) -> list[str]:
@@ -187,3 +188,75 @@ def test_cron_like_field_soup_never_escapes_as_another_exception(fields: list[st
 def test_accepted_forms_name_every_form() -> None:
     for form in ("15m", "cron", "+20m", "ISO 8601"):
         assert form in ACCEPTED_FORMS
+
+
+# ---------------------------------------------------------------------- every time a schedule names can be stored
+
+_NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+def _representable(when: datetime) -> None:
+    """A fire time toolrig stores as a float and reads back with ``fromtimestamp``."""
+    assert datetime.fromtimestamp(when.timestamp(), UTC) == when
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(
+        st.builds(lambda n, u: f"{n}{u}", st.integers(0, 999_999_999), st.sampled_from("smhd")),
+        st.builds(lambda n, u: f"+{n}{u}", st.integers(0, 999_999_999), st.sampled_from("mh")),
+        st.builds(
+            lambda y, off: f"{y:04d}-12-31T23:59:59{off}",
+            st.integers(1, 9999),
+            st.sampled_from(["", "Z", "+23:59", "-23:59", "+00:00"]),
+        ),
+    )
+)
+def test_a_schedule_with_any_number_parses_to_storable_times_or_is_refused(text: str) -> None:
+    try:
+        parsed = parse_schedule(text, now=_NOW)
+    except ScheduleError:
+        return
+    for when in parsed.next_times(_NOW, 2):
+        _representable(when)
+    if parsed.at is not None:
+        _representable(parsed.at)
+
+
+@settings(max_examples=100)
+@given(
+    text=st.sampled_from(["+5m", "+2h", "1d", "30s", "0 9 * * *", "2026-05-01T09:00", "9999-12-31T23:59"]),
+    now=st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9999, 12, 31, 23, 59), timezones=st.just(UTC)),
+)
+@example(text="+5m", now=datetime(9999, 12, 31, 23, 58, tzinfo=UTC))
+@example(text="1d", now=datetime(9999, 12, 30, tzinfo=UTC))
+def test_a_schedule_counted_from_any_instant_parses_or_is_refused(text: str, now: datetime) -> None:
+    """`toolrig cron next --from` takes any ISO time, up to the last one a datetime holds."""
+    try:
+        parsed = parse_schedule(text, now=now)
+    except ScheduleError:
+        return
+    for when in parsed.next_times(now, 2):
+        assert when > now
+
+
+@pytest.mark.parametrize("text", ["999999999d", "+999999999h", "9999-12-31T23:59:59-23:59", "0001-01-01T00:00+01:00"])
+def test_a_schedule_beyond_what_a_date_holds_is_refused_as_out_of_range(text: str) -> None:
+    with pytest.raises(OutOfRange):
+        parse_schedule(text, now=_NOW)
+
+
+@pytest.mark.parametrize("text", ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2 * Europe/Paris"])
+def test_a_cron_line_no_date_ever_matches_is_refused_when_given(text: str) -> None:
+    with pytest.raises(ScheduleError, match="never fires"):
+        parse_schedule(text, now=_NOW)
+
+
+def test_a_stored_schedule_past_the_last_date_ends_its_times_instead_of_raising() -> None:
+    # A row written before schedules were bounded: reading it back must not break the worker or a listing.
+    from toolrig.durable.schedule import Schedule
+
+    old = Schedule("999999999d", "every", seconds=999_999_999 * 86_400)
+    assert old.next_times(_NOW, 3) == []
+    never = Schedule("0 0 30 2 *", "cron", expression="0 0 30 2 *")
+    assert never.next_times(_NOW, 1) == []

@@ -181,3 +181,24 @@ def _keys(access: DurableAccess, run_id: str) -> list[str]:
 
     with access.records.tx() as c:
         return [r.key for r in c.execute(steps.select().where(steps.c.run_id == run_id))]
+
+
+@pytest.mark.parametrize("agent", ["general-1a2b3c", "removed-from-config"])
+def test_a_task_whose_agent_no_longer_exists_fails_with_the_reason_not_left_running(
+    access: DurableAccess, workspace: Path, agent: str
+) -> None:
+    """A subagent's id lives only as long as the child; a config agent can be removed before its task runs."""
+    orphan = access.task_book.add(prompt="append:never", by="model", agent=agent)["id"]
+    keep = access.task_book.add(prompt="append:yes", by="person")["id"]
+    with running_worker(access):
+        wait_for(lambda: ended(access, orphan, keep), what="both tasks to end")
+    task = access.records.task(orphan)
+    assert task["status"] == "failed"
+    assert agent in task["result"] and task["result"].startswith("config:")
+    assert lines(workspace) == ["yes"]
+
+
+def test_cron_run_of_a_job_whose_agent_is_gone_reports_it_failed(access: DurableAccess) -> None:
+    job = access.job_book.add(name="orphan", schedule="1d", prompt="append:never", by="model", agent="gone-agent")
+    ran = anyio.run(access.run_job, job["id"])
+    assert ran["status"] == "failed"

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.servers import HttpServer
 from toolrig.rig import Rig
@@ -98,3 +102,84 @@ def test_no_site_at_all_is_a_clear_input_error(workspace: Path) -> None:
         bad = rig.call_sync("read_docs", {"query": "anything", "url": "file:///etc/passwd"})
     assert result.is_error and result.error_type == "invalid_input"
     assert bad.is_error and bad.error_type == "invalid_input"
+
+
+def test_a_docs_page_nested_deeper_than_the_converter_recurses_is_still_indexed(
+    workspace: Path, http_server: HttpServer, monkeypatch: Any
+) -> None:
+    import sniffio
+
+    from toolrig import documents
+
+    where: list[str] = []
+    convert = documents.html_text
+
+    def spy(*args: Any, **kwargs: Any) -> str:
+        try:
+            where.append(sniffio.current_async_library())
+        except sniffio.AsyncLibraryNotFoundError:
+            where.append("worker thread")
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(documents, "html_text", spy)
+    deep = "<html><body>" + "<div>" * 3000 + "<p>The gizmo spins counterclockwise.</p>" + "</div>" * 3000
+    http_server.route("/deep/index.html", body=deep + "</body></html>", content_type="text/html")
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "gizmo spins", "url": http_server.url("/deep/index.html")})
+    assert not result.is_error, result
+    assert any("counterclockwise" in p["text"] for p in result.output["passages"])
+    assert where and set(where) == {"worker thread"}  # never on the event loop
+
+
+def test_a_listing_of_many_links_is_walked_only_to_max_pages() -> None:
+    """A hostile llms.txt / sitemap may name ~100,000 links: the walk stops at max_pages, never O(n^2)."""
+    import anyio
+
+    from toolrig.tools.docs import ReadDocsConfig, _Fetcher
+
+    fetched: list[str] = []
+    consumed = 0
+
+    async def text(url: str) -> str:
+        fetched.append(url)
+        return "page"
+
+    def links() -> Iterator[str]:
+        nonlocal consumed
+        for i in range(100_000):
+            consumed += 1
+            yield f"http://docs.test/{i % 3}" if i < 30 else f"http://docs.test/p{i}"
+
+    fetcher = _Fetcher(None, ReadDocsConfig(max_pages=5), "http://docs.test")  # type: ignore[arg-type]
+    fetcher.text = text  # type: ignore[method-assign]
+    anyio.run(fetcher.pages, links())
+    assert fetched == ["http://docs.test/0", "http://docs.test/1", "http://docs.test/2", "http://docs.test/p30",
+                       "http://docs.test/p31"]  # fmt: skip
+    assert consumed <= 33  # the walk ends one link past the last one taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="htps:/[]()%@#?.x0", max_size=24), max_size=20))
+def test_any_links_in_a_listing_are_taken_or_skipped_never_raised(refs: list[str]) -> None:
+    import anyio
+
+    from toolrig.tools.docs import ReadDocsConfig, _Fetcher, _joined
+
+    async def text(url: str) -> str:
+        return "page"
+
+    fetcher = _Fetcher(None, ReadDocsConfig(max_pages=60), "http://docs.test")  # type: ignore[arg-type]
+    fetcher.text = text  # type: ignore[method-assign]
+    joined = (_joined("http://docs.test/llms.txt", ref) for ref in refs)
+    pages = anyio.run(fetcher.pages, (link for link in joined if link is not None))
+    assert all(page.url.startswith("http://docs.test") for page in pages)
+
+
+def test_a_listing_with_a_link_no_parser_takes_is_still_read(workspace: Path, http_server: HttpServer) -> None:
+    links = "# Links\n\n- [broken](http://[x)\n- [guide](/badlink/guide.md)\n- [again](/badlink/guide.md#top)\n"
+    http_server.route("/badlink/llms.txt", body=links, content_type="text/plain")
+    http_server.route("/badlink/guide.md", body=GUIDE, content_type="text/markdown")
+    with rig_for(workspace) as rig:
+        result = rig.call_sync("read_docs", {"query": "frobnicate", "url": http_server.url("/badlink")})
+    assert not result.is_error, result
+    assert result.output["passages"][0]["url"] == http_server.url("/badlink/guide.md")

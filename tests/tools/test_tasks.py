@@ -87,3 +87,53 @@ async def test_a_task_queued_by_an_agent_runs_under_that_agents_profile(workspac
     assert rig.executor.durable is not None
     task = rig.executor.durable.tasks.task(added.output["task"]["id"])
     assert task is not None and task["agent"] == "helper"
+
+
+@pytest.mark.parametrize(
+    "after", ["+99999999999999999999s", "+999999999h", "9999-12-31T23:59:59-23:59", "+" + "9" * 5000 + "s"]
+)
+async def test_a_task_time_no_date_can_hold_is_refused_and_nothing_is_stored(rig: Rig, after: str) -> None:
+    from toolrig.durable.tasks import parse_time
+
+    result = await rig.call("tasks", {"action": "add", "prompt": "later", "after": after[:64]})
+    assert result.is_error and result.error_type == "invalid_input", result
+    assert result.next_action_hint
+    assert rig.executor.durable is not None
+    assert rig.executor.durable.records.tasks(status=None, limit=10) == []  # type: ignore[attr-defined]
+    from toolrig.durable.api import DurableError
+
+    with pytest.raises(DurableError):
+        parse_time(after, 1_790_000_000.0)  # the CLI's path (`toolrig tasks add --after`), no length limit
+
+
+@pytest.mark.parametrize("until", ["+9999999d", "9999-12-31T23:59:59-23:59"])
+async def test_wait_task_until_a_time_no_date_can_hold_is_invalid_input(rig: Rig, until: str) -> None:
+    assert rig.executor.durable is not None
+    rig.executor.durable = rig.executor.durable.bound("t-self")  # type: ignore[attr-defined]
+    result = await rig.call("wait_task", {"until": until})
+    assert result.is_error and result.error_type == "invalid_input", result
+
+
+def test_a_task_row_with_an_unrepresentable_time_is_still_shown() -> None:
+    from toolrig.durable.tasks import view
+
+    row = {
+        "id": "t-1",
+        "kind": "task",
+        "status": "queued",
+        "agent": None,
+        "job_id": None,
+        "parent_id": None,
+        "created_at": 1.0,
+        "not_before": 1e20,
+        "wait_for": None,
+        "attempt": 0,
+        "prompt": "p",
+        "worker": None,
+        "started_at": None,
+        "ended_at": None,
+        "result": None,
+        "session_id": None,
+    }
+    shown = view(row)
+    assert "out of range" in str(shown["not_before"])

@@ -323,3 +323,40 @@ def test_a_provider_on_loopback_needs_the_network_policy_to_allow_it(workspace: 
 def test_num_results_is_capped_at_twenty(workspace: Path) -> None:
     result = search(workspace, provider="searxng", base_url="http://x.test", args={"query": "q", "num_results": 21})
     assert result.error_type == "invalid_input"
+
+
+DEEP = "<html><body>" + "<div>" * 3000 + "<p>deep leaf</p>" + "</div>" * 3000 + "</body></html>"
+
+
+@pytest.mark.parametrize("form", ["markdown", "text"])
+def test_a_page_nested_deeper_than_the_converter_recurses_is_still_read(
+    workspace: Path, http_server: HttpServer, form: str
+) -> None:
+    http_server.route(f"/web/deep-{form}", body=DEEP, content_type="text/html")
+    result = fetch(web(workspace), http_server.url(f"/web/deep-{form}"), format=form)
+    assert not result.is_error, result
+    assert "deep leaf" in result.output["body"]
+
+
+def test_html_is_converted_off_the_event_loop(
+    workspace: Path, http_server: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seconds of CPU for a big page must not stall the loop every other call (and the timeout) runs on."""
+    import sniffio
+
+    from toolrig import documents
+
+    where: list[str] = []
+    convert = documents.html_text
+
+    def spy(*args: Any, **kwargs: Any) -> str:
+        try:
+            where.append(sniffio.current_async_library())
+        except sniffio.AsyncLibraryNotFoundError:
+            where.append("worker thread")
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(documents, "html_text", spy)
+    http_server.route("/web/spied", body=PAGE, content_type="text/html")
+    assert not fetch(web(workspace), http_server.url("/web/spied")).is_error
+    assert where == ["worker thread"]

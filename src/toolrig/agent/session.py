@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message
 from toolrig.agent.usage import Usage
 from toolrig.stores.sqlite import Database
@@ -198,8 +199,23 @@ class SessionStore:
         return str(rows[0][0]) if rows else None
 
     def messages(self, session_id: str) -> list[Message]:
-        rows = self._rows("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
-        return [Message.from_json({"role": role, "content": json.loads(content)}) for role, content in rows]
+        """The session's history; a row toolrig did not write that way is a ``RunError``, never a traceback.
+
+        The database is a file in the workspace (a repository can commit one, a crash can cut a row): its
+        rows are input. Skipping a bad row would hand the model a history with a hole in it, so none is.
+        """
+        rows = self._rows("SELECT seq, role, content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
+        messages = []
+        for seq, role, content in rows:
+            try:
+                messages.append(Message.from_json({"role": role, "content": json.loads(content)}))
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise RunError(
+                    "state",
+                    f"session {session_id!r} in {self.path}: message {seq} is unreadable ({type(exc).__name__}: "
+                    f"{str(exc)[:200]}); start a new session, or remove this one",
+                ) from None
+        return messages
 
     def next_turn(self, session_id: str) -> int:
         [row] = self._rows(

@@ -23,7 +23,8 @@ ESCAPE = b"\x1b"
 OTHER = "Other: type your own answer"
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
+    """Model or peer text as a terminal shows it: control characters escaped, so it cannot redraw the screen."""
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
@@ -87,8 +88,8 @@ class Selector:
             pointer = ">" if index == self.cursor else " "
             description = ""
             if index < len(self.question.options) and self.question.options[index].description:
-                description = f" - {_printable(self.question.options[index].description)}"
-            lines.append(f"  {pointer} {mark} {_printable(label)}{description}")
+                description = f" - {printable(self.question.options[index].description)}"
+            lines.append(f"  {pointer} {mark} {printable(label)}{description}")
         action = "space picks, " if multiple else ""
         lines.append(f"  ↑/↓ move, {action}enter confirms, esc skips")
         text = (f"\x1b[{self._drawn}F\x1b[J" if self._drawn else "") + "\n".join(lines) + "\n"
@@ -98,7 +99,7 @@ class Selector:
 
     def _finish(self, what: str) -> None:
         clear = f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
-        self.output.write(f"{clear}  → {_printable(what)}\n")
+        self.output.write(f"{clear}  → {printable(what)}\n")
         self.output.flush()
         self._drawn = 0
 

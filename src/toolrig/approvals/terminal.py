@@ -24,13 +24,9 @@ import anyio
 
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Question, Reply
 from toolrig.approvals.questions import field_questions, optional_fields, values_from_fields
-from toolrig.approvals.selector import Selector
+from toolrig.approvals.selector import Selector, printable
 
 _SHOWN_ARGS = 600
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 class TerminalChannel:
@@ -66,10 +62,10 @@ class TerminalChannel:
         replies: list[Reply] = []
         for index, question in enumerate(request.questions, start=1):
             heading = f"\ntoolrig: the agent asks ({index}/{total})" + (
-                f" [{_printable(question.header)}]" if question.header else ""
+                f" [{printable(question.header)}]" if question.header else ""
             )
             self._say(heading)
-            self._say(f"  {_printable(question.question)}")
+            self._say(f"  {printable(question.question)}")
             reply = await (self._form(question) if question.form is not None else self._one_question(question))
             if reply is None:  # skipped: the rest is skipped with it
                 return ApprovalDecision("deny", "the user skipped the question", fingerprint=request.fingerprint)
@@ -81,7 +77,7 @@ class TerminalChannel:
         """A form asked field by field; an empty line takes the field's default (or leaves it out)."""
         replies = []
         for field, optional in zip(field_questions(question), optional_fields(question), strict=True):
-            self._say(f"  - {_printable(field.question)}")
+            self._say(f"  - {printable(field.question)}")
             reply = await self._one_question(field, optional=optional)
             if reply is None:
                 return None
@@ -102,8 +98,8 @@ class TerminalChannel:
             return Reply(tuple(labels), text)
         if question.options:
             for number, choice in enumerate(question.options, start=1):
-                extra = f" - {_printable(choice.description)}" if choice.description else ""
-                self._say(f"    {number}. {_printable(choice.label)}{extra}")
+                extra = f" - {printable(choice.description)}" if choice.description else ""
+                self._say(f"    {number}. {printable(choice.label)}{extra}")
         hint = "numbers like 1,3" if question.allow_multiple else "a number"
         if not question.options:
             ask = "  your answer (empty to skip) > "
@@ -122,11 +118,11 @@ class TerminalChannel:
         args = json.dumps(request.args, ensure_ascii=False)
         if len(args) > _SHOWN_ARGS:
             args = args[:_SHOWN_ARGS] + f"… ({len(args) - _SHOWN_ARGS} more characters)"
-        self._say(f"  [{index}] {request.tool} {_printable(args)}")
+        self._say(f"  [{index}] {request.tool} {printable(args)}")
         for subject in request.subjects:
-            self._say(f"      acts on: {_printable(subject)}")
+            self._say(f"      acts on: {printable(subject)}")
         if request.reason:
-            self._say(f"      why asked: {_printable(request.reason)}")
+            self._say(f"      why asked: {printable(request.reason)}")
 
     async def _ask(self, index: int, count: int, request: ApprovalRequest) -> tuple[ApprovalDecision, bool]:
         choices = "[y]es once, [a]lways, [n]o" + (", Y/N = yes/no to all the rest" if count > 1 else "")

@@ -3,12 +3,14 @@
 Trust model: the session id and the answers come from whoever types the command (or a script fed by a
 remote person), so the id never becomes a path outside ``.toolrig/paused/`` and the answers must name
 exactly the calls the saved state waits for. A state is claimed by an atomic rename: two resumes of the
-same pause cannot both run it (its tool calls would run twice).
+same pause cannot both run it (its tool calls would run twice). ``paused/`` is inside the state dir, which a
+repository can fill: every file here is reached through ``StatePath`` (no symlink followed, D2's class).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -20,6 +22,8 @@ from typing import Any, get_args
 from toolrig.agent.errors import RunError
 from toolrig.agent.state import RunState
 from toolrig.approvals.model import Verdict
+from toolrig.errors import ToolError
+from toolrig.sandbox.statedir import StatePath
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _USED = ".json.used"
@@ -40,17 +44,32 @@ def paused_path(state_dir: Path, session_id: str) -> Path:
     return state_dir / "paused" / f"{session_id}.json"
 
 
-def save(state_dir: Path, state: RunState) -> Path:
-    from toolrig.sandbox.atomic import atomic_write_text
+def _folder(state_dir: Path) -> StatePath:
+    return StatePath.of(state_dir).child("paused")
 
+
+def _refused(exc: ToolError) -> ResumeRefused:
+    return ResumeRefused(f"{exc.message} {exc.next_action_hint or ''}".strip())
+
+
+def save(state_dir: Path, state: RunState) -> Path:
+    """Keep the state, atomically; a symlink on the way is refused (``ResumeRefused``), never followed."""
     path = paused_path(state_dir, state.session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, state.to_json())
+    try:
+        _folder(state_dir).write_bytes(path.name, data=state.to_json().encode("utf-8", errors="surrogatepass"))
+    except ToolError as exc:
+        raise _refused(exc) from None
     return path
 
 
 def is_paused(state_dir: Path, session_id: str) -> bool:
-    return _valid(session_id) and paused_path(state_dir, session_id).is_file()
+    if not _valid(session_id):
+        return False
+    try:
+        info = _folder(state_dir).lstat(paused_path(state_dir, session_id).name)
+    except ToolError:
+        return True  # a link where a state would be: resuming refuses it with its own message
+    return info is not None
 
 
 def claim(state_dir: Path, session_id: str) -> RunState:
@@ -60,13 +79,20 @@ def claim(state_dir: Path, session_id: str) -> RunState:
     have put there), and its id names the files the run writes next.
     """
     path = paused_path(state_dir, session_id)
-    used = path.with_name(path.stem + _USED)
+    folder = _folder(state_dir)
+    used = path.stem + _USED
     try:
-        state = RunState.from_json(path.read_bytes())
-    except FileNotFoundError:
-        if used.is_file():
+        state = RunState.from_json(folder.read_bytes(path.name))
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            resumed = folder.lstat(used) is not None
+        except ToolError:
+            resumed = False
+        if resumed:
             raise ResumeRefused(f"the paused run {session_id!r} was already resumed; a pause resumes once") from None
         raise ResumeRefused(f"no paused run {session_id!r} in {path.parent}") from None
+    except ToolError as exc:
+        raise _refused(exc) from None
     except RunError as exc:
         raise ResumeRefused(f"{path}: {exc.message}") from None
     if state.session_id != session_id:
@@ -78,9 +104,14 @@ def take(state_dir: Path, session_id: str) -> None:
     """Mark the state used, atomically: of two resumes racing, exactly one gets here without an error."""
     path = paused_path(state_dir, session_id)
     try:
-        path.rename(path.with_name(path.stem + _USED))
-    except FileNotFoundError:
+        if _folder(state_dir).lstat(path.name) is None:  # a link is refused here; a rename never follows one
+            raise FileNotFoundError(path)
+        with _folder(state_dir).directory(create=False) as fd:
+            os.rename(path.name, path.stem + _USED, src_dir_fd=fd, dst_dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
         raise ResumeRefused(f"the paused run {session_id!r} was already resumed; a pause resumes once") from None
+    except ToolError as exc:
+        raise _refused(exc) from None
 
 
 def read_json_option(value: str | None, name: str) -> Any:
@@ -159,8 +190,10 @@ def resume_hint(state: RunState) -> str:
     answers = {p.call_id: [{"selected": ["..."]} for _ in p.questions] for p in state.pending if p.questions}
     decisions = {p.call_id: "allow_once" for p in state.pending if p.needs_approval}
     parts = ["toolrig run --resume " + shlex.quote(state.session_id)]
+    # ASCII JSON: a call id is the model's (or a state file's) text, and a C1 control such as U+009B would
+    # reach the terminal raw in the very line the person copies; \uXXXX reads back as the same id.
     if answers:
-        parts.append("--answers " + shlex.quote(json.dumps(answers, ensure_ascii=False)))
+        parts.append("--answers " + shlex.quote(json.dumps(answers)))
     if decisions:
-        parts.append("--decisions " + shlex.quote(json.dumps(decisions, ensure_ascii=False)))
+        parts.append("--decisions " + shlex.quote(json.dumps(decisions)))
     return " ".join(parts)

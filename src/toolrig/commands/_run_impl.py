@@ -51,10 +51,14 @@ def json_printer(event: Event) -> None:
 
 def _paused(rig: Any, result: Any) -> None:
     """The run waits for answers nobody here could give: keep its state and say how to go on (exit 3)."""
-    from toolrig.commands._paused_runs import resume_hint, save
+    from toolrig.approvals.selector import printable
+    from toolrig.commands._paused_runs import ResumeRefused, resume_hint, save
 
     state = result.state
-    path = save(rig.workspace.state_dir, state)
+    try:
+        path = save(rig.workspace.state_dir, state)
+    except ResumeRefused as exc:
+        fail(f"the run is paused, but its state cannot be kept: {exc}", EXIT_PAUSED, kind="state")
     asked = [q["question"] for p in state.pending for q in p.questions]
     approvals = [p for p in state.pending if p.needs_approval]
     waiting = " and ".join(
@@ -63,13 +67,17 @@ def _paused(rig: Any, result: Any) -> None:
         if part
     )
     click.echo(f"toolrig: the run is paused, waiting for {waiting or 'a person'}; its state is in {path}", err=True)
+    # The model wrote the questions and the call: escaped, so they cannot redraw the lines around them
+    # (the resume command below is what the person copies).
     for call in state.pending:
         for question in call.questions:
             labels = [o["label"] if isinstance(o, dict) else str(o) for o in question.get("options") or ()]
-            choices = f" [{' | '.join(labels)}]" if labels else ""
-            click.echo(f"  ? {question['question']}{choices}  (call {call.call_id})", err=True)
+            choices = printable(f" [{' | '.join(labels)}]") if labels else ""
+            shown = printable(str(question["question"]))
+            click.echo(f"  ? {shown}{choices}  (call {printable(call.call_id)})", err=True)
         if call.needs_approval:
-            click.echo(f"  ! {call.tool}: {call.reason or 'needs approval'}  (call {call.call_id})", err=True)
+            why = printable(f"{call.tool}: {call.reason or 'needs approval'}")
+            click.echo(f"  ! {why}  (call {printable(call.call_id)})", err=True)
     click.echo(f"  resume it (once) with: {resume_hint(state)}", err=True)
     sys.exit(EXIT_PAUSED)
 

@@ -55,7 +55,12 @@ def show_session(root: Path, session_id: str, *, as_json: bool) -> None:
     info = store.info(session_id) if store else None
     if store is None or info is None:
         fail(f"no session {session_id!r} here (see `toolrig sessions list`)")
-    messages = store.messages(session_id)
+    from toolrig.agent.errors import RunError
+
+    try:
+        messages = store.messages(session_id)
+    except RunError as exc:
+        fail(exc.message)
     if as_json:
         data = _info_json(info)
         data["messages"] = [m.to_json() for m in messages]

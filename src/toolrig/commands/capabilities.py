@@ -46,6 +46,7 @@ command.callback = show
 
 async def _refresh(rig: Rig) -> str:
     """Refresh through the rig's catalog, with the configured model phrasing the themes when there is one."""
+    from toolrig.errors import ToolError
     from toolrig.skills.binding import RigCatalog
 
     catalog = rig.executor.catalog
@@ -66,6 +67,8 @@ async def _refresh(rig: Rig) -> str:
     async with rig:
         try:
             text, _ = await catalog.refresh_capabilities(rig.agent)
+        except ToolError as exc:  # a committed link where the file goes: refused, said plainly
+            raise click.ClickException(f"{exc.message} {exc.next_action_hint or ''}".strip()) from None
         finally:
             if provider is not None:
                 await provider.aclose()

@@ -34,6 +34,9 @@ class DurableAccess:
         self.config = config
         self.state_dir = state_dir
         self.task_id = task_id
+        # The agents a later run can be: the configured ones, as they are before any subagent's narrowed
+        # profile joins ``config.agents`` for the child's lifetime (Rig.set_agent_profile).
+        self.configured_agents = frozenset(config.agents)
         self._records: Records | None = None
         self._jobs: JobBook | None = None
         self._tasks: TaskBook | None = None
@@ -42,6 +45,7 @@ class DurableAccess:
         """The same workspace, serving the run of ``task_id``."""
         other = DurableAccess(self.root, self.config, self.state_dir, task_id=task_id)
         other._records, other._jobs, other._tasks = self._records, self._jobs, self._tasks
+        other.configured_agents = self.configured_agents
         return other
 
     # The protocol's two faces are this one object.
@@ -86,18 +90,27 @@ class DurableAccess:
         return [book.view(job) for job in book.live()]
 
     def add_job(self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None) -> dict[str, Any]:
+        self._runnable(agent)
         book = self.job_book
         return book.view(book.add(name=name, schedule=schedule, prompt=prompt, by=by, agent=agent))
 
-    def remove_job(self, job_id: str, *, by: str) -> dict[str, Any]:
+    def remove_job(self, job_id: str, *, by: str, agent: str | None = None) -> dict[str, Any]:
         book = self.job_book
+        if by == "model":
+            _own(book.get(job_id), agent, "remove")
         return book.view(book.remove(job_id, by=by))
 
-    async def run_job(self, job_id: str) -> dict[str, Any]:
-        """Run a job now, in this process, as its own recorded firing; the answer's first 500 characters."""
+    async def run_job(self, job_id: str, *, by: str = "person", agent: str | None = None) -> dict[str, Any]:
+        """Run a job now, in this process, as its own recorded firing; the answer's first 500 characters.
+
+        A model (``by="model"``) may run only its own agent's jobs: a job runs under its agent's profile, so
+        running another's would lend the caller that profile's permissions (and hand it the answer).
+        """
         from toolrig.durable.runner import run_inline
 
         job = self.job_book.get(job_id)
+        if by == "model":
+            _own(job, agent, "run")
         now = time.time()
         task_id = f"{job['id']}@now-{int(now * 1000)}"
         self.records.insert_task(
@@ -113,7 +126,7 @@ class DurableAccess:
                 "fire_time": now,
                 "attempt": 1,
                 "retries_left": 0,
-                "created_by": "person",
+                "created_by": by,
             }
         )
         task = await run_inline(self, task_id)
@@ -126,9 +139,22 @@ class DurableAccess:
             "truncated": len(answer) > RUN_ANSWER_CHARS,
         }
 
+    def _runnable(self, agent: str | None) -> None:
+        """Refuse work queued for an agent no later run can be (a subagent's id lives only while the child runs).
+
+        Such a task would be accepted now and fail when a worker takes it: the answer would be a lie.
+        """
+        if agent is not None and agent not in self.configured_agents:
+            raise DurableError(
+                "forbidden",
+                f"Work queued as {agent!r} could never run: that agent exists only for this run (a subagent).",
+                "Do the work now, or report it to the agent that started you so it can queue it.",
+            )
+
     # ------------------------------------------------------------------ Tasks
 
     def add_task(self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None) -> dict[str, Any]:
+        self._runnable(agent)
         return self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
 
     def current_task(self) -> str | None:
@@ -139,3 +165,14 @@ class DurableAccess:
             return self.task_book.get(task_id)
         except DurableError:
             return None
+
+
+def _own(job: dict[str, Any], agent: str | None, action: str) -> None:
+    """Refuse a model's ``action`` on a job that runs under another agent's profile than the caller's."""
+    if job["agent"] != agent:
+        owner = f"agent {job['agent']!r}" if job["agent"] else "the default agent"
+        raise DurableError(
+            "forbidden",
+            f"Job {job['id']!r} ({job['name']}) runs as {owner}; you may {action} only your own jobs.",
+            f"Ask a person to {action} it: toolrig cron {action} {job['id']}.",
+        )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolrig.durable.api import DurableError
 from toolrig.durable.journal import Journal
+from toolrig.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from toolrig.agent.state import RunResult
@@ -80,7 +81,16 @@ async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, wor
     task = records.task(task_id)
     if task is None:  # deleted meanwhile
         return None
-    rig = _make_rig(access.root, task["agent"])
+    try:
+        rig = _make_rig(access.root, task["agent"])
+    except (UsageError, ConfigError) as exc:
+        # The agent it runs as is gone (a subagent's, which lives only as long as the child; one removed from
+        # the config): the task cannot run as queued, and no retry changes that. Ended, not left "running".
+        records.set_task(
+            task_id, where_status=("running",), status="failed", ended_at=time.time(), result=f"config: {exc}"
+        )
+        _after_firing(access, task)
+        return records.task(task_id)
     rig.executor.durable = access.bound(task_id)
     # Nobody watches a scheduled task: approvals pause it, ask_user questions are skipped (docs/policy.md).
     options = RunOptions(approvals="pause", questions="skip", steps=_CheckedJournal(access, workflow_id, task_id))

@@ -24,6 +24,10 @@ _EVERY = re.compile(r"^(\d{1,9})([smhd])$")
 _RELATIVE = re.compile(r"^\+(\d{1,9})([mh])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _MAX_TEXT = 200
+# The farthest a schedule reaches: a period, a delay or a one-shot time. Beyond it a number still parses but
+# the date does not exist (year 10000) or is never reached; each would fail later, where it is read back.
+MAX_AHEAD = timedelta(days=36_525)  # 100 years
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ZONE_TEXT = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+){0,2}$")
 _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
 
@@ -32,6 +36,10 @@ Kind = Literal["every", "cron", "once"]
 
 class ScheduleError(ValueError):
     """A schedule text that is none of the accepted forms; the message lists them."""
+
+
+class OutOfRange(ScheduleError):
+    """A schedule or time of an accepted form that names an instant toolrig cannot store (see ``check_instant``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +58,11 @@ class Schedule:
         return self.kind == "once"
 
     def times(self, after: datetime) -> Iterator[datetime]:
-        """Fire times strictly after ``after`` (aware), in order, as aware datetimes in the schedule's zone."""
+        """Fire times strictly after ``after`` (aware), in order, as aware datetimes in the schedule's zone.
+
+        The times end (rather than raise) where a date can no longer be represented or croniter finds none: a
+        schedule stored before its text was bounded must not break whoever reads it back.
+        """
         zone = _zone(self.zone)
         if self.kind == "once":
             if self.at is not None and self.at > after:
@@ -62,13 +74,20 @@ class Schedule:
             epoch = after.timestamp()
             n = int(epoch // step) + 1
             while True:
-                yield datetime.fromtimestamp(n * step, zone)
+                try:
+                    yield datetime.fromtimestamp(n * step, zone)
+                except (OverflowError, ValueError, OSError):
+                    return
                 n += 1
-        from croniter import croniter
+        from croniter import CroniterBadDateError, croniter
 
         it = croniter(self.expression, after.astimezone(zone), day_or=True)
         while True:
-            yield it.get_next(datetime)
+            try:
+                when = it.get_next(datetime)
+            except (CroniterBadDateError, OverflowError, ValueError):
+                return
+            yield when
 
     def next_times(self, after: datetime, count: int) -> list[datetime]:
         out: list[datetime] = []
@@ -96,9 +115,24 @@ def check_zone(name: str) -> str:
     return name
 
 
+def check_instant(at: datetime, now: datetime, text: object) -> datetime:
+    """``at`` when it is an instant toolrig can store and read back (from 1970 to ``MAX_AHEAD`` after ``now``).
+
+    Every time a schedule or a task's ``after`` names goes through here, so one that parses but could never be
+    represented as a timestamp and back (``+99999999999s``, ``9999-12-31T23:59-23:59``) is refused as it is given.
+    """
+    try:
+        if _EPOCH <= at <= now + MAX_AHEAD:
+            return at
+    except (OverflowError, ValueError):
+        pass
+    raise OutOfRange(f"{repr(text)[:80]} is out of range: a time must be after 1970 and at most 100 years from now.")
+
+
 def parse_schedule(text: str, *, zone: str = "UTC", now: datetime | None = None) -> Schedule:
-    """Parse ``text`` in the job's ``zone``; ``now`` anchors the relative forms (``+20m``)."""
+    """Parse ``text`` in the job's ``zone``; ``now`` anchors the relative forms (``+20m``) and the range check."""
     zone = check_zone(zone)
+    now = now or datetime.now(UTC)
     if not isinstance(text, str) or len(text) > _MAX_TEXT or not text.strip():
         raise _refuse(text)
     cleaned = " ".join(text.split())
@@ -107,22 +141,29 @@ def parse_schedule(text: str, *, zone: str = "UTC", now: datetime | None = None)
         seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         if seconds <= 0:
             raise ScheduleError(f"{text!r}: the period must be at least 1 second. Accepted forms: {ACCEPTED_FORMS}")
+        if seconds > MAX_AHEAD.total_seconds():
+            raise OutOfRange(f"{text!r}: the period must be at most 100 years ({int(MAX_AHEAD.days)}d).")
         return Schedule(cleaned, "every", zone, seconds=seconds)
     match = _RELATIVE.match(cleaned)
     if match:
-        base = now or datetime.now(UTC)
         delta = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-        at = (base + delta).astimezone(_zone(zone))
+        if delta > MAX_AHEAD:
+            raise OutOfRange(f"{text!r}: a delay must be at most 100 years.")
+        try:
+            at = now + delta
+        except OverflowError:  # a 'now' (cron next --from) near the last date there is
+            raise OutOfRange(f"{text!r} from {now.isoformat()} is out of range.") from None
+        at = check_instant(at, now, text).astimezone(_zone(zone))
         return Schedule(at.isoformat(), "once", zone, at=at)  # stored resolved: re-reading it later must not move it
     fields = cleaned.split(" ")
     if len(fields) in (5, 6):
-        return _cron(text, fields, zone)
+        return _cron(text, fields, zone, now)
     if len(fields) == 1 and cleaned[:1].isdigit():
-        return _timestamp(text, cleaned, zone)
+        return _timestamp(text, cleaned, zone, now)
     raise _refuse(text)
 
 
-def _cron(text: str, fields: list[str], zone: str) -> Schedule:
+def _cron(text: str, fields: list[str], zone: str, now: datetime) -> Schedule:
     from croniter import croniter
 
     if len(fields) == 6:
@@ -137,16 +178,22 @@ def _cron(text: str, fields: list[str], zone: str) -> Schedule:
         valid = False
     if not valid:
         raise ScheduleError(f"{text!r} is not a valid 5-field cron expression. Accepted forms: {ACCEPTED_FORMS}")
-    return Schedule(" ".join([expression, zone]) if zone != "UTC" else expression, "cron", zone, expression=expression)
+    schedule = Schedule(
+        " ".join([expression, zone]) if zone != "UTC" else expression, "cron", zone, expression=expression
+    )
+    if not schedule.next_times(now, 1):  # '0 0 30 2 *': valid field by field, yet no such day ever comes
+        raise ScheduleError(f"{text!r} never fires (no date matches every field).")
+    return schedule
 
 
-def _timestamp(text: str, cleaned: str, zone: str) -> Schedule:
+def _timestamp(text: str, cleaned: str, zone: str, now: datetime) -> Schedule:
     try:
         at = datetime.fromisoformat(cleaned)
     except ValueError:
         raise _refuse(text) from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=_zone(zone))
+    check_instant(at, now, text)
     return Schedule(at.isoformat(), "once", zone, at=at)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from toolrig.durable.api import DurableError
@@ -24,13 +24,18 @@ VIEW_PROMPT = 200
 
 def parse_time(text: str, now: float) -> float:
     """An ISO 8601 time (naive is UTC) or '+20m' / '+2h' / '+30s'; a DurableError otherwise."""
-    from toolrig.durable.schedule import ScheduleError, parse_schedule
+    from toolrig.durable.schedule import MAX_AHEAD, OutOfRange, ScheduleError, check_instant, parse_schedule
 
     cleaned = text.strip()
-    if cleaned.startswith("+") and cleaned.endswith("s") and cleaned[1:-1].isdigit():
-        return now + int(cleaned[1:-1])
+    moment = datetime.fromtimestamp(now, UTC)
     try:
-        schedule = parse_schedule(cleaned, now=datetime.fromtimestamp(now, UTC))
+        if cleaned.startswith("+") and cleaned.endswith("s") and cleaned[1:-1].isdigit():
+            digits, beyond = cleaned[1:-1], int(MAX_AHEAD.total_seconds()) + 1
+            seconds = min(int(digits), beyond) if len(digits) <= 12 else beyond  # no overflow before the check
+            return check_instant(moment + timedelta(seconds=seconds), moment, text).timestamp()
+        schedule = parse_schedule(cleaned, now=moment)
+    except OutOfRange as exc:
+        raise DurableError("invalid", str(exc), "Give a time after 1970 and at most 100 years from now.") from None
     except ScheduleError:
         schedule = None
     if schedule is None or schedule.at is None:
@@ -44,7 +49,10 @@ def parse_time(text: str, now: float) -> float:
 
 def view(task: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
     def iso(ts: float | None) -> str | None:
-        return datetime.fromtimestamp(ts, UTC).isoformat() if ts else None
+        try:
+            return datetime.fromtimestamp(ts, UTC).isoformat() if ts else None
+        except (OverflowError, ValueError, OSError):  # a row stored before times were bounded: shown, not fatal
+            return f"out of range ({ts!r})"
 
     prompt = task["prompt"]
     out = {

@@ -76,8 +76,7 @@ class RigCatalog:
                 regrouped = await self.grouper(capabilities.themes(self._rig, agent))
             except Exception as exc:  # the model is a nicety here: the deterministic grouping stands in
                 log.warning("capabilities: the model's grouping failed, grouping by tool group: %s", exc)
-        path, grouping = capabilities.refresh(self._rig, agent, regrouped)
-        return path.read_text("utf-8"), grouping
+        return capabilities.refresh(self._rig, agent, regrouped)
 
 
 class RigSkills:

@@ -4,6 +4,10 @@ Peers tell a model which tools exist; this also tells it which need approval, wh
 which paths, commands or domains are off limits, read from the verdicts of the config in force (through
 ``skills.verdicts``), so the summary cannot drift from the gate. Without a model the grouping is by tool
 group; with one, the model may phrase the themes (``model_grouping``), but the policy facts stay ours.
+
+Trust model: ``.toolrig/capabilities.md`` goes into every system prompt, and a repository can commit one (or a
+symlink to any file). It is read without following links, and only in a trusted workspace, as skills are; an
+untrusted one gets the summary computed now, without the file's front matter.
 """
 
 from __future__ import annotations
@@ -137,35 +141,57 @@ def path_of(rig: Rig) -> Path:
     return rig.workspace.state_dir / FILE_NAME
 
 
-def summary(rig: Rig, agent: str | None, regrouped: list[Theme] | None = None) -> tuple[str, str]:
-    """(markdown, grouping): the summary for ``agent``; ``regrouped`` are a model's themes, when it wrote some."""
+def _stored(rig: Rig) -> str | None:
+    """The file's text, reached with no symlink on the way; None when it is missing or refused."""
+    from toolrig.errors import ToolError
+    from toolrig.sandbox.statedir import StatePath
+
+    try:
+        data = StatePath.of(rig.workspace.state_dir).read_bytes(FILE_NAME)
+    except (OSError, ToolError):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _trusted(rig: Rig) -> bool:
+    from toolrig.config import is_trusted
+
+    return is_trusted(rig.workspace.root)
+
+
+def summary(
+    rig: Rig, agent: str | None, regrouped: list[Theme] | None = None, *, keep_front: bool = True
+) -> tuple[str, str]:
+    """(markdown, grouping): the summary for ``agent``; ``regrouped`` are a model's themes, when it wrote some.
+
+    ``keep_front`` carries the current file's own front matter over (a person's notes survive a refresh).
+    """
     found, grouping = (regrouped, "by the configured model") if regrouped else (themes(rig, agent), "by tool group")
-    path = path_of(rig)
-    keep = front_matter(path.read_text("utf-8")) if path.is_file() else {}
+    stored = _stored(rig) if keep_front else None
+    keep = front_matter(stored) if stored is not None else {}
     for ours in ("generated_by", "agent", "grouping"):
         keep.pop(ours, None)
     return render(found, agent=agent, grouping=grouping, keep=keep), grouping
 
 
-def refresh(rig: Rig, agent: str | None, regrouped: list[Theme] | None = None) -> tuple[Path, str]:
-    """Write ``.toolrig/capabilities.md`` atomically; returns its path and the grouping used."""
-    from toolrig.sandbox.atomic import atomic_write_text
+def refresh(rig: Rig, agent: str | None, regrouped: list[Theme] | None = None) -> tuple[str, str]:
+    """Write ``.toolrig/capabilities.md`` atomically (never through a link); returns the text and the grouping.
+
+    The text is returned rather than read back: the file could be swapped for a link between the two.
+    """
+    from toolrig.sandbox.statedir import StatePath
 
     text, grouping = summary(rig, agent, regrouped)
-    path = rig.workspace.state_path(FILE_NAME)
-    atomic_write_text(path, text)
-    return path, grouping
+    StatePath.of(rig.workspace.state_dir).write_bytes(FILE_NAME, data=text.encode("utf-8"))
+    return text, grouping
 
 
 def current(rig: Rig, agent: str | None) -> str:
-    """What goes into a system prompt: the file when one was written, else the summary computed now."""
-    path = path_of(rig)
-    if path.is_file():
-        try:
-            return path.read_text("utf-8")
-        except OSError:
-            pass
-    return summary(rig, agent)[0]
+    """What goes into a system prompt: the file when one was written in a trusted workspace, else computed now."""
+    trusted = _trusted(rig)
+    if trusted and (stored := _stored(rig)) is not None:
+        return stored
+    return summary(rig, agent, keep_front=trusted)[0]
 
 
 def regroup(rig: Rig, agent: str | None, groups: object) -> list[Theme] | None:

@@ -96,9 +96,11 @@ class Cron(Tool[CronInput, CronOutput]):
                 return CronOutput(action="add", job=job, note="This job expires in 7 days unless a person renews it.")
             job_id = _need(input.id, "id", input.action)
             if input.action == "remove":
-                job = await anyio.to_thread.run_sync(lambda: schedules.remove_job(job_id, by="model"))
+                job = await anyio.to_thread.run_sync(
+                    lambda: schedules.remove_job(job_id, by="model", agent=ctx.agent_id)
+                )
                 return CronOutput(action="remove", job=job)
-            ran = await schedules.run_job(job_id)
+            ran = await schedules.run_job(job_id, by="model", agent=ctx.agent_id)
             return CronOutput(
                 action="run",
                 job={"id": ran["id"], "task_id": ran["task_id"]},

@@ -9,6 +9,7 @@ followed, at most ``max_pages`` of them, each cut at ``max_page_bytes``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urljoin, urlsplit
 
@@ -74,16 +75,13 @@ def _denied(site: str, reason: str) -> ToolError:
     )
 
 
-def _to_markdown(text: str, content_type: str) -> str:
+async def _to_markdown(text: str, content_type: str) -> str:
     if "html" not in content_type.lower():
         return text
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
+    from toolrig.documents import html_text
 
-    soup = BeautifulSoup(text, "html.parser")
-    for node in soup(["script", "style", "noscript", "template", "head", "nav", "footer"]):
-        node.decompose()
-    return str(MarkdownConverter(heading_style="ATX").convert_soup(soup)).strip() + "\n"
+    # Off the event loop: up to max_pages pages of seconds of CPU each would stall every other call.
+    return await anyio.to_thread.run_sync(lambda: html_text(text, "markdown", drop_chrome=True), abandon_on_cancel=True)
 
 
 class ReadDocs(Tool[ReadDocsInput, ReadDocsOutput]):
@@ -150,8 +148,8 @@ async def _fetch_site(ctx: ToolContext, config: ReadDocsConfig, site: str) -> tu
             listing = await fetch.text(f"{base}/llms.txt")
             if listing is not None:
                 pages = [Page(f"{base}/llms.txt", listing)]
-                links = [urljoin(f"{base}/llms.txt", m.group("url")) for m in _MD_LINK.finditer(listing)]
-                pages += await fetch.pages(links)
+                links = (_joined(f"{base}/llms.txt", m.group("url")) for m in _MD_LINK.finditer(listing))
+                pages += await fetch.pages(link for link in links if link is not None)
                 return "llms.txt", pages
         for base in bases:
             sitemap = await fetch.text(f"{base}/sitemap.xml")
@@ -165,6 +163,14 @@ async def _fetch_site(ctx: ToolContext, config: ReadDocsConfig, site: str) -> tu
                 "Check the URL of the documentation site.",
             )
         return "page", [Page(site, page)]
+
+
+def _joined(base: str, reference: str) -> str | None:
+    """``reference`` resolved against ``base``; None for one no URL parser takes (``http://[x``)."""
+    try:
+        return urljoin(base, reference)
+    except ValueError:
+        return None
 
 
 class _Fetcher:
@@ -192,18 +198,27 @@ class _Fetcher:
             raise _denied(url, exc.decision.reason) from None
         except httpx2.HTTPError:
             return None
-        return _to_markdown(data.decode(response.charset_encoding or "utf-8", errors="replace"), content_type)
+        return await _to_markdown(data.decode(response.charset_encoding or "utf-8", errors="replace"), content_type)
 
-    async def pages(self, urls: list[str]) -> list[Page]:
-        """Pages on the site's own host only, each once, at most ``max_pages``."""
-        chosen: list[str] = []
+    async def pages(self, urls: Iterable[str]) -> list[Page]:
+        """Pages on the site's own host only, each once, at most ``max_pages``.
+
+        A listing is the site's word: it may name a hundred thousand links, so they are walked once, with a
+        set (not a list) for the ones already taken, and the walk stops at ``max_pages``.
+        """
+        chosen: dict[str, None] = {}
         for url in urls:
-            parts = urlsplit(url)
+            if len(chosen) >= self.config.max_pages:
+                break
+            try:
+                parts = urlsplit(url)
+            except ValueError:  # '[' in a host: not a URL this site can serve
+                continue
             clean = parts._replace(fragment="").geturl()
-            if parts.scheme in ("http", "https") and parts.netloc == self.host and clean not in chosen:
-                chosen.append(clean)
+            if parts.scheme in ("http", "https") and parts.netloc == self.host:
+                chosen.setdefault(clean)
         pages = []
-        for url in chosen[: self.config.max_pages]:
+        for url in chosen:
             text = await self.text(url)
             if text:
                 pages.append(Page(url, text))

@@ -270,19 +270,26 @@ async def _wait_here(input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
 
 
 def _when(text: str) -> datetime:
+    from toolrig.durable.schedule import MAX_AHEAD, ScheduleError, check_instant
+
     now = datetime.now(UTC)
-    match = _RELATIVE.match(text.strip())
-    if match:
-        return now + timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
     try:
+        match = _RELATIVE.match(text.strip())
+        if match:
+            delta = timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+            return check_instant(now + min(delta, MAX_AHEAD + timedelta(days=1)), now, text)
         when = datetime.fromisoformat(text.strip())
+        return check_instant(when if when.tzinfo else when.replace(tzinfo=UTC), now, text)
+    except ScheduleError as exc:
+        raise ToolError(
+            ErrorType.INVALID_INPUT, str(exc), next_action_hint="Give a time at most 100 years from now."
+        ) from None
     except ValueError:
         raise ToolError(
             ErrorType.INVALID_INPUT,
             f"{text!r} is not a time.",
             next_action_hint="Give an ISO 8601 time such as '2026-05-01T09:00' or '+30s', '+20m', '+2h', '+1d'.",
         ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 TOOLS = [Tasks(), CompleteTask(), FailTask(), WaitTask()]
