@@ -47,7 +47,7 @@ from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
 from toolrig.registry import AnyTool, Registry
-from toolrig.result import ResultMeta, ToolResult
+from toolrig.result import ResultMeta, ToolResult, ok_checked
 from toolrig.sandbox.paths import Workspace
 from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
@@ -366,7 +366,8 @@ class Executor:
             time.perf_counter(),
             events or self.events,
         )
-        call.called_as = called_as
+        if called_as is not None:  # else the class's default, None
+            call.called_as = called_as
         # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
         # cancellation leaves the inner ``try``, to be recorded by the outer one.
         try:
@@ -506,11 +507,16 @@ class Executor:
             or plan.output_model is not tool.output_model
         ):  # first call, or another tool under this name, or its models swapped
             plan = self._plans[tool.name] = _ToolPlan.of(tool)
-        try:
-            call.raw_args, call.notes = parse_arguments(args)
-        except ToolError:
-            call.raw_args = _raw_for_record(args)
-            raise
+        if type(args) is dict:
+            # The common case, a dict: ``parse_arguments``'s own check of it (in C: valid text, reasonable depth)
+            # without its frame and its tuple; anything that check refuses goes to ``parse_arguments`` to say why.
+            try:
+                to_json(args)
+            except Exception:
+                self._parse(call, args)
+            call.raw_args = args
+        else:
+            self._parse(call, args)
         repaired = call.raw_args
         if plan.repairs:
             repaired, repair_notes = repair_arguments(plan.input_model, repaired)
@@ -594,7 +600,7 @@ class Executor:
             else []
         )
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
-        return ToolResult.ok_checked_already(data, list(notes), meta, content)
+        return ok_checked(data, list(notes), meta, content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
@@ -643,6 +649,14 @@ class Executor:
                     return self._gate_after(call, pending, 3, walk)
         return None
 
+    @staticmethod
+    def _parse(call: ToolCall, args: str | bytes | dict[str, Any] | None) -> None:
+        try:
+            call.raw_args, call.notes = parse_arguments(args)
+        except ToolError:
+            call.raw_args = _raw_for_record(args)
+            raise
+
     async def _gate_after(self, call: ToolCall, pending: Awaitable[None], point: int, walk: Iterator[Gate]) -> None:
         await pending
         ext = self.extensions
@@ -655,13 +669,15 @@ class Executor:
                 return
             walk = iter((ext.policy, ext.rate_limit, ext.approval, ext.before_tool)[point])
 
-    def _record(self, call: ToolCall, result: ToolResult) -> ToolResult | Awaitable[ToolResult]:
+    def _record(
+        self, call: ToolCall, result: ToolResult, hooks_done: bool = False
+    ) -> ToolResult | Awaitable[ToolResult]:
         """Stage 4: after_tool hooks (for calls that ran), then exactly one audit row, whatever happened.
 
         Answers the result itself when no hook or sink had anything to wait for (no coroutine made), else an
-        awaitable of it that finishes the stage.
+        awaitable of it that finishes the stage (``hooks_done``: from there on, the audit).
         """
-        if hooks := self.extensions.after_tool:
+        if not hooks_done and (hooks := self.extensions.after_tool):
             walk = iter(hooks)
             for after in walk:
                 replaced = after(call, result)
@@ -669,7 +685,19 @@ class Executor:
                     result = replaced
                 else:
                     return self._record_after(call, result, replaced, walk)
-        return self._audit(call, result)
+        meta = result.meta
+        meta.tool = call.name
+        meta.call_id = call.call_id
+        meta.duration_ms = (time.perf_counter() - call.started) * 1000
+        if sinks := self.extensions.audit:
+            walk_sinks = iter(sinks)
+            for audit in walk_sinks:
+                try:
+                    if (pending := audit(call, result)) is not None:
+                        return self._audit_after(call, result, pending, walk_sinks)
+                except Exception as exc:
+                    result = _unrecorded(call, exc)
+        return result
 
     async def _record_after(
         self,
@@ -688,28 +716,13 @@ class Executor:
                     result = await replaced
         except anyio.get_cancelled_exc_class():
             # The caller gave up while a hook ran: the tool's work is done, so its row is written all the same.
-            audited = self._audit(call, result)
+            audited = self._record(call, result, hooks_done=True)
             if type(audited) is not ToolResult:
                 with anyio.CancelScope(shield=True):
                     await cast(Awaitable[ToolResult], audited)
             raise
-        audited = self._audit(call, result)
+        audited = self._record(call, result, hooks_done=True)
         return audited if type(audited) is ToolResult else await cast(Awaitable[ToolResult], audited)
-
-    def _audit(self, call: ToolCall, result: ToolResult) -> ToolResult | Awaitable[ToolResult]:
-        meta = result.meta
-        meta.tool = call.name
-        meta.call_id = call.call_id
-        meta.duration_ms = (time.perf_counter() - call.started) * 1000
-        if sinks := self.extensions.audit:
-            walk = iter(sinks)
-            for audit in walk:
-                try:
-                    if (pending := audit(call, result)) is not None:
-                        return self._audit_after(call, result, pending, walk)
-                except Exception as exc:
-                    result = _unrecorded(call, exc)
-        return result
 
     async def _audit_after(
         self, call: ToolCall, result: ToolResult, pending: Awaitable[None] | None, walk: Iterator[AuditSink]

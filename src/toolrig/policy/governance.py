@@ -53,6 +53,7 @@ class Governance:
         self.events = events
         self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
         self.policy = Policy(config, workspace, loaded)
+        self._policy_plans = self.policy._plans  # cleared in place, never replaced: read on every call
         approvals = config.approvals
         self.broker = ApprovalBroker(
             channel,
@@ -129,7 +130,7 @@ class Governance:
         tool = call.tool
         if tool is None:
             return
-        plan = self.policy._plans.get((tool.name, call.agent_id))  # the common case: planned before
+        plan = self._policy_plans.get((tool.name, call.agent_id))  # the common case: planned before
         refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
@@ -138,22 +139,24 @@ class Governance:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
-        plan = self.policy._plans.get((tool.name, call.agent_id))
+        plan = self._policy_plans.get((tool.name, call.agent_id))
         decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
         if decision is None:
             decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
-        call.verdict = decision.verdict
+        verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
-        if decision.verdict == "deny":
-            self._refuse(call, decision.rule, decision.reason)
-        if decision.verdict == "ask" and self._approval_gate is not None:
-            self._approval_gate.wake()  # before this call's approval step: it asks from this call on
+        if verdict != "allow":
+            if verdict == "deny":
+                self._refuse(call, decision.rule, decision.reason)
+            if verdict == "ask" and self._approval_gate is not None:
+                self._approval_gate.wake()  # before this call's approval step: it asks from this call on
         if call.settings is not None and call.input is not None:  # only a tool's own settings refuse here
             own = tool.refusal(call.input, call.settings)
             if own is not None:
                 self._refuse(call, *own)
-        if (self.broker.channel is not None or self.broker.forward) and not call.dry_run:
+        broker = self.broker
+        if (broker.channel is not None or broker.forward) and not call.dry_run:
             # The broker counts calls on their way to the approval step (batching), so both steps that
             # tell it a call left that way walk from this call on.
             if self._approval_gate is not None and self._audit_sink is not None:
