@@ -134,3 +134,35 @@ async def test_sessionless_2026_requests_leave_nothing_behind_for_the_next_reque
                 assert (after.structured_content or {})["cwd"] == "."
     sessions = [row.session for row in AuditLog(workspace / ".toolrig").query(tool="run_command")]
     assert len(set(sessions)) == 3
+
+
+def _call(expression: str) -> bytes:
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "calculate"}}
+    message["params"] = {"name": "calculate", "arguments": {"expression": expression}}
+    return json.dumps(message).encode()
+
+
+async def test_a_body_over_the_limit_is_refused_with_413_declared_or_streamed_and_the_server_goes_on(
+    workspace: Path, toolrig_home: Path
+) -> None:
+    big = _call("1+" * 60_000 + "1")  # 120 kB
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the size shows only as the body arrives
+        for start in range(0, len(big), 16_384):
+            yield big[start : start + 16_384]
+
+    with http_server(workspace, toolrig_home, "--max-message-bytes", "100000") as url:
+        for content in (big, chunks()):
+            refused = httpx2.post(url, content=content, headers=MCP_HEADERS, timeout=20)
+            assert refused.status_code == 413, refused.text
+        assert post(url).status_code == 200  # the server goes on
+        async with Client(url) as client:  # a call within the limit is read whole and answered by the tool
+            within = await client.call_tool("calculate", {"expression": "1+" * 40_000 + "1"})
+            assert within.is_error or within.structured_content == {"result": 40_001}
+            assert "over the" not in str(within.content)
+
+
+def test_the_size_limit_is_checked_only_after_the_bearer_token(workspace: Path, toolrig_home: Path) -> None:
+    with http_server(workspace, toolrig_home, "--max-message-bytes", "100000", token="s3cret") as url:
+        refused = httpx2.post(url, content=_call("1" * 200_000), headers=MCP_HEADERS, timeout=20)
+        assert refused.status_code == 401  # nobody unauthenticated learns the limit, or makes us read a byte more

@@ -14,6 +14,8 @@ import socket
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from toolrig.sources import MAX_MESSAGE_BYTES
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -100,6 +102,7 @@ async def serve_http(
     ready: Callable[[str], None] | None = None,
     retry_ms: int = DEFAULT_RETRY_MS,
     poll_after: float | None = None,
+    max_message_bytes: int | None = None,
 ) -> None:
     """Serve streamable HTTP at ``/mcp`` on ``sock`` until the process is told to stop.
 
@@ -126,6 +129,7 @@ async def serve_http(
         host=host,
         event_store=MemoryEventStore(),
         retry_interval=retry_ms,
+        max_request_body_size=max_message_bytes or MAX_MESSAGE_BYTES,  # a longer body: 413, unread
     )
     guarded = Guard(app, hosts=hosts, origins=origins, token=token)
     config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on")

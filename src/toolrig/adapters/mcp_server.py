@@ -453,19 +453,27 @@ class McpToolServer:
 
     # ------------------------------------------------------------------------------------ transports
 
-    async def serve_stdio(self, *, opening: bool = True) -> None:
+    async def serve_stdio(self, *, opening: bool = True, max_message_bytes: int | None = None) -> None:
         """Serve one client over this process's stdin and stdout until it disconnects.
 
         ``opening`` answers ``initialize`` and ``tools/list`` before the SDK is imported (``mcp_opening``);
-        False leaves every message to the SDK from the start, as a reference.
+        False leaves every message to the SDK from the start, as a reference. A message longer than
+        ``max_message_bytes`` (default ``toolrig.sources.MAX_MESSAGE_BYTES``, 4 MiB) is refused with an error.
         """
         from toolrig.adapters.mcp_stdio import serve
+        from toolrig.sources import MAX_MESSAGE_BYTES
 
         async def run(read: Any, write: Any) -> None:
             await self.server.run(read, write, self.server.create_initialization_options())
 
         async with self.running():
-            await serve(run, self._load_sdk, FastToolCalls(self), self.opening() if opening else None)
+            await serve(
+                run,
+                self._load_sdk,
+                FastToolCalls(self),
+                self.opening() if opening else None,
+                max_message_bytes=max_message_bytes or MAX_MESSAGE_BYTES,
+            )
 
     def _load_sdk(self) -> None:
         """Import the SDK and build its server (in a thread of the stdio transport, while it answers)."""

@@ -73,6 +73,13 @@ def approval_line(mode: str, fallback: str) -> str:
     default=None,
     help="HTTP: close a call's SSE stream after this many seconds; the client resumes it (Last-Event-ID).",
 )
+@click.option(
+    "--max-message-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    help="The longest message (stdio line or HTTP body) a client may send; a longer one is refused unread. "
+    "[default: 4194304, the TypeScript SDK's 4 MB]",
+)
 def serve(
     rig_root: Path,
     transport: str,
@@ -86,6 +93,7 @@ def serve(
     allow_host: tuple[str, ...],
     allow_origin: tuple[str, ...],
     sse_poll_after: float | None,
+    max_message_bytes: int | None,
 ) -> None:
     """Serve every tool this workspace offers to an MCP client (stdio by default, or streamable HTTP)."""
     import anyio
@@ -102,7 +110,7 @@ def serve(
     if transport == "stdio":
         click.echo(approvals, err=True)
         with contextlib.suppress(KeyboardInterrupt):
-            anyio.run(server.serve_stdio)
+            anyio.run(partial(server.serve_stdio, max_message_bytes=max_message_bytes))
         return
 
     from toolrig.adapters.mcp_http import bind, is_loopback, serve_http
@@ -133,6 +141,7 @@ def serve(
                 extra_origins=allow_origin,
                 ready=ready,
                 poll_after=sse_poll_after,
+                max_message_bytes=max_message_bytes,
             )
         )
 

@@ -318,6 +318,8 @@ class McpServer:
     def _protocol_error(self, exc: Exception, live: _Live) -> ToolError:
         from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
+        from toolrig.sources.mcp_bounded import TOO_LARGE
+
         code = getattr(getattr(exc, "error", None), "code", None)
         message = str(getattr(getattr(exc, "error", None), "message", exc))[:1000]
         if code == CONNECTION_CLOSED:
@@ -334,6 +336,8 @@ class McpServer:
             return ToolError(ErrorType.INVALID_INPUT, f"The MCP server '{self.name}' refused the arguments: {message}")
         if code == METHOD_NOT_FOUND:
             return ToolError(ErrorType.UNAVAILABLE, f"The MCP server '{self.name}' does not serve tools: {message}")
+        if TOO_LARGE in message:  # its reply, stopped by our transport (mcp_bounded) as it came
+            return ToolError(ErrorType.TOO_LARGE, f"The MCP server '{self.name}' answered with too much: {message}")
         return ToolError(ErrorType.INTERNAL, f"The MCP server '{self.name}' failed the call: {message}")
 
 

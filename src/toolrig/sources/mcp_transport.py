@@ -19,6 +19,7 @@ import anyio
 
 from toolrig import __version__
 from toolrig.config import McpServerConfig
+from toolrig.sources import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -114,15 +115,25 @@ async def _streams(
     store: McpTokenStore | None = None,
 ) -> AsyncIterator[TransportStreams]:
     if config.url is not None:
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
         from toolrig.sources.mcp_auth import auth_for
+        from toolrig.sources.mcp_bounded import BoundedReplies
 
         auth = auth_for(name, config, interactive=interactive, store=store)
-        async with create_mcp_http_client(headers=dict(config.headers), auth=auth) as http:
+        async with httpx2.AsyncClient(  # create_mcp_http_client's settings, with replies bounded
+            headers=dict(config.headers),
+            auth=auth,
+            timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+            transport=BoundedReplies(httpx2.AsyncHTTPTransport(), MAX_MESSAGE_BYTES),
+        ) as http:
             http.event_hooks["response"].append(refusal)
-            async with streamable_http_client(config.url, http_client=http) as (read, write):
+            async with streamable_http_client(config.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES) as (
+                read,
+                write,
+            ):
                 yield _EofWatch(read, closed), write
         return
     from mcp.client.stdio import StdioServerParameters, stdio_client
