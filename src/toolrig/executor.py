@@ -135,8 +135,13 @@ class ToolCall:
         """
         call = cls.__new__(cls)
         call.name, call.tool, call.raw_args, call.call_id, call.origin = name, None, {}, call_id, origin
-        call.agent_id, call.parent_agent_id, call.session_id = agent_id, parent_agent_id, session_id
         call.subjects, call.notes, call.started, call.events = [], [], started, events
+        if agent_id is not None:
+            call.agent_id = agent_id
+        if parent_agent_id is not None:
+            call.parent_agent_id = parent_agent_id
+        if session_id is not None:
+            call.session_id = session_id
         return call
 
 
@@ -600,7 +605,7 @@ class Executor:
             else []
         )
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
-        return ok_checked(data, list(notes), meta, content)
+        return ok_checked(data, list(notes) if notes else [], meta, content)
 
     def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
