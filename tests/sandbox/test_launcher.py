@@ -7,6 +7,9 @@ the next command's side.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 
 from toolrig import Rig
 from toolrig.result import ToolResult
+from toolrig.sandbox.launcher import Board
 
 
 def shell(workspace: Path, **settings: Any) -> Rig:
@@ -144,3 +148,125 @@ def test_a_keeper_whose_launcher_died_removes_its_cgroup_before_it_reports_the_e
     assert said == "long done\n", outputs
     assert cgroup.startswith("/") and "toolrig-spare-" in cgroup, cgroup
     assert not Path(f"/sys/fs/cgroup/pids{cgroup}").exists()
+
+
+LAUNCHER = "$(awk '{print $4}' /proc/$PPID/stat)"  # the keeper's parent
+
+
+def wake_ups(pid: int) -> int:
+    """How many times the process went to sleep and was woken (its voluntary context switches)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches")
+
+
+def test_back_to_back_commands_do_not_wake_the_launcher(workspace: Path) -> None:
+    """Idle keepers are counted on the board: only a keeper that takes the last idle turn (or dies) wakes it."""
+    rig = shell(workspace)
+    launcher = int(run(rig, f"echo {LAUNCHER}").output["stdout"])
+    before = wake_ups(launcher)
+    for _ in range(20):
+        assert run(rig, "true").output["exit_code"] == 0
+    assert wake_ups(launcher) - before <= 2  # was 40: "taken" and "idle again" for every command
+    assert int(run(rig, f"echo {LAUNCHER}").output["stdout"]) == launcher
+
+
+@pytest.mark.slow
+def test_an_idle_keeper_killed_by_a_command_is_replaced_and_counted_as_idle(workspace: Path) -> None:
+    """The launcher reads on the board whether a dead keeper was idle: killing idle keepers over and over is a
+    death it replaces, and the commands around it run (no request waits for a keeper that is gone)."""
+    rig = shell(workspace)
+    siblings = f"for k in $(cat /proc/{LAUNCHER}/task/*/children); do [ $k != $PPID ] && kill -9 $k; done; echo done"
+    for _ in range(5):
+        assert run(rig, siblings).output["stdout"] == "done\n"
+        assert run(rig, "echo next").output["stdout"] == "next\n"
+    outputs: list[str] = []
+
+    async def one(index: int) -> None:
+        result = await rig.call("run_command", {"command": f"sleep 0.2; echo {index}"})
+        outputs.append(result.output["stdout"])
+
+    async def many() -> None:
+        async with anyio.create_task_group() as group:
+            for index in range(4):
+                group.start_soon(one, index)
+
+    anyio.run(many)
+    assert sorted(outputs) == [f"{index}\n" for index in range(4)]
+
+
+def test_a_command_holding_the_boards_lock_does_not_stall_the_next_commands(workspace: Path) -> None:
+    """The lock's descriptor is reachable through /proc/PPID/fd (same user): a keeper only tries it, never waits."""
+    rig = shell(workspace)
+    holder = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+        "open('held', 'w').close()\n"
+        "while not os.path.exists('release'):\n"
+        "    time.sleep(0.01)\n"
+    )
+    (workspace / "holder.py").write_text(holder)
+    hold = (
+        "for fd in /proc/$PPID/fd/*; do case $(readlink $fd) in *toolrig-board*) python3 holder.py $fd & ;; esac; done;"
+        " wait; echo released"
+    )
+
+    async def scenario() -> dict[str, str]:
+        outputs: dict[str, str] = {}
+
+        async def call(name: str, command: str) -> None:
+            outputs[name] = (await rig.call("run_command", {"command": command})).output["stdout"]
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "hold", hold)
+            with anyio.fail_after(30):
+                while not (workspace / "held").exists():
+                    await anyio.sleep(0.01)
+            for index in range(3):
+                await call(f"next{index}", f"echo {index}")
+            (workspace / "release").touch()
+        return outputs
+
+    outputs = anyio.run(scenario)
+    assert outputs == {"hold": "released\n", "next0": "0\n", "next1": "1\n", "next2": "2\n"}, outputs
+
+
+def test_the_board_says_whether_another_keeper_is_idle_and_whether_a_dead_one_was() -> None:
+    """The launcher's death accounting reads the board: a keeper that took a request did not die idle."""
+    board = Board()
+    first, second = board.claim(), board.claim()
+    assert first is not None and second is not None and first != second
+    taken = board.taken()
+    assert board.take(first) is True  # the second is still idle: no need to wake the launcher
+    assert board.take(second) is False  # none left: the launcher must fork one
+    assert board.taken() == taken + 2
+    board.mark(first, b"\x01")  # back from its command
+    assert board.release(first) is True  # died idle
+    assert board.release(second) is False  # died keeping a command
+    assert board.claim() in (first, second)  # slots are reused
+
+
+def test_a_keeper_that_cannot_take_the_boards_lock_at_once_reports_none_idle() -> None:
+    """Never a wait: whoever holds the lock (a command can reach it), the keeper wakes the launcher instead."""
+    board = Board()
+    mine, other = board.claim(), board.claim()
+    assert mine is not None and other is not None
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the holder: POSIX locks belong to a process
+        fcntl.lockf(board.lock, fcntl.LOCK_EX)
+        os.write(ready_w, b"held")
+        signal.pause()
+    os.close(ready_w)
+    try:
+        assert os.read(ready_r, 4) == b"held"  # an empty read: the holder died first
+        taken = board.taken()
+        assert board.take(mine) is False  # the other slot is idle, but the lock could not be had
+        assert board.taken() == taken and not board.idle(mine)  # marked busy all the same
+    finally:
+        os.close(ready_r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert board.take(other) is False and board.taken() == taken + 1  # free again: counted

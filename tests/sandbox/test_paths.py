@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolrig.errors import ToolError
 from toolrig.sandbox.atomic import atomic_write_text
-from toolrig.sandbox.paths import Workspace, is_within
+from toolrig.sandbox.paths import StateDirectoryError, Workspace, is_within
 
 
 def test_relative_paths_resolve_inside_the_root(workspace: Path) -> None:
@@ -280,3 +282,94 @@ def test_open_dir_opens_what_was_checked_and_refuses_a_component_swapped_for_a_s
     with pytest.raises(ToolError) as raised:
         ws.open_dir(checked)
     assert raised.value.error_type == "denied"
+
+
+def as_nobody(work: Callable[[], str]) -> str:
+    """``work()`` in a forked child without root's permission overrides (tests run as root, which reads anything)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            said = work()
+        except BaseException as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        said = handle.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.fixture
+def open_tree() -> Iterator[Path]:
+    """A workspace every user may search (``tmp_path`` is root's alone)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o711)  # noqa: S103 - another user must search it: that is the test
+        yield Path(tmp).resolve()
+
+
+@pytest.mark.parametrize("mode", [0o111, 0o311, 0o711])
+def test_a_directory_that_may_be_searched_but_not_listed_can_be_entered_and_walked_through(
+    open_tree: Path, mode: int
+) -> None:
+    """As a shell's ``cd`` could: the start directory is opened O_PATH, never read."""
+    (open_tree / "sealed" / "inner").mkdir(parents=True)
+    os.chmod(open_tree / "sealed", mode)
+    ws = Workspace(open_tree)
+
+    def enter(path: Path) -> Callable[[], str]:
+        def work() -> str:
+            fd = ws.open_dir(path)
+            os.fchdir(fd)
+            return os.getcwd()
+
+        return work
+
+    assert as_nobody(enter(open_tree / "sealed")) == str(open_tree / "sealed")
+    assert as_nobody(enter(open_tree / "sealed" / "inner")) == str(open_tree / "sealed" / "inner")
+
+
+@pytest.mark.parametrize("mode", [0o700, 0o744, 0o600])
+def test_a_directory_that_may_not_be_searched_is_refused_as_permission_denied(open_tree: Path, mode: int) -> None:
+    (open_tree / "closed" / "inner").mkdir(parents=True)
+    os.chmod(open_tree / "closed", mode)
+    ws = Workspace(open_tree)
+    for path in (open_tree / "closed", open_tree / "closed" / "inner"):
+        assert as_nobody(lambda path=path: str(ws.open_dir(path))).startswith("PermissionError"), path
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    depth=st.integers(min_value=0, max_value=3),
+    name=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters="/"), min_size=1).filter(
+        lambda n: n not in {".", "..", ".toolrig"}
+    ),
+    below=st.integers(min_value=0, max_value=2),
+)
+def test_the_state_directory_renamed_or_moved_anywhere_is_never_a_start_directory(
+    depth: int, name: str, below: int
+) -> None:
+    """``resolve`` knows ``.toolrig`` by name; ``open_dir`` knows it by identity, whatever a command renamed it to."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        (root / ".toolrig").mkdir()
+        (root / "sibling").mkdir()
+        ws = Workspace(root)
+        parent = root.joinpath(*[f"d{index}" for index in range(depth)])
+        parent.mkdir(parents=True, exist_ok=True)
+        moved = parent / name
+        (root / ".toolrig").rename(moved)
+        inside = moved.joinpath(*[f"s{index}" for index in range(below)])
+        inside.mkdir(parents=True, exist_ok=True)
+        with pytest.raises(StateDirectoryError):
+            os.close(ws.open_dir(inside))
+        (root / ".toolrig").mkdir()  # toolrig makes a new one; that one is refused too, by name and by identity
+        with pytest.raises(StateDirectoryError):
+            os.close(ws.open_dir(root / ".toolrig"))
+        os.close(ws.open_dir(root / "sibling"))
+        os.close(ws.open_dir(parent))

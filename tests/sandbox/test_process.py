@@ -237,3 +237,40 @@ def alive(pid: int, within: float = 5.0) -> bool:
         return not select.select([fd], [], [], within)[0]
     finally:
         os.close(fd)
+
+
+WRITE = (
+    "import fcntl, sys\n"
+    "out, err, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])\n"
+    "for stream in (sys.stdout, sys.stderr):\n"
+    "    if size: fcntl.fcntl(stream.fileno(), 1031, size)  # F_SETPIPE_SZ: the pipe holds it all at the end\n"
+    "sys.stdout.write('o' * out); sys.stdout.flush()\n"
+    "sys.stderr.write('e' * err); sys.stderr.flush()\n"
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    out=st.integers(min_value=0, max_value=300_000),
+    err=st.integers(min_value=0, max_value=300_000),
+    pipe_size=st.sampled_from([0, 1 << 20]),
+)
+def test_everything_a_command_wrote_before_it_ended_is_in_the_result(out: int, err: int, pipe_size: int) -> None:
+    """Read as it comes, or found in the pipes when the keeper says the command is over (it closes its copies of
+    the pipes after that, so the end is not waited for): either way, not a byte is lost or read twice."""
+
+    async def go() -> tuple[str, str]:
+        result = await run_contained(
+            ["python3", "-c", WRITE, str(out), str(err), str(pipe_size)],
+            cwd=Path("/"),
+            env=scrub_env(os.environ),
+            timeout=30,
+            output_cap=1_000_000,
+            prelude=False,
+        )
+        assert result.exit_code == 0, result.stderr[-500:]
+        return result.stdout, result.stderr
+
+    stdout, stderr = anyio.run(go)
+    assert (len(stdout), len(stderr)) == (out, err)
+    assert set(stdout) <= {"o"} and set(stderr) <= {"e"}

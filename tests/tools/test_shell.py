@@ -314,6 +314,12 @@ def change(workspace: Path, outside: Path, how: str, name: str) -> None:
         with contextlib.suppress(OSError):
             path.mkdir(parents=True, exist_ok=True)
         return
+    if how == "state moved here":  # as ``mv .toolrig a`` in a command would; toolrig makes a new one later
+        if path.parent.is_dir() and not path.parent.is_symlink():
+            remove(path)
+            (workspace / ".toolrig").rename(path)
+            (workspace / ".toolrig").mkdir()
+        return
     if not os.path.lexists(path):
         return
     if how == "rename":
@@ -330,6 +336,11 @@ def change(workspace: Path, outside: Path, how: str, name: str) -> None:
         path.write_text("text\n")
 
 
+def identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
+
+
 def remove(path: Path) -> None:
     if path.is_symlink() or path.is_file():
         path.unlink()
@@ -337,7 +348,9 @@ def remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-CHANGES = st.sampled_from(["mkdir", "mkdir", "symlink to outside", "symlink into state", "delete", "file", "rename"])
+CHANGES = st.sampled_from(
+    ["mkdir", "mkdir", "symlink to outside", "symlink into state", "delete", "file", "rename", "state moved here"]
+)
 CALL = st.tuples(
     st.none() | st.tuples(CHANGES, st.sampled_from(["a", "a/b"])),  # the change before the call
     st.sampled_from([None, None, "a", "a/b", "."]),  # the cwd asked for
@@ -352,7 +365,8 @@ def test_whatever_happens_to_directories_between_calls_a_command_starts_inside_t
 ) -> None:
     """A command starts where it asked, or where the session's last one ended, or at the root with a note.
 
-    Never outside the workspace, never in toolrig's state; a call that asked for nothing never fails.
+    Never outside the workspace, never in toolrig's state, whatever its name is now (known by identity: a state
+    directory moved away is still toolrig's); a call that asked for nothing never fails.
     """
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp, "ws").resolve()
@@ -362,9 +376,11 @@ def test_whatever_happens_to_directories_between_calls_a_command_starts_inside_t
         (workspace / "a" / "b").mkdir(parents=True)
         with Rig(workspace) as rig:
             last = "."
+            states = {identity(workspace / ".toolrig")}
             for before, requested, goes in calls:
                 if before is not None:
                     change(workspace, outside, *before)
+                    states.add(identity(workspace / ".toolrig"))
                 target = str(outside) if goes == "OUTSIDE" else goes
                 result = run(rig, f"{WHERE}; cd {target} 2>/dev/null; true", session_id="s", cwd=requested)
                 if result.is_error:
@@ -375,6 +391,7 @@ def test_whatever_happens_to_directories_between_calls_a_command_starts_inside_t
                 started = Path(result.output["stdout"].splitlines()[0])
                 assert started == workspace or workspace in started.parents, result.output
                 assert not (started == workspace / ".toolrig" or workspace / ".toolrig" in started.parents)
+                assert not {identity(d) for d in (started, *started.parents)} & states, (started, result.output)
                 if requested is not None:
                     assert started == Path(os.path.realpath(workspace / requested))
                 elif result.output.get("note") is None:
@@ -411,3 +428,27 @@ def test_calls_run_in_parallel_with_one_that_swaps_their_cwd_start_inside_or_are
         else:
             assert result.output["stdout"] in {f"{workspace / 'a'}\n", f"{workspace / 'a.real'}\n"}, result.output
     assert not (outside / "here").exists()
+
+
+def test_a_command_starts_in_a_directory_that_may_be_searched_but_not_listed(workspace: Path) -> None:
+    """The start directory goes to the keeper as an O_PATH descriptor; ``fchdir`` enters it as ``cd`` would."""
+    (workspace / "sealed" / "inner").mkdir(parents=True)
+    (workspace / "sealed").chmod(0o111)
+    try:
+        rig = shell(workspace)
+        assert run(rig, WHERE, cwd="sealed").output["stdout"] == f"{workspace / 'sealed'}\n"
+        assert run(rig, WHERE, cwd="sealed/inner").output["stdout"] == f"{workspace / 'sealed' / 'inner'}\n"
+    finally:
+        (workspace / "sealed").chmod(0o755)
+
+
+def test_a_state_directory_a_command_renamed_is_neither_remembered_nor_entered(workspace: Path) -> None:
+    rig = shell(workspace)
+    assert not run(rig, "true").is_error  # the state directory exists from here on
+    assert (workspace / ".toolrig").is_dir()
+    moved = run(rig, "mv .toolrig x && cd x && pwd", session_id="s")
+    assert moved.output["stdout"] == f"{workspace / 'x'}\n"
+    assert moved.output["cwd"] == "."  # not remembered: the next command starts at the root
+    assert run(rig, WHERE, session_id="s").output["stdout"] == f"{workspace}\n"
+    asked = run(rig, WHERE, cwd="x")
+    assert asked.is_error and asked.error_type == "denied" and "state" in asked.message, asked

@@ -10,13 +10,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from pathlib import Path
 
 from toolrig.errors import ErrorType, ToolError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_ENTER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def swapped(path: Path | str) -> ToolError:
@@ -82,6 +83,52 @@ def open_dir(
         os.close(fd)
         raise
     return fd
+
+
+def enter_dir(
+    root: Path,
+    parts: Sequence[str],
+    *,
+    refused: Container[tuple[int, int]] = (),
+    on_refused: Callable[[Path], ToolError] = swapped,
+    on_link: Callable[[Path], ToolError] = swapped,
+) -> int:
+    """A descriptor to start a process in (``fchdir``), never to read: ``O_PATH`` at every step, no symlink followed.
+
+    Why ``O_PATH``: a shell can ``cd`` through and into a directory it may search (``x``) but not list (``r``);
+    opening each step for reading refused those. Walking still needs search permission on every directory on the
+    way (the kernel checks it for each step); the last one's is checked by ``fchdir`` itself. A component whose
+    identity (``st_dev``, ``st_ino``) is in ``refused`` raises ``on_refused``: a directory is known by what it is,
+    whatever name it has now.
+    """
+    fd = os.open(root, _ENTER_FLAGS & ~os.O_NOFOLLOW)  # the root is trusted as given
+    current = root
+    try:
+        _refuse(fd, current, refused, on_refused)
+        for part in parts:
+            current = current / part
+            try:
+                next_fd = os.open(part, _ENTER_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise on_link(current) from None
+                raise
+            os.close(fd)
+            fd = next_fd
+            _refuse(fd, current, refused, on_refused)
+        if not os.access(".", os.X_OK, dir_fd=fd):  # fchdir would fail later, and less clearly
+            raise PermissionError(errno.EACCES, "Permission denied", str(current))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse(fd: int, path: Path, refused: Container[tuple[int, int]], on_refused: Callable[[Path], ToolError]) -> None:
+    if refused:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) in refused:
+            raise on_refused(path)
 
 
 def _open_dir_component(part: str, fd: int, current: Path, on_link: Callable[[Path], ToolError]) -> int:

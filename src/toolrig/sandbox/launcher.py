@@ -20,6 +20,17 @@ Python keeper per command cost ~4 ms of CPU: page tables, copy-on-write faults, 
 ``SPARES`` keepers stay; one forked because all were busy keeps one command and ends. An idle keeper dies with
 the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
 
+The launcher sleeps through commands: which keepers are idle is kept on a *board* (a shared anonymous mapping, one
+byte per keeper, inherited across fork), not told to it. A keeper that takes a request marks itself busy and
+looks for another idle one under a lock; only if it finds none does it wake the launcher (``T``) to fork another.
+A keeper back from a command marks itself idle without a word. So back-to-back commands do not wake the launcher
+(it was woken twice per command, for "taken" and "idle again"); it still wakes for every keeper's death (its
+SIGCHLD) and reads on the board whether the dead keeper was idle, which its death accounting needs. The lock is
+only ever tried, never waited for: a command may reach the lock's descriptor through ``/proc/PPID/fd`` (it runs
+as our user) and hold it, and a keeper that cannot take it at once wakes the launcher as if none were idle. The
+board carries no authority: a command that writes it (it could as well kill the launcher) can only make the
+launcher fork a keeper too many or too few, and a request then waits for a keeper that is back from its command.
+
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
 command's stdout, stderr, a status socket, the directory it starts in and (optionally) the final-directory pipe.
 The directory comes as a descriptor toolrig opened beneath the workspace without following symlinks: the keeper
@@ -27,9 +38,10 @@ The directory comes as a descriptor toolrig opened beneath the workspace without
 On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
 processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
-closes its end. toolrig writes ``T`` (SIGTERM the command's group) or ``K`` (kill everything) on the same
-socket, and closing it kills everything too. These are per command, unlike signals to the keeper, so a late
-one can never reach the keeper's next command.
+closes its end, and only then its copies of the output pipes (toolrig reads them to empty after ``X``, without
+waiting for their end: one wake-up per command). toolrig writes ``T`` (SIGTERM the command's group) or ``K``
+(kill everything) on the same socket, and closing it kills everything too. These are per command, unlike
+signals to the keeper, so a late one can never reach the keeper's next command.
 toolrig empties and removes the cgroup of a keeper that died; a live keeper's cgroup is its own.
 """
 
@@ -40,6 +52,7 @@ import contextlib
 import ctypes
 import fcntl
 import json
+import mmap
 import os
 import select
 import signal
@@ -56,6 +69,9 @@ _COUNT_INTERVAL = 0.02
 INLINE_REQUEST = 64 * 1024  # a larger request comes in a memfd (a small receive buffer is a cheap one)
 SPARES = 2  # keepers that go back to the socket after each command (one more is forked while all are busy)
 _MAX_SPARE_DEATHS = 50
+SLOTS = 4096  # keepers the board can hold at once; with every slot taken, a request waits for a keeper to be free
+_TAKEN = SLOTS  # the board's 8-byte count of requests taken, after the slots (the launcher's death accounting)
+_IDLE, _BUSY = b"\x01", b"\x00"
 
 # Read by bash from $BASH_ENV before the command: set limits, report the final directory.
 PRELUDE = """\
@@ -176,11 +192,68 @@ def _high(fd: int) -> int:
     return new
 
 
+class Board:
+    """Which keepers are idle, shared by the launcher and its keepers (the module docstring says why)."""
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, SLOTS + 8)  # shared and anonymous: no descriptor a command could open
+        self.lock = os.memfd_create("toolrig-board", os.MFD_CLOEXEC)
+        self.free = list(range(SLOTS - 1, -1, -1))  # the launcher's own list, lowest slot last
+
+    def claim(self) -> int | None:
+        """A slot for a new keeper, marked idle (it is, as soon as it reads the socket), or None if all are used."""
+        if not self.free:
+            return None
+        slot = self.free.pop()
+        self.mark(slot, _IDLE)
+        return slot
+
+    def release(self, slot: int) -> bool:
+        """Free a dead keeper's slot; whether the keeper was idle when it died."""
+        was_idle = self.idle(slot)
+        self.mark(slot, _BUSY)
+        self.free.append(slot)
+        return was_idle
+
+    def mark(self, slot: int, state: bytes) -> None:
+        self.memory[slot : slot + 1] = state
+
+    def idle(self, slot: int) -> bool:
+        return self.memory[slot] == 1
+
+    def taken(self) -> int:
+        return int.from_bytes(self.memory[_TAKEN : _TAKEN + 8], "little")
+
+    def take(self, slot: int) -> bool:
+        """Mark ``slot`` busy and count the request; whether another slot is still idle.
+
+        Under a lock, so that two keepers taking requests at once cannot each see the other idle (the lock orders
+        their marks and looks). The lock is only tried: contended, the answer is "none idle" (the launcher then
+        looks at the board itself), never a wait that a command holding the lock could prolong.
+        """
+        try:
+            fcntl.lockf(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.mark(slot, _BUSY)
+            return False
+        try:
+            self.mark(slot, _BUSY)
+            self.memory[_TAKEN : _TAKEN + 8] = ((self.taken() + 1) % (1 << 63)).to_bytes(8, "little")
+            return self.memory.find(_IDLE, 0, SLOTS) >= 0
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(self.lock, fcntl.LOCK_UN)
+
+
 class _Keeper:
     """One keeper process: its cgroup, how it talks to the launcher, and whether it stays for the next command."""
 
-    def __init__(self, control: int, prelude_fd: int, cgroup: str | None, launcher: int, stays: bool) -> None:
+    def __init__(
+        self, control: int, prelude_fd: int, cgroup: str | None, launcher: int, stays: bool, board: Board, slot: int
+    ) -> None:
         self.control = control
+        self.board = board
+        self.slot = slot
         self.prelude_fd = prelude_fd
         self.cgroup = cgroup
         self.launcher = launcher
@@ -189,6 +262,13 @@ class _Keeper:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
+
+    def take(self) -> bool:
+        """Mark this keeper busy; whether another keeper is still idle (if not, the launcher must fork one)."""
+        return self.board.take(self.slot)
+
+    def idle_again(self) -> None:
+        self.board.mark(self.slot, _IDLE)
 
     def say(self, kind: str) -> None:
         with contextlib.suppress(OSError):
@@ -286,14 +366,16 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
         except BaseException:
             os._exit(1)
         request, received = taken
+        others_idle = keeper.take()
         fds = [fd if fd >= _HIGH_FD else _high(fd) for fd in received]  # clear of what posix_spawn dup2s onto
         status = fds[2]
         try:
-            _keep(request, fds, keeper)
+            _keep(request, fds, keeper, others_idle)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.write(status, f"E {exc}\n".encode(errors="replace"))
-            keeper.say("T")
+            if not others_idle:
+                keeper.say("T")
         _close_all_but_status(fds)  # the status socket last: toolrig reads its closing as the end of the command
         if fds[2] >= 0:
             with contextlib.suppress(OSError):
@@ -304,10 +386,10 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         keeper.restore_pids_max()
-        keeper.say("R")
+        keeper.idle_again()
 
 
-def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
+def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_idle: bool) -> None:
     """Start one command, wait for it and end everything it started; the status socket says how it went."""
     out, err, status, start = fds[:4]
     cwd_fd = fds[4] if len(fds) > 4 else -1
@@ -342,13 +424,16 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
         setsigmask=(),
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
     )
-    # The keeper holds its copies of the output pipes until the command is over and closes them just before its
-    # status socket: toolrig wakes once, for the end, and finds both pipes at their end then.
+    # The keeper holds its copies of the output pipes until the command is over, and closes them only after its
+    # status socket: the pipes reach their end after toolrig heard X, so toolrig wakes once, at the status socket's
+    # closing, not once more for each pipe (on two CPUs it woke for the pipes' ends before X was written). After X
+    # nothing of the command is left to write: toolrig reads what the pipes hold without waiting for their end.
     with contextlib.suppress(OSError):  # toolrig may be gone
         os.write(status, f"P {leader} {me} {keeper.cgroup or '-'}\n".encode())
     # Only now may a new keeper join its cgroup: a cgroup migration holds up forks machine-wide while the kernel
-    # waits for an RCU grace period, and this command's spawn must not wait on it.
-    keeper.say("T")
+    # waits for an RCU grace period, and this command's spawn must not wait on it. Only if no other keeper is idle.
+    if not others_idle:
+        keeper.say("T")
 
     def tell(line: bytes) -> None:
         with contextlib.suppress(OSError):
@@ -392,10 +477,10 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper) -> None:
     kill_all_below(me)
     if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
         keeper.leave()
-    _close_all_but_status(fds)
     tell(f"X {exit_code}\n".encode())
     os.close(status)
     fds[2] = -1
+    _close_all_but_status(fds)
 
 
 def _close_all_but_status(fds: list[int]) -> None:
@@ -459,10 +544,11 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     # Every command gets it: sealed, so that none can rewrite the next one's limits.
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
     fcntl.fcntl(prelude_fd, fcntl.F_ADD_SEALS, seals)
-    control_r, control_w = os.pipe()  # keepers say: took a request (T), idle again (R), toolrig is gone (E)
-    keepers: dict[int, str | None] = {}  # every keeper, and its cgroup
-    idle: set[int] = set()
+    control_r, control_w = os.pipe()  # keepers say: took the last idle turn (T), toolrig is gone (E)
+    board = Board()  # which keepers are idle: marked by the keepers themselves, read here when something wakes us
+    keepers: dict[int, tuple[str | None, int]] = {}  # every keeper: its cgroup and its slot on the board
     staying: set[int] = set()  # the keepers that go back to the socket after a command (at most SPARES)
+    taken = board.taken()
     counter = iter(range(1, 1 << 62))
     # SIGCHLD only wakes the loop, through a pipe the C-level handler writes: a Python handler run between two
     # blocking reads can be missed (the signal lands after the check and before the read blocks), and a missed
@@ -473,6 +559,9 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     os.set_blocking(control_r, False)
 
     def fork_keeper() -> None:
+        slot = board.claim()
+        if slot is None:  # every slot holds a live keeper: the request waits for one to be back
+            return
         cgroup = None
         if base:
             path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}"
@@ -486,9 +575,8 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
             os.close(control_r)
             os.close(wake_r)
             os.close(wake_w)
-            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays))
-        keepers[pid] = cgroup
-        idle.add(pid)
+            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays, board, slot))
+        keepers[pid] = (cgroup, slot)
         if stays:
             staying.add(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
@@ -525,33 +613,33 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
         pending = lines.pop()
         events = [(kind, int(sender)) for kind, _, sender in (line.decode().partition(" ") for line in lines)]
         events += [("D", pid) for pid in ended]
+        if board.taken() != taken:  # a request was taken since we last looked: the keepers can start
+            taken = board.taken()
+            deaths = 0
         for kind, pid in events:
             if kind == "E":
                 running = False
                 break
             if pid not in keepers:
                 continue
-            if kind == "T":  # taken: another must be ready for the next request
+            if kind == "T":  # the last idle keeper took a request: another must be ready for the next
                 deaths = 0
-                idle.discard(pid)
-            elif kind == "R":
-                idle.add(pid)
             elif kind == "D":  # a keeper ended (killed, or done with its one command)
-                deaths += pid in idle
-                idle.discard(pid)
+                cgroup, slot = keepers.pop(pid)
+                deaths += board.release(slot)
                 staying.discard(pid)
-                _remove_cgroup(keepers.pop(pid))
+                _remove_cgroup(cgroup)
                 if deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
                     running = False
                     break
-            if not idle or len(staying) < SPARES:
+            if not any(board.idle(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES:
                 fork_keeper()
     sock.close()
     for pid in list(keepers):  # toolrig is gone: so is everything it started
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     kill_all_below(me)
-    for cgroup in keepers.values():
+    for cgroup, _slot in keepers.values():
         _remove_cgroup(cgroup)
     os._exit(0)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +38,26 @@ def toolrig_home() -> Path:
 
 def _denied(message: str, hint: str | None = None) -> ToolError:
     return ToolError(ErrorType.DENIED, message, hint or "Use a path inside the workspace.")
+
+
+class StateDirectoryError(ToolError):
+    """A directory on the way is toolrig's own state directory, known by its identity whatever its name is now."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            ErrorType.DENIED,
+            f"'{path}' is (or is inside) toolrig's own state directory, renamed or moved; commands never start there.",
+            "Start the command in a directory of the workspace's own.",
+        )
+
+
+MAX_STATE_IDENTITIES = 16
+
+
+def _close_all(fds: dict[tuple[int, int], int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+    fds.clear()
 
 
 def is_within(path: Path, root: Path) -> bool:
@@ -72,6 +94,12 @@ class Workspace:
         self.read_only_globs = tuple(read_only_globs)
         self._deny = PatternSet(self.deny_globs) if self.deny_globs else None
         self._read_only = PatternSet(self.read_only_globs) if self.read_only_globs else None
+        # Every directory seen under a protected name, by identity, each held open by an O_PATH descriptor so that
+        # its inode number cannot be reused by another directory while it is remembered.
+        self._state_fds: dict[tuple[int, int], int] = {}
+        self._state_lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._state_fds)
+        self.state_identities()
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -216,16 +244,51 @@ class Workspace:
         root, parts = self._parts(path)
         return fdwalk.open_regular(root, parts)
 
+    def state_identities(self) -> dict[tuple[int, int], int]:
+        """The identities of every directory seen under a protected name (``.toolrig``, toolrig's home), now included.
+
+        ``resolve`` refuses toolrig's state by name; a directory renamed keeps its identity (``mv .toolrig x``,
+        then ``cd x``), so where a name is not enough (the directory a command starts in) the identity is checked.
+        Looked at again on each call: a state directory that was renamed and then made again is two identities.
+        Held open (O_PATH, close-on-exec; at most ``MAX_STATE_IDENTITIES``, oldest dropped first): a remembered
+        inode number is never that of a new directory.
+        """
+        for directory in self._protected:
+            try:
+                info = os.stat(directory, follow_symlinks=False)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in self._state_fds or not stat.S_ISDIR(info.st_mode):
+                continue
+            try:
+                fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            info = os.fstat(fd)  # what is held open, should the name have changed since the stat
+            with self._state_lock:
+                key = (info.st_dev, info.st_ino)
+                if key in self._state_fds:
+                    os.close(fd)
+                    continue
+                self._state_fds[key] = fd
+                while len(self._state_fds) > MAX_STATE_IDENTITIES:
+                    os.close(self._state_fds.pop(next(iter(self._state_fds))))
+        return self._state_fds
+
     def open_dir(self, path: Path) -> int:
-        """A descriptor for a resolved directory, opened from its root without following any symlink on the way.
+        """A descriptor to start a command in: ``O_PATH``, from its root, following no symlink, never toolrig's state.
 
         What ``resolve`` checked is then what the descriptor holds: a component swapped for a symlink (or a file)
-        since is refused, not followed, and a user of the descriptor never walks the path again.
+        since is refused, not followed, and a user of the descriptor never walks the path again. ``O_PATH``: a
+        directory that may be searched but not listed can be entered, as a shell's ``cd`` would. Every component is
+        also compared with toolrig's state directories by identity (``StateDirectoryError``): ``resolve`` knows
+        them only by name, and a command can rename one.
         """
+        refused = self.state_identities()
         if path == self.root:  # where most commands start: no walk to make
-            return fdwalk.open_dir(self.root, ())
+            return fdwalk.enter_dir(self.root, (), refused=refused, on_refused=StateDirectoryError)
         root, parts = self._parts(path)
-        return fdwalk.open_dir(root, parts)
+        return fdwalk.enter_dir(root, parts, refused=refused, on_refused=StateDirectoryError)
 
     def read_bytes(self, path: Path, *, limit: int | None = None) -> bytes:
         """Read a resolved regular file (at most ``limit + 1`` bytes when a limit is given)."""

@@ -520,7 +520,7 @@ class _Watch:
 
     Why one: a task per pipe plus one for the status cost a task group, three tasks and a wake-up each per
     command; one epoll set over the three descriptors is a single readable descriptor for the event loop, so a
-    command that writes nothing costs one wake-up when it starts and one when it ends. Progress is reported
+    command that writes nothing costs one wake-up, when it ends. Progress is reported
     from the same wait (``on_progress`` every ``interval`` seconds), as long as anything waits on the command.
     """
 
@@ -569,21 +569,33 @@ class _Watch:
             elif fd in self.streams:
                 self._pump(fd, self.streams[fd])
 
-    def _pump(self, fd: int, sink: CappedText) -> None:
+    def drain(self) -> None:
+        """Read what the pipes hold now, without waiting for their end (the keeper closes its copies after ``X``).
+
+        Only once the keeper said ``X``: no process of the command is left to write. Bounded all the same (a process
+        outside the command could have opened a pipe through ``/proc`` and go on writing): by the output limit.
+        """
+        for fd, sink in list(self.streams.items()):
+            while sink.bytes_seen <= self.max_output_bytes and self._pump(fd, sink):
+                pass
+
+    def _pump(self, fd: int, sink: CappedText) -> bool:
+        """Read once from a ready pipe; whether it may hold more (False at its end, or when nothing is there now)."""
         try:
             chunk = os.read(fd, _READ_SIZE)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:
             self.poller.unregister(fd)
             del self.streams[fd]
-            return
+            return False
         sink.feed(chunk)
         if sink.bytes_seen > self.max_output_bytes and self.stopped is None:
             self.stopped = f"output limit ({self.max_output_bytes:,} bytes on one stream)"
             self.keeper.signal(signal.SIGUSR1)
+        return True
 
     async def until(self, done: Callable[[], bool]) -> None:
         """Read and parse whatever arrives until ``done()``; cancel the caller's scope to stop sooner."""
@@ -724,7 +736,9 @@ async def run_contained(
                 if timed_out:
                     watch.stopped = "timeout"
                 await _stop(watch, kill_grace)
-                if watch.streams:  # usually both ended with the keeper's X (it closes its copies first)
+                if watch.streams and keeper.exit_code is not None:
+                    watch.drain()  # X: every process of the command is gone, and all it wrote is in the pipes
+                elif watch.streams:  # a keeper that did not say X: whatever is left may still write
                     with anyio.move_on_after(_DRAIN_SECONDS):
                         await watch.until(lambda: not watch.streams)
     finally:
@@ -765,9 +779,12 @@ async def run_contained(
 
 
 def _open_start(cwd: Path) -> int:
-    """A descriptor for the directory to start in, for a caller that brought none (it follows symlinks)."""
+    """A descriptor for the directory to start in, for a caller that brought none (it follows symlinks).
+
+    ``O_PATH``: the keeper only ``fchdir``s to it, and a directory that may be searched but not listed can be entered.
+    """
     try:
-        return os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        return os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         raise ToolError(
             ErrorType.NOT_FOUND, f"'{cwd}' is not a directory (any more).", "Start it in a directory that exists."

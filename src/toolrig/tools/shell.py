@@ -22,6 +22,7 @@ from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
+from toolrig.sandbox.paths import StateDirectoryError
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
@@ -254,6 +255,8 @@ def _open(path: Path, ctx: ToolContext) -> int | str:
     """A descriptor for a checked directory (``Workspace.open_dir``), or what stands in the way."""
     try:
         return ctx.workspace.open_dir(path)
+    except StateDirectoryError:  # toolrig's state under another name: a command renamed or moved it
+        return "state"
     except ToolError:  # on the way: a symlink (never followed) or something that is not a directory
         return _what_is(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -283,6 +286,7 @@ _STANDS_IN_THE_WAY = {
     "swapped": "a directory on the way to it was replaced by a symlink or a file",
     "file": "it was replaced by a file",
     "permission": "it cannot be entered (permission denied)",
+    "state": "it is (or is inside) toolrig's own state directory under another name",
 }
 
 
@@ -308,6 +312,8 @@ def _refused(what: str, spelled: str) -> ToolError:
         )
     if what == "permission":
         return ToolError(ErrorType.DENIED, f"'{spelled}' cannot be entered (permission denied).")
+    if what == "state":
+        return StateDirectoryError(Path(spelled))
     return ToolError(ErrorType.UNAVAILABLE, f"'{spelled}': {what}.")
 
 
@@ -322,8 +328,11 @@ def _remember(reported: str | None, used: Path, ctx: ToolContext) -> Path:
     if reported and reported != str(used):
         try:
             final = ctx.workspace.resolve(reported)
+            os.close(ctx.workspace.open_dir(final))  # toolrig's state is known by identity too, whatever its name
         except ToolError:
             final = used  # it left the workspace (or entered toolrig's state): the next call starts here
+        except OSError:
+            pass  # gone or not enterable: the next call says so when it opens it
     return final
 
 
