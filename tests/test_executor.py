@@ -5,10 +5,12 @@ import json
 import logging
 import math
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -710,3 +712,91 @@ async def test_a_deadline_that_is_no_time_is_refused_before_the_call_not_waited_
     with pytest.raises(DefinitionError, match="positive number of seconds"):
         tool(timeout_seconds=timeout)(nap)
     assert not (await rig.call("nap", {"seconds": 0}, timeout_seconds=0.5)).is_error  # a real one still runs
+
+
+# ------------------------------------------------------- members that wait outside an extension point until woken
+
+
+def test_a_reserved_member_wakes_into_the_place_it_was_given() -> None:
+    def first(call: ToolCall, result: ToolResult) -> None:
+        return None
+
+    def later(call: ToolCall, result: ToolResult) -> None:
+        return None
+
+    def mine(call: ToolCall, result: ToolResult) -> None:
+        return None
+
+    extensions = Extensions(audit=[first])
+    sinks = extensions.audit
+    place = extensions.reserve("audit", mine, awake=False)
+    assert extensions.audit == [first]
+    place.wake()
+    place.wake()  # once only
+    assert extensions.audit == [first, mine] and extensions.audit is sinks  # nothing joined after it: in place
+    extensions = Extensions(audit=[first])
+    place = extensions.reserve("audit", mine, awake=False)
+    extensions.audit.append(later)
+    place.wake()
+    assert extensions.audit == [first, mine, later]  # where it would have been, had it been awake all along
+    assert Extensions().reserve("audit", mine, awake=True).awake
+
+
+async def test_a_member_woken_while_a_call_waits_in_its_list_neither_reruns_nor_skips_that_calls_steps(
+    workspace: Path,
+) -> None:
+    """A call suspended in a gate keeps walking the list it began; the next call walks the woken member too."""
+    rig = fast_path_rig(workspace)
+    order: list[str] = []
+    entered, release = anyio.Event(), anyio.Event()
+
+    def dormant(call: ToolCall) -> None:
+        order.append(f"dormant:{call.call_id}")
+
+    async def waits(call: ToolCall) -> None:
+        order.append(f"waits:{call.call_id}")
+        if call.call_id == "first":
+            entered.set()
+            await release.wait()
+
+    extensions = rig.executor.extensions
+    place = extensions.reserve("before_tool", dormant, awake=False)
+    extensions.before_tool.append(waits)
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(rig.call, "deadline_seen", {}, call_id="first"))
+        await entered.wait()
+        place.wake()
+        release.set()
+    assert not (await rig.call("deadline_seen", {}, call_id="second")).is_error
+    assert [o for o in order if o.endswith("first")] == ["waits:first"]
+    assert [o for o in order if o.endswith("second")] == ["dormant:second", "waits:second"]
+
+
+async def test_a_gate_that_waits_hands_the_rest_of_the_walk_on_in_order(workspace: Path) -> None:
+    rig = fast_path_rig(workspace)
+    order: list[str] = []
+
+    def plain(label: str) -> Any:
+        def gate(call: ToolCall) -> None:
+            order.append(label)
+
+        return gate
+
+    def waiting(label: str) -> Any:
+        async def gate(call: ToolCall) -> None:
+            await anyio.lowlevel.checkpoint()
+            order.append(label)
+
+        return gate
+
+    extensions = rig.executor.extensions
+    extensions.policy.extend([waiting("policy-1"), plain("policy-2")])
+    extensions.rate_limit.append(plain("rate"))
+    extensions.approval.extend([plain("approval-1"), waiting("approval-2"), plain("approval-3")])
+    extensions.before_tool.append(waiting("before"))
+    assert not (await rig.call("deadline_seen", {})).is_error
+    walked = ["policy-1", "policy-2", "rate", "approval-1", "approval-2", "approval-3", "before"]
+    assert order == walked
+    order.clear()
+    _, refusal = await rig.executor.decide("deadline_seen", {})
+    assert refusal is None and order == walked

@@ -2,17 +2,19 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from pathlib import Path
 
 import anyio
 import pytest
 
+import toolrig.hooks as hooks_module
 from tests.conftest import Call
 from tests.support.sample_tools import all_tools
 from toolrig import Rig, ToolError
 from toolrig.config import set_trust
 from toolrig.errors import ErrorType
-from toolrig.hooks import HookChain, HookEvent, Hooks, hook_environment
+from toolrig.hooks import HookChain, HookEvent, Hooks, hook_environment, run_hooks
 from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry
 
@@ -249,3 +251,45 @@ async def cancel_during_the_hook(rig: Rig, hook: Lingering) -> None:
         group.start_soon(call)
         await hook.started.wait()
         group.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------- the hook gate waits off the path until a hook exists
+
+
+@pytest.fixture
+def no_hooks_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as if no HookChain had ever held a hook (other tests have added some)."""
+    monkeypatch.setattr(hooks_module, "_hooks_anywhere", False)
+    monkeypatch.setattr(hooks_module, "_waiting", weakref.WeakSet())
+
+
+async def test_a_hook_added_to_the_rig_after_calls_runs_from_the_next_call(workspace: Path, no_hooks_yet: None) -> None:
+    rig = rig_with(workspace)
+    assert not (await rig.call("echo", {"text": "a"})).is_error
+    assert rig.extensions.before_tool == [] and rig.extensions.after_tool == []  # nothing to walk yet
+    log: list[str] = []
+    rig.hooks.add(Recorder("late", log))
+    assert not (await rig.call("echo", {"text": "b"})).is_error
+    assert log == ["late:before:echo:{'text': 'b'}", "late:after:False"]
+    refused = await rig.call("echo", {"text": "block-late"})
+    assert refused.error_type == "denied" and refused.message == "late blocked it"
+
+
+async def test_a_hook_added_to_a_runs_chain_after_calls_runs_for_the_rigs_next_call(
+    workspace: Path, no_hooks_yet: None
+) -> None:
+    rig = rig_with(workspace)
+    assert not (await rig.call("echo", {"text": "a"})).is_error
+    chain = HookChain()
+    token = run_hooks.set(chain)
+    try:
+        assert not (await rig.call("echo", {"text": "b"})).is_error
+        log: list[str] = []
+        chain.add(Recorder("run", log))
+        assert not (await rig.call("echo", {"text": "c"})).is_error
+    finally:
+        run_hooks.reset(token)
+    assert log == ["run:before:echo:{'text': 'c'}", "run:after:False"]
+    # `policy explain` walks the same gate: it reports, and runs no hook.
+    call, result = await rig.executor.decide("echo", {"text": "d"})
+    assert result is None and call.verdict == "allow" and len(log) == 2

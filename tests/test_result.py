@@ -74,6 +74,8 @@ def test_the_executors_unvalidated_ok_is_the_same_result_as_ok(output: dict[str,
     assert trusted.model_dump(mode="json") == checked.model_dump(mode="json")
     assert trusted.to_json() == checked.to_json()
     assert trusted.model_copy(update={"notes": ["x"]}).notes == ["x"]
+    # The set of fields is shared by every such result: a copy's update must leave it as it was.
+    assert ToolResult.ok_checked_already({}, [], meta, []).model_fields_set == checked.model_fields_set
     with pytest.raises(ValidationError):
         trusted.is_error = True  # type: ignore[misc]  # still frozen
 

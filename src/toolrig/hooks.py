@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ import anyio
 from toolrig.errors import ErrorType, ToolError
 
 if TYPE_CHECKING:
-    from toolrig.executor import ToolCall
+    from toolrig.executor import Extensions, Reserved, ToolCall
     from toolrig.result import ToolResult
 
 log = logging.getLogger("toolrig.hooks")
@@ -78,6 +79,7 @@ class HookChain:
 
     def add(self, hooks: Hooks) -> Hooks:
         self._hooks.append(hooks)
+        _hooks_arrived()  # before the next call's gate: every hook gate walks from now on
         return hooks
 
     def __len__(self) -> int:
@@ -231,6 +233,23 @@ def _kill_group(pid: int) -> None:
 run_hooks: contextvars.ContextVar[HookChain | None] = contextvars.ContextVar("toolrig_run_hooks", default=None)
 
 
+# Whether any HookChain in this process has held a hook. Until one has, no chain a gate could read (its
+# Rig's, or a run's through ``run_hooks``) has anything to run, so the gates wait outside the executor's
+# extension points; ``HookChain.add`` wakes every one of them, for good, before it returns.
+_hooks_anywhere = False
+_waiting: weakref.WeakSet[HookGate] = weakref.WeakSet()
+
+
+def _hooks_arrived() -> None:
+    global _hooks_anywhere
+    if _hooks_anywhere:
+        return
+    _hooks_anywhere = True
+    for gate in list(_waiting):
+        gate.wake()
+    _waiting.clear()
+
+
 class HookGate:
     """The one hook gate at the tool points, for the Rig's hooks and the calling run's alike.
 
@@ -241,6 +260,21 @@ class HookGate:
 
     def __init__(self, chain: HookChain) -> None:
         self.chain = chain
+        self._places: tuple[Reserved, Reserved] | None = None
+
+    def install(self, extensions: Extensions) -> None:
+        """Take this gate's places at ``before_tool`` and ``after_tool``: now if any hook exists, else on the first."""
+        self._places = (
+            extensions.reserve("before_tool", self.before, awake=_hooks_anywhere),
+            extensions.reserve("after_tool", self.after, awake=_hooks_anywhere),
+        )
+        if not _hooks_anywhere:
+            _waiting.add(self)
+
+    def wake(self) -> None:
+        if self._places is not None:
+            for place in self._places:
+                place.wake()
 
     def _chains(self) -> list[HookChain]:
         chains = [self.chain] if self.chain.enabled and len(self.chain) else []

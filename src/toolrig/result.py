@@ -77,27 +77,7 @@ class ToolResult(BaseModel):
         Validating that dict a second time (and the notes and content parts, built by the executor) was a
         tenth of a trivial call's cost. The instance is what ``ok`` would build: same fields, same fields set.
         """
-        result = object.__new__(cls)  # BaseModel has no __new__ of its own
-        # The four slots pydantic's own construction fills, set through BaseModel's slot descriptors (the
-        # model is frozen, so its ``__setattr__`` would refuse; ``object.__setattr__`` is a slower way there).
-        _set_dict(
-            result,
-            {
-                "is_error": False,
-                "output": output,
-                "error_type": None,
-                "message": None,
-                "next_action_hint": None,
-                "notes": notes,
-                "retryable": False,
-                "meta": meta,
-                "content": content,
-            },
-        )
-        _set_fields_set(result, set(_OK_FIELDS_SET))
-        _set_extra(result, None)
-        _set_private(result, None)
-        return result
+        return ok_checked(output, notes, meta, content)
 
     @classmethod
     def error(
@@ -155,7 +135,41 @@ class ToolResult(BaseModel):
         return self.output or {}
 
 
-_OK_FIELDS_SET = frozenset({"is_error", "output", "notes", "meta", "content"})
+def ok_checked(output: dict[str, Any], notes: list[str], meta: ResultMeta, content: list[ContentPart]) -> ToolResult:
+    """``ToolResult.ok_checked_already`` as a plain function: the executor's, without a classmethod's binding.
+
+    The instance is what ``ok`` would build: same fields in the same order, the same fields set. It is filled
+    through BaseModel's slot descriptors (the model is frozen, so its ``__setattr__`` would refuse), from a
+    copy of a template dict (0.1 µs less than writing the nine keys out, and 0.1 µs less again for the shared
+    set of fields).
+    """
+    result: ToolResult = _new(ToolResult)  # BaseModel has no __new__ of its own
+    fields = _OK_TEMPLATE.copy()
+    fields["output"] = output
+    fields["notes"] = notes
+    fields["meta"] = meta
+    fields["content"] = content
+    _set_dict(result, fields)
+    # One set for every such result: a frozen model never changes its own, and ``model_copy`` changes a copy.
+    _set_fields_set(result, _OK_FIELDS_SET)
+    _set_extra(result, None)
+    _set_private(result, None)
+    return result
+
+
+_new = object.__new__
+_OK_TEMPLATE: dict[str, Any] = {
+    "is_error": False,
+    "output": None,
+    "error_type": None,
+    "message": None,
+    "next_action_hint": None,
+    "notes": None,
+    "retryable": False,
+    "meta": None,
+    "content": None,
+}
+_OK_FIELDS_SET = {"is_error", "output", "notes", "meta", "content"}
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__

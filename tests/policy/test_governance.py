@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import Call
 from tests.policy.conftest import last_row
+from toolrig import Rig, tool
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
+from toolrig.config import AgentConfig, Config
+from toolrig.policy.audit import AuditLog
+from toolrig.policy.ratelimit import RateLimiter
+from toolrig.registry import Registry
 
 POLICY = """\
 tools:
@@ -50,3 +58,131 @@ def test_urls_and_recipients_are_judged_before_any_connection(
     assert result["message"] == "Refused by policy: internal hosts stay internal."
     result = consumer("send_email", {"to": ["Boss <BOSS@EVIL.IO>"], "subject": "hi", "body": "x"})
     assert result["error_type"] == "denied" and last_row(workspace).rule == "tools.rules[2]"
+
+
+# ---------------------------------------------- gates that join the calls' path when something is configured
+# With nothing configured, the rate-limit and approval gates and the audit sink wait outside the executor's
+# extension points (a call does not walk them). Each test configures one after the rig has served calls
+# and shows the next call goes through it, and that `policy explain` (Executor.decide) still agrees.
+
+
+def _counting_rig(workspace: Path) -> tuple[Rig, list[str]]:
+    ran: list[str] = []
+
+    @tool(name="note_down")
+    async def note_down(text: str) -> str:
+        """Remember a text."""
+        ran.append(text)
+        return text
+
+    rig = Rig(workspace, config={"audit": {"enabled": False}}, registry=Registry([note_down]))
+    return rig, ran
+
+
+@pytest.mark.anyio
+async def test_nothing_configured_leaves_only_the_policy_gate_on_the_path(workspace: Path) -> None:
+    rig, _ = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    ext = rig.extensions
+    assert ext.policy == [rig.governance.check_policy]
+    assert ext.rate_limit == [] and ext.approval == [] and ext.audit == []
+
+
+@pytest.mark.anyio
+async def test_a_rate_limit_given_to_an_agent_after_calls_holds_from_its_next_call(workspace: Path) -> None:
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    assert rig.governance.limiter is None
+    rig.set_agent_profile("late", AgentConfig.model_validate({"rate_limit": "1/hour"}))
+    assert not (await rig.call("note_down", {"text": "b"}, agent_id="late")).is_error
+    limited = await rig.call("note_down", {"text": "c"}, agent_id="late")
+    assert limited.error_type == "rate_limited" and "agents.late.rate_limit" in (limited.message or "")
+    assert ran == ["a", "b"]
+    assert not (await rig.call("note_down", {"text": "d"})).is_error  # the limit is the agent's only
+    rig.close()
+
+
+@pytest.mark.anyio
+async def test_a_limiter_set_after_calls_is_walked_by_the_next_call(workspace: Path) -> None:
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    config = Config.model_validate({"rate_limits": {"note_down": "1/hour"}})
+    rig.governance.limiter = RateLimiter(config, workspace / ".toolrig")
+    assert not (await rig.call("note_down", {"text": "b"})).is_error
+    assert (await rig.call("note_down", {"text": "c"})).error_type == "rate_limited"
+    assert ran == ["a", "b"]
+    rig.close()
+
+
+class _Asked:
+    def __init__(self, verdict: str) -> None:
+        self.verdict = verdict
+        self.requests: list[ApprovalRequest] = []
+
+    async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        self.requests.extend(requests)
+        return [ApprovalDecision(self.verdict) for _ in requests]  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_approvals_turned_on_for_an_agent_after_calls_ask_from_its_next_call(workspace: Path) -> None:
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    asked = _Asked("deny")
+    rig.approval_channel = asked
+    rig.set_agent_profile("careful", AgentConfig.model_validate({"approvals": {"mode": "always"}}))
+    refused = await rig.call("note_down", {"text": "b"}, agent_id="careful")
+    assert refused.error_type == "denied"
+    assert [r.tool for r in asked.requests] == ["note_down"] and ran == ["a"]
+    # `policy explain` walks the same gate: it reports the ask, and asks nobody.
+    call, result = await rig.executor.decide("note_down", {"text": "c"}, agent_id="careful")
+    assert (call.verdict, call.decided_by, result) == ("ask", "agents.careful.approvals.mode", None)
+    assert len(asked.requests) == 1 and rig.governance.broker._arriving == set()
+
+
+@pytest.mark.anyio
+async def test_approvals_turned_on_with_nobody_to_ask_fall_back_from_the_next_call(workspace: Path) -> None:
+    """No channel: the first "ask" itself puts the approval gate on the path, before that call reaches it."""
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    rig.set_agent_profile("careful", AgentConfig.model_validate({"approvals": {"mode": "always"}}))
+    explained, _ = await rig.executor.decide("note_down", {"text": "b"}, agent_id="careful")
+    refused = await rig.call("note_down", {"text": "b"}, agent_id="careful")
+    assert refused.error_type == "denied" and ran == ["a"]  # approvals.fallback: deny
+    again, _ = await rig.executor.decide("note_down", {"text": "b"}, agent_id="careful")
+    assert (
+        (explained.verdict, explained.decided_by)
+        == (again.verdict, again.decided_by)
+        == (
+            "ask",
+            "agents.careful.approvals.mode",
+        )
+    )
+
+
+@pytest.mark.anyio
+async def test_a_channel_set_after_calls_hears_every_call_leave_the_way_to_approval(workspace: Path) -> None:
+    """The broker counts calls between the policy and the approval step (to batch what they ask): a call
+    refused on the way (by a rate limit) is told to it by the audit sink, which the channel put on the path."""
+    rig, _ = _counting_rig(workspace)
+    rig.set_agent_profile("busy", AgentConfig.model_validate({"rate_limit": "1/hour"}))
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    rig.approval_channel = _Asked("allow_once")
+    assert not (await rig.call("note_down", {"text": "b"}, agent_id="busy")).is_error
+    assert rig.governance.broker._arriving == set()
+    assert (await rig.call("note_down", {"text": "c"}, agent_id="busy")).error_type == "rate_limited"
+    assert rig.governance.broker._arriving == set()
+    rig.close()
+
+
+@pytest.mark.anyio
+async def test_an_audit_on_from_the_start_records_every_call_and_off_records_none(workspace: Path) -> None:
+    off, _ = _counting_rig(workspace)
+    assert not (await off.call("note_down", {"text": "a"})).is_error
+    assert not (workspace / ".toolrig" / "audit.db").exists()
+    on = Rig(workspace, config={}, registry=off.catalog)
+    assert on.extensions.audit == [on.governance.record]
+    await on.call("note_down", {"text": "b"})
+    await on.call("nope", {})
+    assert [row.tool for row in AuditLog(workspace / ".toolrig").query(limit=None)] == ["note_down", "nope"]
+    on.close()

@@ -26,8 +26,8 @@ from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
 
 if TYPE_CHECKING:
-    from toolrig.config import LoadedConfig
-    from toolrig.executor import Extensions, ToolCall
+    from toolrig.config import AgentConfig, LoadedConfig
+    from toolrig.executor import Extensions, Reserved, ToolCall
     from toolrig.policy.audit import AuditLog
     from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
@@ -53,6 +53,7 @@ class Governance:
         self.events = events
         self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
         self.policy = Policy(config, workspace, loaded)
+        self._policy_plans = self.policy._plans  # cleared in place, never replaced: read on every call
         approvals = config.approvals
         self.broker = ApprovalBroker(
             channel,
@@ -61,9 +62,25 @@ class Governance:
             batch_window=approvals.batch_window_seconds,
             forward=forward,
         )
+        # Each gate and the audit sink takes its place in the executor's extension points only once it has
+        # something to do (``install``); until then a call does not walk it. Set by ``install``.
+        self._rate_gate: Reserved | None = None
+        self._approval_gate: Reserved | None = None
+        self._audit_sink: Reserved | None = None
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
-        self.limiter = RateLimiter(config, workspace.state_dir) if limited else None
+        self._limiter = RateLimiter(config, workspace.state_dir) if limited else None
         self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+
+    @property
+    def limiter(self) -> RateLimiter | None:
+        return self._limiter
+
+    @limiter.setter
+    def limiter(self, limiter: RateLimiter | None) -> None:
+        """Rate limits from now on: the rate-limit gate joins the calls' path before the next call."""
+        self._limiter = limiter
+        if limiter is not None and self._rate_gate is not None:
+            self._rate_gate.wake()
 
     @property
     def audit(self) -> AuditLog | None:
@@ -78,10 +95,25 @@ class Governance:
         outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
         if self.config.agents or outright:  # otherwise every tool is offered to every caller
             extensions.admission.append(self.check_offered)
-        extensions.policy.append(self.check_policy)
-        extensions.rate_limit.append(self.check_rate)
-        extensions.approval.append(self.check_approval)
-        extensions.audit.append(self.record)
+        extensions.policy.append(self.check_policy)  # always: every call's verdict is the policy's
+        # The others wait outside the path until they have something to do, each woken by what gives it that:
+        # rate limits (``limiter``); a verdict "ask", or a channel that batches (``check_policy``); the audit
+        # log turned on, or that channel (the sink also tells the broker a call is over).
+        self._rate_gate = extensions.reserve("rate_limit", self.check_rate, awake=self._limiter is not None)
+        self._approval_gate = extensions.reserve("approval", self.check_approval, awake=False)
+        self._audit_sink = extensions.reserve("audit", self.record, awake=self.config.audit.enabled)
+
+    def set_agent_profile(self, name: str, profile: AgentConfig | None, rate_owner: str | None) -> None:
+        """An agent profile added (or with None dropped) at run time: its rules, approvals and rate limits.
+
+        A profile with a rate limit in a rig that had none gets the limiter here, which puts the rate-limit
+        gate on the calls' path: a limit set at run time is never one no call walks past.
+        """
+        if profile is not None and (profile.rate_limit or profile.rate_limits) and self._limiter is None:
+            self.limiter = RateLimiter(self.config, self.workspace.state_dir)
+        if self._limiter is not None:
+            self._limiter.share_buckets(name, rate_owner if profile is not None else None)
+        self.policy.set_profile(name, profile, rate_owner)
 
     @property
     def channel(self) -> ApprovalChannel | None:
@@ -98,7 +130,7 @@ class Governance:
         tool = call.tool
         if tool is None:
             return
-        plan = self.policy._plans.get((tool.name, call.agent_id))  # the common case: planned before
+        plan = self._policy_plans.get((tool.name, call.agent_id))  # the common case: planned before
         refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
@@ -107,21 +139,29 @@ class Governance:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
-        plan = self.policy._plans.get((tool.name, call.agent_id))
-        if plan is not None and plan.unavailable is None and not (plan.deny or plan.ask or plan.allow):
-            decision = plan.default  # no rule names this tool: what ``decide`` answers, without its walk
-        else:
+        plan = self._policy_plans.get((tool.name, call.agent_id))
+        decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
+        if decision is None:
             decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
-        call.verdict = decision.verdict
+        verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
-        if decision.verdict == "deny":
-            self._refuse(call, decision.rule, decision.reason)
+        if verdict != "allow":
+            if verdict == "deny":
+                self._refuse(call, decision.rule, decision.reason)
+            if verdict == "ask" and self._approval_gate is not None:
+                self._approval_gate.wake()  # before this call's approval step: it asks from this call on
         if call.settings is not None and call.input is not None:  # only a tool's own settings refuse here
             own = tool.refusal(call.input, call.settings)
             if own is not None:
                 self._refuse(call, *own)
-        if (self.broker.channel is not None or self.broker.forward) and not call.dry_run:
+        broker = self.broker
+        if (broker.channel is not None or broker.forward) and not call.dry_run:
+            # The broker counts calls on their way to the approval step (batching), so both steps that
+            # tell it a call left that way walk from this call on.
+            if self._approval_gate is not None and self._audit_sink is not None:
+                self._approval_gate.wake()
+                self._audit_sink.wake()
             self.broker.arrive(call.call_id)
 
     def _refuse(self, call: ToolCall, rule: str, reason: str) -> None:

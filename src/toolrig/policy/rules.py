@@ -102,6 +102,9 @@ class _Plan:
     default: Decision
     subject_rules: bool  # any deny/ask rule looks at subjects (then unreadable subjects must ask)
     predicates: bool  # any rule looks at the arguments
+    # What ``decide`` answers for every call when the tool is offered and no rule names it (``default``):
+    # the policy gate answers with it without the walk. None when a rule or a refusal has a say.
+    settled: Decision | None = None
 
 
 @dataclass
@@ -216,6 +219,8 @@ class Policy:
             subject_rules=any(r.subject is not None for r in (*deny, *ask)),
             predicates=any(r.args is not None for r in rules),
         )
+        if plan.unavailable is None and not rules:
+            plan.settled = plan.default
         self._plans[(tool.name, agent)] = plan
         return plan
 
