@@ -29,6 +29,14 @@ def cfg(llm: FakeLLM) -> Iterator[dict[str, Any]]:
     runner.set_rig_factory(None)
 
 
+@pytest.fixture(autouse=True)
+def trusted(workspace: Path) -> None:
+    """The person trusts these workspaces: an untrusted one runs none of its own database's work (test_trust.py)."""
+    from toolrig.config import set_trust
+
+    set_trust(workspace)
+
+
 @pytest.fixture
 def access(workspace: Path, cfg: dict[str, Any]) -> DurableAccess:
     return access_for(workspace, cfg)

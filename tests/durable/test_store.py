@@ -47,7 +47,7 @@ def test_the_records_refuse_a_symlink_a_repository_committed_in_the_state_dir(tm
     victim_dir.mkdir()
     victim = victim_dir / "durable.sqlite"
     sqlite3.connect(victim).execute("CREATE TABLE precious (x)").connection.close()
-    workspace = tmp_path / "ws"
+    workspace = tmp_path / "repo"  # not the trusted "ws" fixture the conftest makes
     state = workspace / ".toolrig"
     if link == ".":
         workspace.mkdir()

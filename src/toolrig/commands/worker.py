@@ -15,7 +15,7 @@ from toolrig.commands._durable_common import ROOT, errors
 )
 @ROOT
 def command(concurrency: int | None, rig_root: Path) -> None:
-    """Run tasks and schedules; start several (one database) to share the work."""
+    """Run tasks and schedules (in a trusted workspace); start several (one database) to share the work."""
     import signal
     import threading
 

@@ -111,6 +111,7 @@ class DurableAccess:
         job = self.job_book.get(job_id)
         if by == "model":
             _own(job, agent, "run")
+        self.require_trusted(f"Running job {job_id!r}", model=by == "model")
         now = time.time()
         task_id = f"{job['id']}@now-{int(now * 1000)}"
         self.records.insert_task(
@@ -138,6 +139,28 @@ class DurableAccess:
             "answer": answer[:RUN_ANSWER_CHARS],
             "truncated": len(answer) > RUN_ANSWER_CHARS,
         }
+
+    def require_trusted(self, action: str, *, model: bool = False) -> None:
+        """Refuse to run work from the workspace's own database until the person has trusted the workspace.
+
+        That database is a file in the workspace's state directory, so a repository can commit one holding
+        tasks and jobs of its choosing; running them would make its prompts the user's turns. The same rule
+        keeps an untrusted workspace's ``workers:`` and ``cron:`` config from taking effect. A database that
+        the user's own config names (``workers.database_url``, trusted-only) is the user's, and needs no trust.
+        """
+        from toolrig.config import is_trusted
+
+        if self.config.workers.database_url or is_trusted(self.root):
+            return
+        review = "`toolrig tasks list` and `toolrig cron list`"
+        raise DurableError(
+            "forbidden",
+            f"{action} is refused: this workspace is not trusted, and its schedules and tasks live in its own "
+            "database, which a repository can commit with work of its choosing.",
+            f"Ask the person to review {review}, then run `toolrig trust` in {self.root}."
+            if model
+            else f"Review them with {review}, then run `toolrig trust` in {self.root} and try again.",
+        )
 
     def _runnable(self, agent: str | None) -> None:
         """Refuse work queued for an agent no later run can be (a subagent's id lives only while the child runs).

@@ -76,4 +76,6 @@ def open_worker(root: Path, *, concurrency: int | None = None) -> Worker:
     from toolrig.sandbox.paths import Workspace
 
     config = load_config(root).config
-    return Worker(DurableAccess(root.resolve(), config, Workspace(root).state_dir), concurrency=concurrency)
+    access = DurableAccess(root.resolve(), config, Workspace(root).state_dir)
+    access.require_trusted("Starting a worker")
+    return Worker(access, concurrency=concurrency)
