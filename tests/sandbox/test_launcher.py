@@ -7,6 +7,7 @@ the next command's side.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -270,3 +271,84 @@ def test_a_keeper_that_cannot_take_the_boards_lock_at_once_reports_none_idle() -
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     assert board.take(other) is False and board.taken() == taken + 1  # free again: counted
+
+
+@pytest.mark.slow
+def test_a_stopped_launcher_whose_keepers_are_gone_fails_the_next_command_and_is_replaced(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing reads a request then: it waited for its start forever, and so did every later command (keeprev F1).
+
+    A command may stop the launcher (same user) and kill every keeper; a stopped launcher is not a dead one, so
+    toolrig kept sending to it. Now a request not taken within its timeout and a bounded wait more fails as
+    ``unavailable``, the launcher is killed, and the next command runs under a new one.
+    """
+    from toolrig.sandbox import process
+
+    monkeypatch.setattr(process, "_START_SECONDS", 1.0, raising=False)
+    rig = shell(workspace)
+    launcher = int(run(rig, f"echo {LAUNCHER}").output["stdout"])
+    handle = os.pidfd_open(launcher)
+    try:
+        stop_all = (
+            f"L={LAUNCHER}; kill -STOP $L;"
+            " for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && kill -9 $k; done; kill -9 $PPID"
+        )
+        run(rig, stop_all)
+
+        async def scenario() -> tuple[ToolResult, ToolResult]:
+            with anyio.fail_after(60):  # it used to wait for ever
+                unstarted = await rig.call("run_command", {"command": "echo never", "timeout_seconds": 1})
+                return unstarted, await rig.call("run_command", {"command": "echo recovered"})
+
+        unstarted, after = anyio.run(scenario)
+        assert unstarted.is_error and unstarted.error_type == "unavailable", unstarted
+        assert "did not start" in unstarted.message, unstarted.message
+        assert after.output["stdout"] == "recovered\n", after
+
+        async def launcher_ends() -> None:
+            with anyio.fail_after(10):
+                await anyio.wait_readable(handle)  # the stopped launcher was killed, not left behind
+
+        anyio.run(launcher_ends)
+    finally:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        os.close(handle)
+
+
+def test_no_ancestor_of_a_command_holds_toolrigs_standard_streams(workspace: Path) -> None:
+    """The keeper and the launcher inherited toolrig's stderr: a command wrote escape sequences straight to the
+    user's terminal through ``/proc/$PPID/fd/2`` (past the output's ANSI stripping) and could read keys typed
+    there (keeprev F4). Their standard streams are /dev/null."""
+    rig = shell(workspace)
+    said = run(rig, f"L={LAUNCHER}; for p in $PPID $L; do for fd in 0 1 2; do readlink /proc/$p/fd/$fd; done; done")
+    assert said.output["stdout"].split("\n") == ["/dev/null"] * 6 + [""], said.output
+
+
+def test_a_keeper_never_starts_a_request_whose_caller_has_hung_up(workspace: Path) -> None:
+    """toolrig gives up on a request nothing took in time (keeprev F1) and closes its end of the status socket; a
+    keeper that takes the request later must not run it (toolrig already said it did not run)."""
+    import socket
+
+    from toolrig.sandbox.process import Launcher
+
+    out_r, out_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    start = os.open(workspace, os.O_PATH | os.O_DIRECTORY)
+    ours.shutdown(socket.SHUT_WR)  # hung up (half: what the keeper answers is still read here)
+    request = {"argv": ["touch", "ran"], "env": {}, "prelude": False, "pids_max": None, "count_limit": None}
+    try:
+        Launcher.send(request, [out_w, out_w, theirs.fileno(), start])
+        theirs.close()
+        os.close(out_w)
+        ours.settimeout(30)
+        said = b""
+        while chunk := ours.recv(4096):
+            said += chunk
+    finally:
+        ours.close()
+        os.close(start)
+        os.close(out_r)
+    assert said.startswith(b"E "), said
+    assert not (workspace / "ran").exists()

@@ -415,6 +415,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
             actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
             env["__TOOLRIG_CWD_FD"] = str(_CWD_FD)
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    if _caller_gone(status):  # a request toolrig gave up on (nothing took it in time, or it was cancelled) never runs
+        raise OSError("toolrig no longer waits for this command")
     leader = os.posix_spawnp(
         argv[0],
         argv,
@@ -483,6 +485,13 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     _close_all_but_status(fds)
 
 
+def _caller_gone(status: int) -> bool:
+    """Whether toolrig closed its end of the command's status socket (one poll, no wait)."""
+    poller = select.poll()
+    poller.register(status, select.POLLRDHUP)
+    return bool(poller.poll(0))
+
+
 def _close_all_but_status(fds: list[int]) -> None:
     for index, fd in enumerate(fds):
         if index != 2 and fd >= 0:
@@ -534,8 +543,11 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     _subreaper()
     me = os.getpid()
     os.write(1, str(me).encode())  # toolrig watches us through a pidfd
-    null = os.open(os.devnull, os.O_WRONLY)
+    # Nothing of toolrig's stays open here: its stderr may be the user's terminal, which a command could reach
+    # through /proc/PPID/fd/2 (a keeper's or ours) to write escapes past the output's cleaning, or to read keys.
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
+    os.dup2(null, 2)
     os.close(null)
     sock = socket.socket(fileno=fd)
     sock.set_inheritable(False)  # keepers hold it while their command runs: no command may read requests
