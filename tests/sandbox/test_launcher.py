@@ -8,9 +8,12 @@ the next command's side.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
+import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +355,95 @@ def test_a_keeper_never_starts_a_request_whose_caller_has_hung_up(workspace: Pat
         os.close(out_r)
     assert said.startswith(b"E "), said
     assert not (workspace / "ran").exists()
+
+
+# What a process of the same user may set on another one, and its children inherit (keeprev F6).
+CORRUPTIONS = {
+    "rlimits": "prlimit --pid {target} --fsize=0:0 --nofile=64:64 --stack=1048576:1048576",
+    "nice": "renice -n 19 -p {target} >/dev/null",
+    "affinity": "taskset -p 1 {target} >/dev/null",
+    "oom score": "echo 900 > /proc/{target}/oom_score_adj",
+    "scheduler": "chrt --idle -p 0 {target}",
+}
+PROBE = (
+    "ulimit -a; nice; taskset -p $$ | sed 's/.*: //'; cat /proc/self/oom_score_adj; chrt -p $$ | sed 's/.*: //';"
+    " grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("target", ["keeper", "launcher"])
+def test_what_a_command_sets_on_its_keeper_or_launcher_never_reaches_a_later_command(
+    workspace: Path, corruption: str, target: str
+) -> None:
+    """A keeper stays for the next command, and keepers are forked from the launcher: a command that set their
+    limits, priority, CPUs, OOM score or scheduling (same user: prlimit, renice, taskset, chrt) had every later
+    command of that keeper, or of every keeper forked after, inherit them (``fsize=0``: all ended by SIGXFSZ)."""
+    rig = shell(workspace)
+    before = run(rig, PROBE).output
+    assert before["exit_code"] == 0, before
+    command = CORRUPTIONS[corruption].format(target="$PPID" if target == "keeper" else LAUNCHER)
+    if target == "launcher":  # and have the launcher fork new keepers, which inherit what it has
+        command += f"; for k in $(cat /proc/{LAUNCHER}/task/*/children); do [ $k != $PPID ] && kill -9 $k; done"
+    assert run(rig, command + "; echo set").output["stdout"] == "set\n"
+    for _ in range(4):
+        after = run(rig, PROBE).output
+        assert (after["stdout"], after["exit_code"]) == (before["stdout"], 0), after
+
+
+@pytest.mark.slow
+def test_a_keeper_a_command_moved_out_of_its_cgroup_keeps_no_later_command(workspace: Path) -> None:
+    """Root may move its keeper to the parent cgroup: every later command of that keeper ran with no process
+    limit, where a command lifting its own cgroup's limit lifts it only for itself (keeprev F6)."""
+    rig = shell(workspace)
+    moved = run(rig, f"echo $PPID > $(dirname /sys/fs/cgroup/pids{PIDS_CGROUP})/cgroup.procs; echo moved")
+    assert moved.output["stdout"] == "moved\n", moved.output
+    for _ in range(4):
+        after = run(rig, "grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup").output
+        assert after["stdout"] == "1\n", after
+
+
+def without_privileges(work: Callable[[], str]) -> str:
+    """``work()`` in a forked child whose every descendant lacks CAP_SYS_RESOURCE and CAP_SYS_NICE (still root, so
+    the interpreter under /root runs): a lowered hard limit or a raised nice value cannot be taken back there."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            for capability in (24, 23):  # CAP_SYS_RESOURCE, CAP_SYS_NICE
+                if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                    raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+            said = work()
+        except BaseException as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        said = handle.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["keeper", "launcher"])
+def test_a_keeper_or_launcher_changed_for_good_is_replaced_before_a_later_command(workspace: Path, target: str) -> None:
+    """Where what a command set cannot be taken back (a hard limit lowered, without CAP_SYS_RESOURCE), the keeper
+    ends instead of staying, and a launcher ends so that toolrig starts a new one (keeprev F6)."""
+
+    def work() -> str:
+        rig = shell(workspace)
+        probe = "ulimit -Hn; nice"
+        before = run(rig, probe).output["stdout"]
+        where = "$PPID" if target == "keeper" else LAUNCHER
+        command = f"prlimit --pid {where} --nofile=64:64; renice -n 19 -p {where} >/dev/null"
+        if target == "launcher":
+            command += f"; for k in $(cat /proc/{LAUNCHER}/task/*/children); do [ $k != $PPID ] && kill -9 $k; done"
+        said = [run(rig, command + "; echo set").output["stdout"]]
+        said += [run(rig, probe).output.get("stdout") for _ in range(4)]
+        return json.dumps({"before": before, "said": said})
+
+    said = json.loads(without_privileges(work))
+    assert said["said"] == ["set\n"] + [said["before"]] * 4, said
