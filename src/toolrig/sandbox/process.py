@@ -803,6 +803,8 @@ async def run_contained(
     watch.err.close()
     if keeper.over_limit and watch.stopped is None:
         watch.stopped = f"process limit ({limits.max_processes} processes)"
+    if keeper.exit_code is None and watch.stopped is None and not timed_out:  # it never said X: it died
+        watch.stopped = "its keeper ended before the command did (killed?); everything the command started was killed"
     return ProcessResult(
         stdout=watch.out.text(),
         stderr=watch.err.text(),
