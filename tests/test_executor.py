@@ -16,12 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.servers import HttpServer
+from tests.support.interleave import Paused
 from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, ToolContext, tool
 from toolrig.cancel import current_token
 from toolrig.config import AgentConfig
 from toolrig.errors import DefinitionError, ErrorType, ToolError, UsageError
-from toolrig.executor import Extensions, ToolCall
+from toolrig.executor import Extensions, Reserved, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
 from toolrig.sandbox.network import NetworkDenied
@@ -800,3 +801,20 @@ async def test_a_gate_that_waits_hands_the_rest_of_the_walk_on_in_order(workspac
     order.clear()
     _, refusal = await rig.executor.decide("deadline_seen", {})
     assert refusal is None and order == walked
+
+
+def test_two_threads_waking_one_member_at_once_put_it_in_its_list_once() -> None:
+    """Two event loops (two threads) can meet the first "ask" together: the member joins once, not twice.
+
+    Twice would be two audit rows for one call, two rate-limit tokens, or every hook run twice.
+    """
+
+    def sink(call: ToolCall, result: ToolResult) -> None:
+        return None
+
+    extensions = Extensions()
+    place = extensions.reserve("audit", sink, awake=False)
+    # The first thread stops right after its own check that the member is not awake yet...
+    with Paused(place.wake, Reserved.wake.__code__, "line", nth=2):
+        place.wake()  # ...and the second wakes it all the way meanwhile.
+    assert extensions.audit == [sink]

@@ -20,6 +20,7 @@ import itertools
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -222,15 +223,24 @@ class Reserved:
 
     def wake(self) -> None:
         if self.awake:
-            return
-        self.awake = True
-        members: list[Any] = getattr(self.extensions, self.point)
-        if self.index >= len(members):
-            members.append(self.member)  # nothing joined after its place was reserved: in place, at the end
-        else:
-            # Members joined after it: a new list with it in the place it was given, so that a call suspended
-            # in the middle of the old list (an awaiting hook) goes on through that list without a shift.
-            setattr(self.extensions, self.point, [*members[: self.index], self.member, *members[self.index :]])
+            return  # the common case, once awake: no lock
+        # Two threads (two event loops, a worker thread configuring) may wake it at once, or wake two members
+        # of one point: checked again and placed under one lock, or it would join twice (two audit rows, two
+        # tokens) or one list replaced under the other would lose a member for good. Rare: never on a call's path.
+        with _waking:
+            if self.awake:
+                return
+            members: list[Any] = getattr(self.extensions, self.point)
+            if self.index >= len(members):
+                members.append(self.member)  # nothing joined after its place was reserved: in place, at the end
+            else:
+                # Members joined after it: a new list with it in the place it was given, so that a call suspended
+                # in the middle of the old list (an awaiting hook) goes on through that list without a shift.
+                setattr(self.extensions, self.point, [*members[: self.index], self.member, *members[self.index :]])
+            self.awake = True  # after it is in place: a thread that reads it awake finds it walked
+
+
+_waking = threading.Lock()
 
 
 @dataclass(slots=True)
