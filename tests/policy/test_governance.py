@@ -14,6 +14,7 @@ from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.config import AgentConfig, Config
 from toolrig.policy.audit import AuditLog
 from toolrig.policy.ratelimit import RateLimiter
+from toolrig.policy.rules import Policy
 from toolrig.registry import Registry
 
 POLICY = """\
@@ -186,3 +187,19 @@ async def test_an_audit_on_from_the_start_records_every_call_and_off_records_non
     await on.call("nope", {})
     assert [row.tool for row in AuditLog(workspace / ".toolrig").query(limit=None)] == ["note_down", "nope"]
     on.close()
+
+
+@pytest.mark.anyio
+async def test_a_policy_put_in_place_after_calls_decides_the_next_call_and_its_explanation(workspace: Path) -> None:
+    """The policy gate answers from its policy's plans: a policy replaced after calls is the one asked after."""
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error  # planned: no rule names it, settled "allow"
+    stricter = Config.model_validate({"tools": {"rules": [{"tool": "note_down", "verdict": "deny"}]}})
+    rig.governance.policy = Policy(stricter, rig.workspace)
+    refused = await rig.call("note_down", {"text": "b"})
+    assert refused.error_type == "denied" and ran == ["a"]
+    call, result = await rig.executor.decide("note_down", {"text": "c"})
+    assert (call.verdict, call.decided_by) == ("deny", "tools.rules[0]") and result is not None
+    asking = Config.model_validate({"approvals": {"mode": "always"}})
+    rig.governance.policy = Policy(asking, rig.workspace)  # and an "ask" from it puts the approval gate on the path
+    assert (await rig.call("note_down", {"text": "d"})).error_type == "denied" and ran == ["a"]  # fallback: deny

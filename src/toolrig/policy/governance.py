@@ -52,8 +52,7 @@ class Governance:
         self.workspace = workspace
         self.events = events
         self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
-        self.policy = Policy(config, workspace, loaded)
-        self._policy_plans = self.policy._plans  # cleared in place, never replaced: read on every call
+        self.policy = Policy(config, workspace, loaded)  # also binds its plans (the setter below)
         approvals = config.approvals
         self.broker = ApprovalBroker(
             channel,
@@ -70,6 +69,20 @@ class Governance:
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self._limiter = RateLimiter(config, workspace.state_dir) if limited else None
         self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        """The rules every call is decided by from the next call on, its plans bound with it.
+
+        The gates read the plans directly on every call (one lookup); a policy put in place without them
+        would leave the old policy's cached decisions answering for the new one.
+        """
+        self._policy = policy
+        self._policy_plans = policy._plans  # cleared in place by the policy, never replaced by it
 
     @property
     def limiter(self) -> RateLimiter | None:
@@ -131,7 +144,7 @@ class Governance:
         if tool is None:
             return
         plan = self._policy_plans.get((tool.name, call.agent_id))  # the common case: planned before
-        refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
+        refusal = plan.unavailable if plan is not None else self._policy.unavailable(tool, call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
@@ -142,7 +155,7 @@ class Governance:
         plan = self._policy_plans.get((tool.name, call.agent_id))
         decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
         if decision is None:
-            decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
+            decision = self._policy.decide(tool, call.agent_id, call.subjects, call.input)
         verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
