@@ -246,9 +246,12 @@ _arrival = threading.Lock()
 
 
 def _hooks_arrived() -> None:
+    if not _hooks_anywhere:  # the common case, once a hook exists: no lock
+        _wake_waiting_gates()
+
+
+def _wake_waiting_gates() -> None:
     global _hooks_anywhere
-    if _hooks_anywhere:
-        return
     with _arrival:
         if _hooks_anywhere:
             return

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from tests.conftest import Call
@@ -12,6 +14,7 @@ from tests.policy.conftest import last_row
 from toolrig import Rig, tool
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.config import AgentConfig, Config
+from toolrig.executor import ToolCall
 from toolrig.policy.audit import AuditLog
 from toolrig.policy.ratelimit import RateLimiter
 from toolrig.policy.rules import Policy
@@ -203,3 +206,28 @@ async def test_a_policy_put_in_place_after_calls_decides_the_next_call_and_its_e
     asking = Config.model_validate({"approvals": {"mode": "always"}})
     rig.governance.policy = Policy(asking, rig.workspace)  # and an "ask" from it puts the approval gate on the path
     assert (await rig.call("note_down", {"text": "d"})).error_type == "denied" and ran == ["a"]  # fallback: deny
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("waits", [False, True], ids=["plain", "async"])
+async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Path, waits: bool) -> None:
+    """Any gate before the approval point may set ``verdict = "ask"`` (architecture.md); the call is asked."""
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    assert rig.extensions.approval == []  # nothing asked yet: the approval gate waits off the path
+
+    def ask_for_secrets(call: ToolCall) -> None:
+        if "secret" in call.raw_args.get("text", ""):
+            call.verdict, call.decided_by, call.verdict_reason = "ask", "my.gate", "it mentions a secret"
+
+    async def ask_later(call: ToolCall) -> None:
+        await anyio.lowlevel.checkpoint()
+        ask_for_secrets(call)
+
+    rig.extensions.rate_limit.append(ask_later if waits else ask_for_secrets)
+    refused = await rig.call("note_down", {"text": "the secret"})  # nobody to ask: approvals.fallback (deny)
+    assert refused.error_type == "denied" and ran == ["a"]
+    asked = _Asked("allow_once")
+    rig.approval_channel = asked
+    assert not (await rig.call("note_down", {"text": "another secret"})).is_error
+    assert [r.reason for r in asked.requests] == ["it mentions a secret"] and ran == ["a", "another secret"]
