@@ -668,7 +668,7 @@ class Executor:
                 if (pending := gate(call)) is not None:
                     return self._gate_after(call, pending, 1, walk)
         gates = ext.approval
-        if not gates and call.verdict == "ask":
+        if call.verdict == "ask":
             # Any gate before this point may ask (a gate added to ``policy`` or ``rate_limit``, not only the
             # policy's own, which wakes the approval gate itself): a call that must ask is never let through.
             gates = ext.wake_point("approval")
@@ -703,7 +703,7 @@ class Executor:
             if point == 4:
                 return
             members = (ext.policy, ext.rate_limit, ext.approval, ext.before_tool)[point]
-            if point == 2 and not members and call.verdict == "ask":
+            if point == 2 and call.verdict == "ask":
                 members = ext.wake_point("approval")  # as in ``_gate``: whichever gate asked, the call is asked
             walk = iter(members)
 

@@ -210,11 +210,15 @@ async def test_a_policy_put_in_place_after_calls_decides_the_next_call_and_its_e
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("waits", [False, True], ids=["plain", "async"])
-async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Path, waits: bool) -> None:
+@pytest.mark.parametrize("watched", [False, True], ids=["alone", "approval-watched"])
+async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Path, waits: bool, watched: bool) -> None:
     """Any gate before the approval point may set ``verdict = "ask"`` (architecture.md); the call is asked."""
     rig, ran = _counting_rig(workspace)
+    seen: list[str] = []
+    if watched:  # another member at the approval point (it only looks): the approval gate is still needed
+        rig.extensions.approval.append(lambda call: seen.append(call.verdict))
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    assert rig.extensions.approval == []  # nothing asked yet: the approval gate waits off the path
+    assert rig.governance.check_approval not in rig.extensions.approval  # nothing asked yet: it waits
 
     def ask_for_secrets(call: ToolCall) -> None:
         if "secret" in call.raw_args.get("text", ""):
