@@ -235,3 +235,20 @@ async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Pat
     rig.approval_channel = asked
     assert not (await rig.call("note_down", {"text": "another secret"})).is_error
     assert [r.reason for r in asked.requests] == ["it mentions a secret"] and ran == ["a", "another secret"]
+
+
+@pytest.mark.anyio
+async def test_a_tool_hidden_from_an_agent_profile_set_at_run_time_is_refused_before_its_arguments_are_read(
+    workspace: Path,
+) -> None:
+    """A subagent's profile (set at run time) hides tools as a configured one does: its schema never shows."""
+    rig, ran = _counting_rig(workspace)  # no agents configured: nothing to admit or refuse at build
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    rig.set_agent_profile("child", AgentConfig.model_validate({"tools": []}))
+    for args in ({"text": "b"}, {"wrong": 1}, "not json"):
+        refused = await rig.call("note_down", args, agent_id="child")
+        assert refused.error_type == "denied", refused
+        assert "text" not in (refused.message or "") + (refused.next_action_hint or "")
+    call, result = await rig.executor.decide("note_down", {"wrong": 1}, agent_id="child")
+    assert result is not None and (call.verdict, call.decided_by) == ("deny", "agents.child.tools")
+    assert ran == ["a"]

@@ -52,6 +52,7 @@ class Governance:
         self.workspace = workspace
         self.events = events
         self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
+        self._admission: Reserved | None = None  # set by ``install``, like the other reserved steps below
         self.policy = Policy(config, workspace, loaded)  # also binds its plans (the setter below)
         approvals = config.approvals
         self.broker = ApprovalBroker(
@@ -83,6 +84,8 @@ class Governance:
         """
         self._policy = policy
         self._policy_plans = policy._plans  # cleared in place by the policy, never replaced by it
+        if self._admission is not None:
+            self._admission.wake()  # its agents and outright denials are its own: admission asks it from now on
 
     @property
     def limiter(self) -> RateLimiter | None:
@@ -106,8 +109,11 @@ class Governance:
     def install(self, extensions: Extensions) -> None:
         rules = self.config.tools.rules
         outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
-        if self.config.agents or outright:  # otherwise every tool is offered to every caller
-            extensions.admission.append(self.check_offered)
+        # Admission refuses a tool not offered to its caller before its arguments are read (no schema shows
+        # through their errors). With no agent and no outright deny every tool is offered to every caller, so
+        # it waits until an agent profile arrives at run time (a subagent's) or another policy is put in place.
+        awake = bool(self.config.agents) or outright
+        self._admission = extensions.reserve("admission", self.check_offered, awake=awake)
         extensions.policy.append(self.check_policy)  # always: every call's verdict is the policy's
         # The others wait outside the path until they have something to do, each woken by what gives it that:
         # rate limits (``limiter``); a verdict "ask", or a channel that batches (``check_policy``); the audit
@@ -126,7 +132,9 @@ class Governance:
             self.limiter = RateLimiter(self.config, self.workspace.state_dir)
         if self._limiter is not None:
             self._limiter.share_buckets(name, rate_owner if profile is not None else None)
-        self.policy.set_profile(name, profile, rate_owner)
+        self._policy.set_profile(name, profile, rate_owner)
+        if profile is not None and self._admission is not None:
+            self._admission.wake()  # the tools it is not offered are refused before their arguments are read
 
     @property
     def channel(self) -> ApprovalChannel | None:
