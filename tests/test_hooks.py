@@ -310,3 +310,13 @@ def test_a_gate_installed_while_another_thread_adds_the_first_hook_is_woken(no_h
     with Paused(partial(gate.install, extensions), Extensions.reserve.__code__, "call"):
         HookChain().add(Hooks())  # ...when the process's first hook arrives, all the way.
     assert extensions.before_tool == [gate.before] and extensions.after_tool == [gate.after]
+
+
+async def test_a_hook_chain_put_in_the_rigs_place_is_the_one_the_gate_runs(workspace: Path) -> None:
+    rig = rig_with(workspace)
+    log: list[str] = []
+    rig.hooks = HookChain()
+    rig.hooks.add(Recorder("new", log))
+    refused = await rig.call("echo", {"text": "block-new"})
+    assert refused.error_type == "denied" and refused.message == "new blocked it"
+    assert log == ["new:before:echo:{'text': 'block-new'}"]

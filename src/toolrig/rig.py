@@ -122,8 +122,8 @@ class Rig:
             allowlist_file=self._allowlist_file(config),
         )
         self._forward_approvals()
-        self.hooks = HookChain()
-        self.hooks.enabled = self.config.hooks.enabled
+        self._hooks = HookChain()
+        self._hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
             self.hooks.add(hook)
         self._add_script_hooks()
@@ -195,6 +195,17 @@ class Rig:
         if self.mcp_servers is not None:
             await self.mcp_servers.close()
         self.close()
+
+    @property
+    def hooks(self) -> HookChain:
+        """The rig's own hooks: ``rig.hooks.add(MyHooks())`` runs them from the next call on."""
+        return self._hooks
+
+    @hooks.setter
+    def hooks(self, chain: HookChain) -> None:
+        """A chain put in the rig's place is the one its hook gate runs from the next call on."""
+        self._hooks = chain
+        self.hook_gate.chain = chain
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
