@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import pickle
 import weakref
 from functools import partial
 from pathlib import Path
@@ -320,3 +322,31 @@ async def test_a_hook_chain_put_in_the_rigs_place_is_the_one_the_gate_runs(works
     refused = await rig.call("echo", {"text": "block-new"})
     assert refused.error_type == "denied" and refused.message == "new blocked it"
     assert log == ["new:before:echo:{'text': 'block-new'}"]
+
+
+class Blocker(Hooks):
+    """A hook that travels (pickle, copy): it refuses every call."""
+
+    async def before_tool(self, event: HookEvent) -> None:
+        raise ToolError(ErrorType.DENIED, "the travelling hook blocked it")
+
+
+@pytest.mark.parametrize("travel", ["pickle", "deepcopy"])
+async def test_a_hook_chain_that_arrives_whole_wakes_the_hook_gates(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, travel: str
+) -> None:
+    """A chain unpickled in a process where no chain ever held a hook (a worker's), or copied, did not come
+    through ``add``: its hooks still run, for the rig's chain and a run's alike."""
+    chain = HookChain()
+    chain.add(Blocker())
+    sent = pickle.dumps(chain)
+    monkeypatch.setattr(hooks_module, "_hooks_anywhere", False)  # the receiving process: no hook yet
+    monkeypatch.setattr(hooks_module, "_waiting", weakref.WeakSet())
+    rig = rig_with(workspace)
+    arrived = pickle.loads(sent) if travel == "pickle" else copy.deepcopy(chain)  # noqa: S301 # our own bytes
+    token = run_hooks.set(arrived)
+    try:
+        refused = await rig.call("echo", {"text": "a"})
+    finally:
+        run_hooks.reset(token)
+    assert refused.error_type == "denied" and refused.message == "the travelling hook blocked it"

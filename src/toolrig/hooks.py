@@ -83,6 +83,12 @@ class HookChain:
         _hooks_arrived()  # before the next call's gate: every hook gate walks from now on
         return hooks
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A chain that arrives whole (unpickled in a worker process, copied) holds hooks ``add`` never saw."""
+        self.__dict__.update(state)
+        if self._hooks:
+            _hooks_arrived()
+
     def __len__(self) -> int:
         return len(self._hooks)
 
