@@ -82,7 +82,9 @@ class Rig:
         tool name that matches no tool, into errors. ``profile`` names the tool profile (``claude``,
         ``codebuff``...) whose names and shapes ``call``, ``tools`` and ``schemas`` speak by default.
 
-        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed.
+        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
+        reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
+        setters do: ``set_agent_profile``, ``approval_channel``, ``hooks``, ``governance.policy``/``limiter``).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
