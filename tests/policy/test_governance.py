@@ -252,3 +252,18 @@ async def test_a_tool_hidden_from_an_agent_profile_set_at_run_time_is_refused_be
     call, result = await rig.executor.decide("note_down", {"wrong": 1}, agent_id="child")
     assert result is not None and (call.verdict, call.decided_by) == ("deny", "agents.child.tools")
     assert ran == ["a"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_at_build", [True, False])
+async def test_the_audit_setting_is_the_one_the_rig_was_built_with(workspace: Path, on_at_build: bool) -> None:
+    """The audit, as every governance setting, is read from the config when the rig is built: flipping the
+    config object afterwards neither turns it off for some calls (it was read per call) nor on for none."""
+    config = {"audit": {"enabled": on_at_build}}
+    rig = Rig(workspace, config=config, registry=_counting_rig(workspace)[0].catalog)
+    rig.config.audit.enabled = not on_at_build
+    await rig.call("note_down", {"text": "a"})
+    audit_file = workspace / ".toolrig" / "audit.db"
+    rows = AuditLog(workspace / ".toolrig").query(limit=None) if audit_file.exists() else []
+    assert [row.tool for row in rows] == (["note_down"] if on_at_build else [])
+    rig.close()

@@ -70,6 +70,9 @@ class Governance:
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self._limiter = RateLimiter(config, workspace.state_dir) if limited else None
         self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+        # Read once, as every setting here: the sink waits off the path when it is off, so reading it per
+        # call (a config object flipped afterwards) would turn the audit off for some calls and on for none.
+        self._auditing = config.audit.enabled
 
     @property
     def policy(self) -> Policy:
@@ -100,7 +103,7 @@ class Governance:
 
     @property
     def audit(self) -> AuditLog | None:
-        if self._audit is None and self.config.audit.enabled:
+        if self._audit is None and self._auditing:
             from toolrig.policy.audit import AuditLog
 
             self._audit = AuditLog(self.workspace.state_dir, sync=self.config.audit.sync)
@@ -120,7 +123,7 @@ class Governance:
         # log turned on, or that channel (the sink also tells the broker a call is over).
         self._rate_gate = extensions.reserve("rate_limit", self.check_rate, awake=self._limiter is not None)
         self._approval_gate = extensions.reserve("approval", self.check_approval, awake=False)
-        self._audit_sink = extensions.reserve("audit", self.record, awake=self.config.audit.enabled)
+        self._audit_sink = extensions.reserve("audit", self.record, awake=self._auditing)
 
     def set_agent_profile(self, name: str, profile: AgentConfig | None, rate_owner: str | None) -> None:
         """An agent profile added (or with None dropped) at run time: its rules, approvals and rate limits.
