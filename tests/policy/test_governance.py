@@ -267,3 +267,23 @@ async def test_the_audit_setting_is_the_one_the_rig_was_built_with(workspace: Pa
     rows = AuditLog(workspace / ".toolrig").query(limit=None) if audit_file.exists() else []
     assert [row.tool for row in rows] == (["note_down"] if on_at_build else [])
     rig.close()
+
+
+@pytest.mark.anyio
+async def test_the_approval_mode_is_the_one_the_rig_was_built_with_for_every_tool(workspace: Path) -> None:
+    """Flipping ``approvals.mode`` on the config object after build changed the verdict of the tools not yet
+    called and kept it for the others (their plans were cached): one rule for all, the built one."""
+
+    @tool(name="other_note")
+    async def other_note(text: str) -> str:
+        """Remember another text."""
+        return text
+
+    first, _ = _counting_rig(workspace)
+    rig = Rig(workspace, config={"audit": {"enabled": False}}, registry=Registry([*first.catalog.list(), other_note]))
+    assert not (await rig.call("note_down", {"text": "a"})).is_error  # planned under "off"
+    rig.config.approvals.mode = "always"
+    for name in ("note_down", "other_note"):  # planned before the flip, and not
+        assert not (await rig.call(name, {"text": "b"})).is_error
+        call, _ = await rig.executor.decide(name, {"text": "c"})
+        assert (call.verdict, call.decided_by) == ("allow", "approvals.mode")

@@ -288,7 +288,7 @@ class Governance:
         The request has an id of its own (an answer to the call's approval never answers it) and names the
         asking call, so a channel that asks per call (MCP: the client that made it) puts it to the right person.
         """
-        if self.config.approvals.mode == "off":
+        if self._policy.mode(None) == "off":
             return True
         args = {"subject": subject}
         request = ApprovalRequest(
