@@ -230,9 +230,36 @@ async def test_a_config_job_of_another_agent_cannot_be_run_by_the_model(workspac
         "cron": [{"name": "payroll", "schedule": "0 2 1 * *", "prompt": "answer:payroll", "agent": "reporter"}],
     }
     rig = Rig(workspace, config=settings, registry=Registry(tools()), agent="reader")
-    (row,) = (await cron(rig, action="list")).output["jobs"]
+    (row,) = access_for(workspace, settings).list_jobs()  # the person sees it; the reader's list does not
     result = await cron(rig, action="run", id=row["id"])
     assert result.is_error and result.error_type == "denied", result
+
+
+@pytest.mark.parametrize("caller", ["reader", "reporter", None])
+async def test_a_models_list_shows_only_the_jobs_that_run_as_its_agent(
+    workspace: Path, cfg: dict[str, Any], caller: str | None
+) -> None:
+    """Another profile's jobs (config or runtime) are its work: their prompts are not this model's to read."""
+    from tests.durable.support import install_rig, tools
+    from toolrig.registry import Registry
+
+    settings = {
+        **cfg,
+        "agents": {"reader": {"tools": ["cron"]}, "reporter": {"tools": ["cron"]}},
+        "cron": [{"name": "payroll", "schedule": "0 2 1 * *", "prompt": "answer:payroll", "agent": "reporter"}],
+    }
+    install_rig(settings)
+    owners: dict[str, str | None] = {}
+    for owner in ("reader", "reporter", None):
+        rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=owner)
+        added = await cron(rig, action="add", name=f"of-{owner}", schedule="1d", prompt=f"answer:prompt-of-{owner}")
+        owners[added.output["job"]["id"]] = owner
+    owners |= {row["id"]: "reporter" for row in access_for(workspace, settings).list_jobs() if row["name"] == "payroll"}
+    rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=caller)
+    listed = (await cron(rig, action="list")).output["jobs"] or []
+    assert {row["id"] for row in listed} == {job for job, owner in owners.items() if owner == caller}
+    assert all(f"prompt-of-{owner}" not in str(listed) for owner in ("reader", "reporter", None) if owner != caller)
+    assert len(access_for(workspace, settings).list_jobs()) == 4  # the person's list is whole
 
 
 @pytest.mark.parametrize(

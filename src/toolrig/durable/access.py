@@ -85,9 +85,13 @@ class DurableAccess:
 
     # ------------------------------------------------------------------ Schedules
 
-    def list_jobs(self) -> list[dict[str, Any]]:
+    def list_jobs(self, *, by: str = "person", agent: str | None = None) -> list[dict[str, Any]]:
+        """Every live job for a person; for a model, only the jobs that run as its agent (those it may run).
+
+        Another agent's jobs are that profile's work: their prompts and outcomes are not this model's to read.
+        """
         book = self.job_book
-        return [book.view(job) for job in book.live()]
+        return [book.view(job) for job in book.live() if by != "model" or job["agent"] == agent]
 
     def add_job(self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None) -> dict[str, Any]:
         self._runnable(agent)

@@ -36,7 +36,7 @@ _TOOL_ERRORS: dict[str, ErrorType] = {
 
 
 class Schedules(Protocol):
-    def list_jobs(self) -> list[dict[str, Any]]: ...
+    def list_jobs(self, *, by: str = "person", agent: str | None = None) -> list[dict[str, Any]]: ...
 
     def add_job(
         self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None

@@ -28,8 +28,8 @@ def durable_of(ctx: ToolContext) -> Durable:
 
 class CronInput(ToolInput):
     action: Literal["list", "add", "remove", "run"] = Field(
-        description="list: show jobs; add: create a job (name, schedule, prompt); remove: delete a job (id); "
-        "run: run a job now (id) and get the start of its answer."
+        description="list: show the jobs that run as you; add: create a job (name, schedule, prompt); "
+        "remove: delete a job (id); run: run a job now (id) and get the start of its answer."
     )
     id: str | None = Field(default=None, max_length=64, description="The job id, for remove and run.")
     name: str | None = Field(default=None, max_length=200, description="A short name for the new job (add).")
@@ -68,11 +68,11 @@ class Cron(Tool[CronInput, CronOutput]):
     name = "cron"
     group = "cron"
     description = (
-        "Schedule agent runs for later or on a recurring basis. Actions: 'list' shows the jobs; 'add' creates one "
-        "from name, schedule and prompt; 'remove' deletes one by id; 'run' runs one now and returns the start of "
-        "its answer. Each run is a fresh agent session given the job's prompt, so write the prompt to stand on "
-        "its own. Jobs you add expire after 7 days unless a person renews them; jobs from the configuration "
-        "cannot be removed here."
+        "Schedule agent runs for later or on a recurring basis. Actions: 'list' shows the jobs that run as you; "
+        "'add' creates one from name, schedule and prompt; 'remove' deletes one by id; 'run' runs one now and "
+        "returns the start of its answer. Each run is a fresh agent session given the job's prompt, so write the "
+        "prompt to stand on its own. Jobs you add expire after 7 days unless a person renews them; jobs from the "
+        "configuration cannot be removed here."
     )
 
     async def execute(self, input: CronInput, ctx: ToolContext) -> CronOutput:
@@ -81,8 +81,8 @@ class Cron(Tool[CronInput, CronOutput]):
         schedules = durable_of(ctx).schedules
         try:
             if input.action == "list":
-                jobs = await anyio.to_thread.run_sync(schedules.list_jobs)
-                return CronOutput(action="list", jobs=jobs, note=None if jobs else "There are no jobs.")
+                jobs = await anyio.to_thread.run_sync(lambda: schedules.list_jobs(by="model", agent=ctx.agent_id))
+                return CronOutput(action="list", jobs=jobs, note=None if jobs else "No job runs as you.")
             if input.action == "add":
                 name = _need(input.name, "name", "add")
                 schedule = _need(input.schedule, "schedule", "add")
