@@ -82,7 +82,9 @@ class Rig:
         tool name that matches no tool, into errors. ``profile`` names the tool profile (``claude``,
         ``codebuff``...) whose names and shapes ``call``, ``tools`` and ``schemas`` speak by default.
 
-        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed.
+        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
+        reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
+        setters do: ``set_agent_profile``, ``approval_channel``, ``hooks``, ``governance.policy``/``limiter``).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -122,8 +124,8 @@ class Rig:
             allowlist_file=self._allowlist_file(config),
         )
         self._forward_approvals()
-        self.hooks = HookChain()
-        self.hooks.enabled = self.config.hooks.enabled
+        self._hooks = HookChain()
+        self._hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
             self.hooks.add(hook)
         self._add_script_hooks()
@@ -195,6 +197,17 @@ class Rig:
         if self.mcp_servers is not None:
             await self.mcp_servers.close()
         self.close()
+
+    @property
+    def hooks(self) -> HookChain:
+        """The rig's own hooks: ``rig.hooks.add(MyHooks())`` runs them from the next call on."""
+        return self._hooks
+
+    @hooks.setter
+    def hooks(self, chain: HookChain) -> None:
+        """A chain put in the rig's place is the one its hook gate runs from the next call on."""
+        self._hooks = chain
+        self.hook_gate.chain = chain
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
