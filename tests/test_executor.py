@@ -14,14 +14,16 @@ import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from tests.servers import HttpServer
+from tests.support.interleave import Paused
 from tests.support.sample_tools import WriteLater, all_tools
 from toolrig import Rig, ToolContext, tool
 from toolrig.cancel import current_token
 from toolrig.config import AgentConfig
 from toolrig.errors import DefinitionError, ErrorType, ToolError, UsageError
-from toolrig.executor import Extensions, ToolCall
+from toolrig.executor import Extensions, Reserved, ToolCall
 from toolrig.registry import Registry
 from toolrig.result import ToolResult
 from toolrig.sandbox.network import NetworkDenied
@@ -800,3 +802,62 @@ async def test_a_gate_that_waits_hands_the_rest_of_the_walk_on_in_order(workspac
     order.clear()
     _, refusal = await rig.executor.decide("deadline_seen", {})
     assert refusal is None and order == walked
+
+
+def test_two_threads_waking_one_member_at_once_put_it_in_its_list_once() -> None:
+    """Two event loops (two threads) can meet the first "ask" together: the member joins once, not twice.
+
+    Twice would be two audit rows for one call, two rate-limit tokens, or every hook run twice.
+    """
+
+    def sink(call: ToolCall, result: ToolResult) -> None:
+        return None
+
+    extensions = Extensions()
+    place = extensions.reserve("audit", sink, awake=False)
+    # The first thread stops right after its own check that the member is not awake yet...
+    with Paused(place.wake, Reserved.wake.__code__, "line", nth=2):
+        place.wake()  # ...and the second wakes it all the way meanwhile.
+    assert extensions.audit == [sink]
+
+
+class _Listing(BaseModel):
+    names: list[str]
+    meta: dict[str, Any]
+
+
+_SHARED_LISTING = _Listing(names=["a"], meta={"k": "v"})
+
+
+@tool(name="same_listing")
+def same_listing() -> _Listing:
+    """Return one and the same model instance on every call (a cache)."""
+    return _SHARED_LISTING
+
+
+async def test_results_built_from_the_template_share_no_mutable_part_across_calls(workspace: Path) -> None:
+    """Each result's output, notes, content, meta and set of fields are its own: changing one changes no other."""
+    rig = Rig(workspace, config={"audit": {"enabled": False}}, registry=Registry([same_listing, deadline_seen]))
+    first, second = await rig.call("same_listing", {}), await rig.call("same_listing", {})
+    assert first.output == second.output == {"names": ["a"], "meta": {"k": "v"}}
+    for part in ("output", "notes", "content", "meta"):
+        assert getattr(first, part) is not getattr(second, part), part
+    assert first.output["names"] is not second.output["names"]  # type: ignore[index]
+    first.output["names"].append("b")  # type: ignore[index]  # a consumer editing what it got
+    first.notes.append("mine")
+    assert second.output == {"names": ["a"], "meta": {"k": "v"}} and second.notes == []
+    assert _SHARED_LISTING.names == ["a"]  # nor the tool's own object
+    copied = first.model_copy(update={"next_action_hint": "changed"})
+    third = await rig.call("deadline_seen", {})
+    assert copied.model_fields_set >= {"next_action_hint"}
+    assert third.model_dump(exclude_unset=True).keys() == {"is_error", "output"}  # no field set by another result
+
+
+def test_a_started_call_reads_every_field_as_declared() -> None:
+    """``ToolCall.start`` skips the fields a class default answers: every field must still read as declared."""
+    call = ToolCall.start("t", "c1", "python", None, None, None, 0.0, None)
+    fresh = ToolCall("t", None, {}, "c1", "python", started=0.0)
+    for item in dataclasses.fields(ToolCall):
+        assert getattr(call, item.name) == getattr(fresh, item.name), item.name
+    other = ToolCall.start("t", "c2", "python", None, None, None, 0.0, None)
+    assert call.subjects is not other.subjects and call.notes is not other.notes and call.raw_args is not other.raw_args

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import pickle
 import weakref
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -10,11 +13,13 @@ import pytest
 
 import toolrig.hooks as hooks_module
 from tests.conftest import Call
+from tests.support.interleave import Paused
 from tests.support.sample_tools import all_tools
 from toolrig import Rig, ToolError
 from toolrig.config import set_trust
 from toolrig.errors import ErrorType
-from toolrig.hooks import HookChain, HookEvent, Hooks, hook_environment, run_hooks
+from toolrig.executor import Extensions
+from toolrig.hooks import HookChain, HookEvent, HookGate, Hooks, hook_environment, run_hooks
 from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry
 
@@ -293,3 +298,55 @@ async def test_a_hook_added_to_a_runs_chain_after_calls_runs_for_the_rigs_next_c
     # `policy explain` walks the same gate: it reports, and runs no hook.
     call, result = await rig.executor.decide("echo", {"text": "d"})
     assert result is None and call.verdict == "allow" and len(log) == 2
+
+
+def test_a_gate_installed_while_another_thread_adds_the_first_hook_is_woken(no_hooks_yet: None) -> None:
+    """A rig built in one thread while another adds the process's first hook still runs its hooks.
+
+    The gate read "no hook anywhere", then the hook arrived before it joined the waiting gates: it would
+    have waited for good, and every hook added to its chain later (no longer the first) been skipped.
+    """
+    extensions = Extensions()
+    gate = HookGate(HookChain())
+    # The installing thread stops as it takes its first place, having read that no hook exists...
+    with Paused(partial(gate.install, extensions), Extensions.reserve.__code__, "call"):
+        HookChain().add(Hooks())  # ...when the process's first hook arrives, all the way.
+    assert extensions.before_tool == [gate.before] and extensions.after_tool == [gate.after]
+
+
+async def test_a_hook_chain_put_in_the_rigs_place_is_the_one_the_gate_runs(workspace: Path) -> None:
+    rig = rig_with(workspace)
+    log: list[str] = []
+    rig.hooks = HookChain()
+    rig.hooks.add(Recorder("new", log))
+    refused = await rig.call("echo", {"text": "block-new"})
+    assert refused.error_type == "denied" and refused.message == "new blocked it"
+    assert log == ["new:before:echo:{'text': 'block-new'}"]
+
+
+class Blocker(Hooks):
+    """A hook that travels (pickle, copy): it refuses every call."""
+
+    async def before_tool(self, event: HookEvent) -> None:
+        raise ToolError(ErrorType.DENIED, "the travelling hook blocked it")
+
+
+@pytest.mark.parametrize("travel", ["pickle", "deepcopy"])
+async def test_a_hook_chain_that_arrives_whole_wakes_the_hook_gates(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, travel: str
+) -> None:
+    """A chain unpickled in a process where no chain ever held a hook (a worker's), or copied, did not come
+    through ``add``: its hooks still run, for the rig's chain and a run's alike."""
+    chain = HookChain()
+    chain.add(Blocker())
+    sent = pickle.dumps(chain)
+    monkeypatch.setattr(hooks_module, "_hooks_anywhere", False)  # the receiving process: no hook yet
+    monkeypatch.setattr(hooks_module, "_waiting", weakref.WeakSet())
+    rig = rig_with(workspace)
+    arrived = pickle.loads(sent) if travel == "pickle" else copy.deepcopy(chain)  # noqa: S301 # our own bytes
+    token = run_hooks.set(arrived)
+    try:
+        refused = await rig.call("echo", {"text": "a"})
+    finally:
+        run_hooks.reset(token)
+    assert refused.error_type == "denied" and refused.message == "the travelling hook blocked it"

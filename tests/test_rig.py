@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.conftest import Call
 from toolrig.errors import ConfigError
+from toolrig.registry import Registry
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
@@ -116,3 +119,15 @@ def test_configured_mcp_servers_are_registered_but_not_started_by_construction(w
     rig = Rig(workspace, config={"mcp_servers": {"later": {"command": "/nonexistent/server"}}})
     assert rig.mcp_servers is not None
     assert list(rig.mcp_servers.servers) == ["later"]
+
+
+def test_rig_call_is_a_coroutine_function_where_python_lets_it_say_so(workspace: Path) -> None:
+    """Frameworks choose how to run a handler by this check; ``call`` returns the executor's coroutine itself."""
+    import inspect
+
+    rig = Rig(workspace, config={}, registry=Registry([]))
+    assert inspect.iscoroutinefunction(rig.call) is (sys.version_info >= (3, 12))
+    pending = rig.call("nothing_here")
+    assert inspect.iscoroutine(pending)
+    result = anyio.run(lambda: pending)
+    assert result.is_error and result.error_type == "unknown_tool"

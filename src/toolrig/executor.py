@@ -20,6 +20,7 @@ import itertools
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -196,13 +197,23 @@ class Extensions:
     before_tool: list[Gate] = field(default_factory=list)
     after_tool: list[AfterTool] = field(default_factory=list)
     audit: list[AuditSink] = field(default_factory=list)
+    # The members still waiting outside each point, so that a call can wake them itself (``wake_point``).
+    _asleep: dict[str, list[Reserved]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def reserve(self, point: ExtensionPoint, member: Any, *, awake: bool) -> Reserved:
         """A place for ``member`` at the end of ``point``'s list: taken now when ``awake``, else on ``wake``."""
         reserved = Reserved(self, point, member, len(getattr(self, point)))
         if awake:
             reserved.wake()
+        else:
+            self._asleep.setdefault(point, []).append(reserved)
         return reserved
+
+    def wake_point(self, point: ExtensionPoint) -> list[Any]:
+        """Wake every member still waiting at ``point``; its list as it is then."""
+        for reserved in list(self._asleep.get(point, ())):
+            reserved.wake()
+        return cast(list[Any], getattr(self, point))
 
 
 class Reserved:
@@ -221,16 +232,30 @@ class Reserved:
         self.awake = False
 
     def wake(self) -> None:
-        if self.awake:
-            return
-        self.awake = True
-        members: list[Any] = getattr(self.extensions, self.point)
-        if self.index >= len(members):
-            members.append(self.member)  # nothing joined after its place was reserved: in place, at the end
-        else:
-            # Members joined after it: a new list with it in the place it was given, so that a call suspended
-            # in the middle of the old list (an awaiting hook) goes on through that list without a shift.
-            setattr(self.extensions, self.point, [*members[: self.index], self.member, *members[self.index :]])
+        if not self.awake:  # the common case, once awake: no lock
+            self._join()
+
+    def _join(self) -> None:
+        # Two threads (two event loops, a worker thread configuring) may wake it at once, or wake two members
+        # of one point: checked again and placed under one lock, or it would join twice (two audit rows, two
+        # tokens) or one list replaced under the other would lose a member for good. Rare: never on a call's path.
+        with _waking:
+            if self.awake:
+                return
+            asleep = self.extensions._asleep.get(self.point)
+            if asleep is not None and self in asleep:
+                asleep.remove(self)
+            members: list[Any] = getattr(self.extensions, self.point)
+            if self.index >= len(members):
+                members.append(self.member)  # nothing joined after its place was reserved: in place, at the end
+            else:
+                # Members joined after it: a new list with it in the place it was given, so that a call suspended
+                # in the middle of the old list (an awaiting hook) goes on through that list without a shift.
+                setattr(self.extensions, self.point, [*members[: self.index], self.member, *members[self.index :]])
+            self.awake = True  # after it is in place: a thread that reads it awake finds it walked
+
+
+_waking = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -642,7 +667,12 @@ class Executor:
             for gate in walk:
                 if (pending := gate(call)) is not None:
                     return self._gate_after(call, pending, 1, walk)
-        if gates := ext.approval:
+        gates = ext.approval
+        if call.verdict == "ask":
+            # Any gate before this point may ask (a gate added to ``policy`` or ``rate_limit``, not only the
+            # policy's own, which wakes the approval gate itself): a call that must ask is never let through.
+            gates = ext.wake_point("approval")
+        if gates:
             walk = iter(gates)
             for gate in walk:
                 if (pending := gate(call)) is not None:
@@ -672,7 +702,10 @@ class Executor:
             point += 1
             if point == 4:
                 return
-            walk = iter((ext.policy, ext.rate_limit, ext.approval, ext.before_tool)[point])
+            members = (ext.policy, ext.rate_limit, ext.approval, ext.before_tool)[point]
+            if point == 2 and call.verdict == "ask":
+                members = ext.wake_point("approval")  # as in ``_gate``: whichever gate asked, the call is asked
+            walk = iter(members)
 
     def _record(
         self, call: ToolCall, result: ToolResult, hooks_done: bool = False

@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import weakref
 from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -81,6 +82,12 @@ class HookChain:
         self._hooks.append(hooks)
         _hooks_arrived()  # before the next call's gate: every hook gate walks from now on
         return hooks
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A chain that arrives whole (unpickled in a worker process, copied) holds hooks ``add`` never saw."""
+        self.__dict__.update(state)
+        if self._hooks:
+            _hooks_arrived()
 
     def __len__(self) -> int:
         return len(self._hooks)
@@ -236,18 +243,28 @@ run_hooks: contextvars.ContextVar[HookChain | None] = contextvars.ContextVar("to
 # Whether any HookChain in this process has held a hook. Until one has, no chain a gate could read (its
 # Rig's, or a run's through ``run_hooks``) has anything to run, so the gates wait outside the executor's
 # extension points; ``HookChain.add`` wakes every one of them, for good, before it returns.
+# The flag is read without the lock (``add``'s common case); it turns true only once every waiting gate is
+# awake, and a gate joins the waiting ones under the same lock as it reads the flag, so no gate is missed: a
+# rig built in one thread while another adds the first hook (a worker thread, a second event loop) wakes too.
 _hooks_anywhere = False
 _waiting: weakref.WeakSet[HookGate] = weakref.WeakSet()
+_arrival = threading.Lock()
 
 
 def _hooks_arrived() -> None:
+    if not _hooks_anywhere:  # the common case, once a hook exists: no lock
+        _wake_waiting_gates()
+
+
+def _wake_waiting_gates() -> None:
     global _hooks_anywhere
-    if _hooks_anywhere:
-        return
-    _hooks_anywhere = True
-    for gate in list(_waiting):
-        gate.wake()
-    _waiting.clear()
+    with _arrival:
+        if _hooks_anywhere:
+            return
+        for gate in list(_waiting):
+            gate.wake()
+        _waiting.clear()
+        _hooks_anywhere = True
 
 
 class HookGate:
@@ -265,11 +282,14 @@ class HookGate:
     def install(self, extensions: Extensions) -> None:
         """Take this gate's places at ``before_tool`` and ``after_tool``: now if any hook exists, else on the first."""
         self._places = (
-            extensions.reserve("before_tool", self.before, awake=_hooks_anywhere),
-            extensions.reserve("after_tool", self.after, awake=_hooks_anywhere),
+            extensions.reserve("before_tool", self.before, awake=False),
+            extensions.reserve("after_tool", self.after, awake=False),
         )
-        if not _hooks_anywhere:
-            _waiting.add(self)
+        with _arrival:  # read the flag and join the waiting gates in one step (see ``_hooks_arrived``)
+            if not _hooks_anywhere:
+                _waiting.add(self)
+                return
+        self.wake()
 
     def wake(self) -> None:
         if self._places is not None:

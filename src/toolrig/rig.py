@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -82,7 +83,9 @@ class Rig:
         tool name that matches no tool, into errors. ``profile`` names the tool profile (``claude``,
         ``codebuff``...) whose names and shapes ``call``, ``tools`` and ``schemas`` speak by default.
 
-        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed.
+        The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
+        reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
+        setters do: ``set_agent_profile``, ``approval_channel``, ``hooks``, ``governance.policy``/``limiter``).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -122,8 +125,8 @@ class Rig:
             allowlist_file=self._allowlist_file(config),
         )
         self._forward_approvals()
-        self.hooks = HookChain()
-        self.hooks.enabled = self.config.hooks.enabled
+        self._hooks = HookChain()
+        self._hooks.enabled = self.config.hooks.enabled
         for hook in hooks:
             self.hooks.add(hook)
         self._add_script_hooks()
@@ -195,6 +198,17 @@ class Rig:
         if self.mcp_servers is not None:
             await self.mcp_servers.close()
         self.close()
+
+    @property
+    def hooks(self) -> HookChain:
+        """The rig's own hooks: ``rig.hooks.add(MyHooks())`` runs them from the next call on."""
+        return self._hooks
+
+    @hooks.setter
+    def hooks(self, chain: HookChain) -> None:
+        """A chain put in the rig's place is the one its hook gate runs from the next call on."""
+        self._hooks = chain
+        self.hook_gate.chain = chain
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
@@ -289,7 +303,9 @@ class Rig:
         ``profile`` (default: the rig's) has one: the call and its result are translated.
 
         Not an ``async def``, though it is awaited like one: the common call is the executor's own coroutine,
-        with no frame of this method's around it (a tenth of a trivial call's cost in the executor).
+        with no frame of this method's around it (a tenth of a trivial call's cost in the executor). Python
+        3.12+ reports it as a coroutine function all the same (``inspect.markcoroutinefunction``); on 3.11 a
+        framework that checks ``inspect.iscoroutinefunction`` needs an ``async def`` around it.
         """
         if not options and profile is None and self.agent is None and not self.profile.faces:
             # The common call (no keywords, no agent, the identity profile): nothing to translate or split.
@@ -541,6 +557,11 @@ class Rig:
         if isinstance(config, str | os.PathLike):
             return Path(config)
         return None  # a config given as data stays in memory
+
+
+# Frameworks pick how to run a handler by ``inspect.iscoroutinefunction``; 3.12+ lets ``call`` say it is one.
+if (_mark := getattr(inspect, "markcoroutinefunction", None)) is not None:
+    _mark(Rig.call)
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

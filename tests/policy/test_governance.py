@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from tests.conftest import Call
@@ -12,8 +14,10 @@ from tests.policy.conftest import last_row
 from toolrig import Rig, tool
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.config import AgentConfig, Config
+from toolrig.executor import ToolCall
 from toolrig.policy.audit import AuditLog
 from toolrig.policy.ratelimit import RateLimiter
+from toolrig.policy.rules import Policy
 from toolrig.registry import Registry
 
 POLICY = """\
@@ -186,3 +190,100 @@ async def test_an_audit_on_from_the_start_records_every_call_and_off_records_non
     await on.call("nope", {})
     assert [row.tool for row in AuditLog(workspace / ".toolrig").query(limit=None)] == ["note_down", "nope"]
     on.close()
+
+
+@pytest.mark.anyio
+async def test_a_policy_put_in_place_after_calls_decides_the_next_call_and_its_explanation(workspace: Path) -> None:
+    """The policy gate answers from its policy's plans: a policy replaced after calls is the one asked after."""
+    rig, ran = _counting_rig(workspace)
+    assert not (await rig.call("note_down", {"text": "a"})).is_error  # planned: no rule names it, settled "allow"
+    stricter = Config.model_validate({"tools": {"rules": [{"tool": "note_down", "verdict": "deny"}]}})
+    rig.governance.policy = Policy(stricter, rig.workspace)
+    refused = await rig.call("note_down", {"text": "b"})
+    assert refused.error_type == "denied" and ran == ["a"]
+    call, result = await rig.executor.decide("note_down", {"text": "c"})
+    assert (call.verdict, call.decided_by) == ("deny", "tools.rules[0]") and result is not None
+    asking = Config.model_validate({"approvals": {"mode": "always"}})
+    rig.governance.policy = Policy(asking, rig.workspace)  # and an "ask" from it puts the approval gate on the path
+    assert (await rig.call("note_down", {"text": "d"})).error_type == "denied" and ran == ["a"]  # fallback: deny
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("waits", [False, True], ids=["plain", "async"])
+@pytest.mark.parametrize("watched", [False, True], ids=["alone", "approval-watched"])
+async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Path, waits: bool, watched: bool) -> None:
+    """Any gate before the approval point may set ``verdict = "ask"`` (architecture.md); the call is asked."""
+    rig, ran = _counting_rig(workspace)
+    seen: list[str] = []
+    if watched:  # another member at the approval point (it only looks): the approval gate is still needed
+        rig.extensions.approval.append(lambda call: seen.append(call.verdict))
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    assert rig.governance.check_approval not in rig.extensions.approval  # nothing asked yet: it waits
+
+    def ask_for_secrets(call: ToolCall) -> None:
+        if "secret" in call.raw_args.get("text", ""):
+            call.verdict, call.decided_by, call.verdict_reason = "ask", "my.gate", "it mentions a secret"
+
+    async def ask_later(call: ToolCall) -> None:
+        await anyio.lowlevel.checkpoint()
+        ask_for_secrets(call)
+
+    rig.extensions.rate_limit.append(ask_later if waits else ask_for_secrets)
+    refused = await rig.call("note_down", {"text": "the secret"})  # nobody to ask: approvals.fallback (deny)
+    assert refused.error_type == "denied" and ran == ["a"]
+    asked = _Asked("allow_once")
+    rig.approval_channel = asked
+    assert not (await rig.call("note_down", {"text": "another secret"})).is_error
+    assert [r.reason for r in asked.requests] == ["it mentions a secret"] and ran == ["a", "another secret"]
+
+
+@pytest.mark.anyio
+async def test_a_tool_hidden_from_an_agent_profile_set_at_run_time_is_refused_before_its_arguments_are_read(
+    workspace: Path,
+) -> None:
+    """A subagent's profile (set at run time) hides tools as a configured one does: its schema never shows."""
+    rig, ran = _counting_rig(workspace)  # no agents configured: nothing to admit or refuse at build
+    assert not (await rig.call("note_down", {"text": "a"})).is_error
+    rig.set_agent_profile("child", AgentConfig.model_validate({"tools": []}))
+    for args in ({"text": "b"}, {"wrong": 1}, "not json"):
+        refused = await rig.call("note_down", args, agent_id="child")
+        assert refused.error_type == "denied", refused
+        assert "text" not in (refused.message or "") + (refused.next_action_hint or "")
+    call, result = await rig.executor.decide("note_down", {"wrong": 1}, agent_id="child")
+    assert result is not None and (call.verdict, call.decided_by) == ("deny", "agents.child.tools")
+    assert ran == ["a"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_at_build", [True, False])
+async def test_the_audit_setting_is_the_one_the_rig_was_built_with(workspace: Path, on_at_build: bool) -> None:
+    """The audit, as every governance setting, is read from the config when the rig is built: flipping the
+    config object afterwards neither turns it off for some calls (it was read per call) nor on for none."""
+    config = {"audit": {"enabled": on_at_build}}
+    rig = Rig(workspace, config=config, registry=_counting_rig(workspace)[0].catalog)
+    rig.config.audit.enabled = not on_at_build
+    await rig.call("note_down", {"text": "a"})
+    audit_file = workspace / ".toolrig" / "audit.db"
+    rows = AuditLog(workspace / ".toolrig").query(limit=None) if audit_file.exists() else []
+    assert [row.tool for row in rows] == (["note_down"] if on_at_build else [])
+    rig.close()
+
+
+@pytest.mark.anyio
+async def test_the_approval_mode_is_the_one_the_rig_was_built_with_for_every_tool(workspace: Path) -> None:
+    """Flipping ``approvals.mode`` on the config object after build changed the verdict of the tools not yet
+    called and kept it for the others (their plans were cached): one rule for all, the built one."""
+
+    @tool(name="other_note")
+    async def other_note(text: str) -> str:
+        """Remember another text."""
+        return text
+
+    first, _ = _counting_rig(workspace)
+    rig = Rig(workspace, config={"audit": {"enabled": False}}, registry=Registry([*first.catalog.list(), other_note]))
+    assert not (await rig.call("note_down", {"text": "a"})).is_error  # planned under "off"
+    rig.config.approvals.mode = "always"
+    for name in ("note_down", "other_note"):  # planned before the flip, and not
+        assert not (await rig.call(name, {"text": "b"})).is_error
+        call, _ = await rig.executor.decide(name, {"text": "c"})
+        assert (call.verdict, call.decided_by) == ("allow", "approvals.mode")

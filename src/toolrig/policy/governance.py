@@ -52,8 +52,8 @@ class Governance:
         self.workspace = workspace
         self.events = events
         self.allowlist_file = allowlist_file  # where "allow always" is saved; None keeps it in memory
-        self.policy = Policy(config, workspace, loaded)
-        self._policy_plans = self.policy._plans  # cleared in place, never replaced: read on every call
+        self._admission: Reserved | None = None  # set by ``install``, like the other reserved steps below
+        self.policy = Policy(config, workspace, loaded)  # also binds its plans (the setter below)
         approvals = config.approvals
         self.broker = ApprovalBroker(
             channel,
@@ -70,6 +70,25 @@ class Governance:
         limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
         self._limiter = RateLimiter(config, workspace.state_dir) if limited else None
         self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
+        # Read once, as every setting here: the sink waits off the path when it is off, so reading it per
+        # call (a config object flipped afterwards) would turn the audit off for some calls and on for none.
+        self._auditing = config.audit.enabled
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        """The rules every call is decided by from the next call on, its plans bound with it.
+
+        The gates read the plans directly on every call (one lookup); a policy put in place without them
+        would leave the old policy's cached decisions answering for the new one.
+        """
+        self._policy = policy
+        self._policy_plans = policy._plans  # cleared in place by the policy, never replaced by it
+        if self._admission is not None:
+            self._admission.wake()  # its agents and outright denials are its own: admission asks it from now on
 
     @property
     def limiter(self) -> RateLimiter | None:
@@ -84,7 +103,7 @@ class Governance:
 
     @property
     def audit(self) -> AuditLog | None:
-        if self._audit is None and self.config.audit.enabled:
+        if self._audit is None and self._auditing:
             from toolrig.policy.audit import AuditLog
 
             self._audit = AuditLog(self.workspace.state_dir, sync=self.config.audit.sync)
@@ -93,15 +112,18 @@ class Governance:
     def install(self, extensions: Extensions) -> None:
         rules = self.config.tools.rules
         outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
-        if self.config.agents or outright:  # otherwise every tool is offered to every caller
-            extensions.admission.append(self.check_offered)
+        # Admission refuses a tool not offered to its caller before its arguments are read (no schema shows
+        # through their errors). With no agent and no outright deny every tool is offered to every caller, so
+        # it waits until an agent profile arrives at run time (a subagent's) or another policy is put in place.
+        awake = bool(self.config.agents) or outright
+        self._admission = extensions.reserve("admission", self.check_offered, awake=awake)
         extensions.policy.append(self.check_policy)  # always: every call's verdict is the policy's
         # The others wait outside the path until they have something to do, each woken by what gives it that:
         # rate limits (``limiter``); a verdict "ask", or a channel that batches (``check_policy``); the audit
         # log turned on, or that channel (the sink also tells the broker a call is over).
         self._rate_gate = extensions.reserve("rate_limit", self.check_rate, awake=self._limiter is not None)
         self._approval_gate = extensions.reserve("approval", self.check_approval, awake=False)
-        self._audit_sink = extensions.reserve("audit", self.record, awake=self.config.audit.enabled)
+        self._audit_sink = extensions.reserve("audit", self.record, awake=self._auditing)
 
     def set_agent_profile(self, name: str, profile: AgentConfig | None, rate_owner: str | None) -> None:
         """An agent profile added (or with None dropped) at run time: its rules, approvals and rate limits.
@@ -113,7 +135,9 @@ class Governance:
             self.limiter = RateLimiter(self.config, self.workspace.state_dir)
         if self._limiter is not None:
             self._limiter.share_buckets(name, rate_owner if profile is not None else None)
-        self.policy.set_profile(name, profile, rate_owner)
+        self._policy.set_profile(name, profile, rate_owner)
+        if profile is not None and self._admission is not None:
+            self._admission.wake()  # the tools it is not offered are refused before their arguments are read
 
     @property
     def channel(self) -> ApprovalChannel | None:
@@ -131,7 +155,7 @@ class Governance:
         if tool is None:
             return
         plan = self._policy_plans.get((tool.name, call.agent_id))  # the common case: planned before
-        refusal = plan.unavailable if plan is not None else self.policy.unavailable(tool, call.agent_id)
+        refusal = plan.unavailable if plan is not None else self._policy.unavailable(tool, call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
@@ -142,7 +166,7 @@ class Governance:
         plan = self._policy_plans.get((tool.name, call.agent_id))
         decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
         if decision is None:
-            decision = self.policy.decide(tool, call.agent_id, call.subjects, call.input)
+            decision = self._policy.decide(tool, call.agent_id, call.subjects, call.input)
         verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
@@ -264,7 +288,7 @@ class Governance:
         The request has an id of its own (an answer to the call's approval never answers it) and names the
         asking call, so a channel that asks per call (MCP: the client that made it) puts it to the right person.
         """
-        if self.config.approvals.mode == "off":
+        if self._policy.mode(None) == "off":
             return True
         args = {"subject": subject}
         request = ApprovalRequest(

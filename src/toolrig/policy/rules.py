@@ -119,6 +119,9 @@ class Policy:
     _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Read once, as the rules are: plans cache each tool's default, so a mode read later would hold for
+        # the tools not yet called and not for the others (a config object flipped after the rig was built).
+        self._mode: ApprovalMode = self.config.approvals.mode
         self._rules = [
             *self._from_config(self.config.tools.rules, ("tools", "rules")),
             *self._from_allowlist(self.config.approvals.allow, ("approvals", "allow")),
@@ -200,7 +203,7 @@ class Policy:
         profile = self.config.agents.get(agent) if agent else None
         if profile is not None and profile.approvals.mode is not None:
             return profile.approvals.mode
-        return self.config.approvals.mode
+        return self._mode
 
     def _plan(self, tool: AnyTool, agent: str | None) -> _Plan:
         plan = self._plans.get((tool.name, agent))
