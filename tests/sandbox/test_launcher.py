@@ -7,9 +7,13 @@ the next command's side.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import fcntl
+import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +274,184 @@ def test_a_keeper_that_cannot_take_the_boards_lock_at_once_reports_none_idle() -
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     assert board.take(other) is False and board.taken() == taken + 1  # free again: counted
+
+
+@pytest.mark.slow
+def test_a_stopped_launcher_whose_keepers_are_gone_fails_the_next_command_and_is_replaced(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing reads a request then: it waited for its start forever, and so did every later command (keeprev F1).
+
+    A command may stop the launcher (same user) and kill every keeper; a stopped launcher is not a dead one, so
+    toolrig kept sending to it. Now a request not taken within its timeout and a bounded wait more fails as
+    ``unavailable``, the launcher is killed, and the next command runs under a new one.
+    """
+    from toolrig.sandbox import process
+
+    monkeypatch.setattr(process, "_START_SECONDS", 1.0, raising=False)
+    rig = shell(workspace)
+    launcher = int(run(rig, f"echo {LAUNCHER}").output["stdout"])
+    handle = os.pidfd_open(launcher)
+    try:
+        stop_all = (
+            f"L={LAUNCHER}; kill -STOP $L;"
+            " for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && kill -9 $k; done; kill -9 $PPID"
+        )
+        run(rig, stop_all)
+
+        async def scenario() -> tuple[ToolResult, ToolResult]:
+            with anyio.fail_after(60):  # it used to wait for ever
+                unstarted = await rig.call("run_command", {"command": "echo never", "timeout_seconds": 1})
+                return unstarted, await rig.call("run_command", {"command": "echo recovered"})
+
+        unstarted, after = anyio.run(scenario)
+        assert unstarted.is_error and unstarted.error_type == "unavailable", unstarted
+        assert "did not start" in unstarted.message, unstarted.message
+        assert after.output["stdout"] == "recovered\n", after
+
+        async def launcher_ends() -> None:
+            with anyio.fail_after(10):
+                await anyio.wait_readable(handle)  # the stopped launcher was killed, not left behind
+
+        anyio.run(launcher_ends)
+    finally:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        os.close(handle)
+
+
+def test_no_ancestor_of_a_command_holds_toolrigs_standard_streams(workspace: Path) -> None:
+    """The keeper and the launcher inherited toolrig's stderr: a command wrote escape sequences straight to the
+    user's terminal through ``/proc/$PPID/fd/2`` (past the output's ANSI stripping) and could read keys typed
+    there (keeprev F4). Their standard streams are /dev/null."""
+    rig = shell(workspace)
+    said = run(rig, f"L={LAUNCHER}; for p in $PPID $L; do for fd in 0 1 2; do readlink /proc/$p/fd/$fd; done; done")
+    assert said.output["stdout"].split("\n") == ["/dev/null"] * 6 + [""], said.output
+
+
+def test_a_keeper_never_starts_a_request_whose_caller_has_hung_up(workspace: Path) -> None:
+    """toolrig gives up on a request nothing took in time (keeprev F1) and closes its end of the status socket; a
+    keeper that takes the request later must not run it (toolrig already said it did not run)."""
+    import socket
+
+    from toolrig.sandbox.process import Launcher
+
+    out_r, out_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    start = os.open(workspace, os.O_PATH | os.O_DIRECTORY)
+    ours.shutdown(socket.SHUT_WR)  # hung up (half: what the keeper answers is still read here)
+    request = {"argv": ["touch", "ran"], "env": {}, "prelude": False, "pids_max": None, "count_limit": None}
+    try:
+        Launcher.send(request, [out_w, out_w, theirs.fileno(), start])
+        theirs.close()
+        os.close(out_w)
+        ours.settimeout(30)
+        said = b""
+        while chunk := ours.recv(4096):
+            said += chunk
+    finally:
+        ours.close()
+        os.close(start)
+        os.close(out_r)
+    assert said.startswith(b"E "), said
+    assert not (workspace / "ran").exists()
+
+
+# What a process of the same user may set on another one, and its children inherit (keeprev F6).
+CORRUPTIONS = {
+    "rlimits": "prlimit --pid {target} --fsize=0:0 --nofile=64:64 --stack=1048576:1048576",
+    "nice": "renice -n 19 -p {target} >/dev/null",
+    "affinity": "taskset -p 1 {target} >/dev/null",
+    "oom score": "echo 900 > /proc/{target}/oom_score_adj",
+    "scheduler": "chrt --idle -p 0 {target}",
+}
+PROBE = (
+    "ulimit -a; nice; taskset -p $$ | sed 's/.*: //'; cat /proc/self/oom_score_adj; chrt -p $$ | sed 's/.*: //';"
+    " grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("target", ["keeper", "launcher"])
+def test_what_a_command_sets_on_its_keeper_or_launcher_never_reaches_a_later_command(
+    workspace: Path, corruption: str, target: str
+) -> None:
+    """A keeper stays for the next command, and keepers are forked from the launcher: a command that set their
+    limits, priority, CPUs, OOM score or scheduling (same user: prlimit, renice, taskset, chrt) had every later
+    command of that keeper, or of every keeper forked after, inherit them (``fsize=0``: all ended by SIGXFSZ)."""
+    rig = shell(workspace)
+    before = run(rig, PROBE).output
+    assert before["exit_code"] == 0, before
+    command = CORRUPTIONS[corruption].format(target="$PPID" if target == "keeper" else LAUNCHER)
+    if target == "launcher":  # and have the launcher fork new keepers, which inherit what it has
+        command += f"; for k in $(cat /proc/{LAUNCHER}/task/*/children); do [ $k != $PPID ] && kill -9 $k; done"
+    assert run(rig, command + "; echo set").output["stdout"] == "set\n"
+    for _ in range(4):
+        after = run(rig, PROBE).output
+        assert (after["stdout"], after["exit_code"]) == (before["stdout"], 0), after
+
+
+@pytest.mark.slow
+def test_a_keeper_a_command_moved_out_of_its_cgroup_keeps_no_later_command(workspace: Path) -> None:
+    """Root may move its keeper to the parent cgroup: every later command of that keeper ran with no process
+    limit, where a command lifting its own cgroup's limit lifts it only for itself (keeprev F6)."""
+    rig = shell(workspace)
+    moved = run(rig, f"echo $PPID > $(dirname /sys/fs/cgroup/pids{PIDS_CGROUP})/cgroup.procs; echo moved")
+    assert moved.output["stdout"] == "moved\n", moved.output
+    for _ in range(4):
+        after = run(rig, "grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup").output
+        assert after["stdout"] == "1\n", after
+
+
+def without_privileges(work: Callable[[], str]) -> str:
+    """``work()`` in a forked child whose every descendant lacks CAP_SYS_RESOURCE and CAP_SYS_NICE (still root, so
+    the interpreter under /root runs): a lowered hard limit or a raised nice value cannot be taken back there."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            for capability in (24, 23):  # CAP_SYS_RESOURCE, CAP_SYS_NICE
+                if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                    raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+            said = work()
+        except BaseException as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as handle:
+        said = handle.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["keeper", "launcher"])
+def test_a_keeper_or_launcher_changed_for_good_is_replaced_before_a_later_command(workspace: Path, target: str) -> None:
+    """Where what a command set cannot be taken back (a hard limit lowered, without CAP_SYS_RESOURCE), the keeper
+    ends instead of staying, and a launcher ends so that toolrig starts a new one (keeprev F6)."""
+
+    def work() -> str:
+        rig = shell(workspace)
+        probe = "ulimit -Hn; nice"
+        before = run(rig, probe).output["stdout"]
+        where = "$PPID" if target == "keeper" else LAUNCHER
+        command = f"prlimit --pid {where} --nofile=64:64; renice -n 19 -p {where} >/dev/null"
+        if target == "launcher":
+            command += f"; for k in $(cat /proc/{LAUNCHER}/task/*/children); do [ $k != $PPID ] && kill -9 $k; done"
+        said = [run(rig, command + "; echo set").output["stdout"]]
+        said += [run(rig, probe).output.get("stdout") for _ in range(4)]
+        return json.dumps({"before": before, "said": said})
+
+    said = json.loads(without_privileges(work))
+    assert said["said"] == ["set\n"] + [said["before"]] * 4, said
+
+
+def test_a_command_that_killed_its_keeper_says_so_in_its_result(workspace: Path) -> None:
+    """Its processes are killed with the keeper (cgroup or launcher): output after that is never seen, and the
+    result had no exit code and no word of why (keeprev F5)."""
+    result = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after").output
+    assert result["stdout"] == "before\n", result
+    assert result["exit_code"] is None and "keeper" in (result["stopped"] or ""), result

@@ -373,3 +373,45 @@ def test_the_state_directory_renamed_or_moved_anywhere_is_never_a_start_director
             os.close(ws.open_dir(root / ".toolrig"))
         os.close(ws.open_dir(root / "sibling"))
         os.close(ws.open_dir(parent))
+
+
+def test_the_state_directory_stays_refused_however_many_times_commands_renamed_it_since(tmp_path: Path) -> None:
+    """A command at a time may rename ``.toolrig`` and make a new one; every start sees one identity more.
+
+    Only the newest ``MAX_STATE_IDENTITIES`` are held open; an older one that still exists is remembered all the
+    same, or 17 commands (``mv .toolrig sN && mkdir .toolrig``) push toolrig's real state directory out of memory
+    and the next command may start in it (keeprev F2).
+    """
+    from toolrig.sandbox.paths import MAX_STATE_IDENTITIES
+
+    root = tmp_path.resolve()
+    (root / ".toolrig").mkdir()
+    (root / ".toolrig" / "audit.db").write_text("the live state")
+    ws = Workspace(root)
+    open_before = len(os.listdir("/proc/self/fd"))
+    renamed = [root / f"s{index}" for index in range(2 * MAX_STATE_IDENTITIES + 3)]
+    for moved in renamed:
+        (root / ".toolrig").rename(moved)
+        (root / ".toolrig").mkdir()
+        os.close(ws.open_dir(root))  # a command starts: the new one is seen
+    for moved in renamed:
+        with pytest.raises(StateDirectoryError):
+            os.close(ws.open_dir(moved))
+    assert len(os.listdir("/proc/self/fd")) - open_before <= MAX_STATE_IDENTITIES + 1  # + 1: the fresh .toolrig
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    user=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters="/"), max_size=40),
+    rest=st.sampled_from(["", "/", "/x", "/../y"]),
+)
+def test_a_tilde_path_is_resolved_or_refused_never_a_crash(user: str, rest: str) -> None:
+    """``~name`` of no user made ``Path.expanduser`` raise RuntimeError: ``internal`` (keeprev F3)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(tmp)
+        try:
+            resolved = ws.resolve(f"~{user}{rest}")
+        except ToolError as exc:
+            assert exc.error_type.value in {"denied", "invalid_input"}, exc
+        else:
+            assert is_within(resolved, ws.root)

@@ -452,3 +452,35 @@ def test_a_state_directory_a_command_renamed_is_neither_remembered_nor_entered(w
     assert run(rig, WHERE, session_id="s").output["stdout"] == f"{workspace}\n"
     asked = run(rig, WHERE, cwd="x")
     assert asked.is_error and asked.error_type == "denied" and "state" in asked.message, asked
+
+
+@settings(max_examples=25, deadline=None)
+@given(reported=st.binary(max_size=300) | st.sampled_from([b"~nosuchuser", b"~0/x", b"~", b"/", b"..", b"\n", b"a\0b"]))
+def test_whatever_a_command_reports_as_its_final_directory_its_result_is_kept(reported: bytes) -> None:
+    """The final directory comes from the command (the prelude's trap writes to a descriptor the command can use).
+
+    ``~name`` of no user made ``resolve`` raise RuntimeError: the command's output was lost to an ``internal``
+    error (keeprev F3). Whatever it says, the result is the command's, and the next command starts in the workspace.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp).resolve()
+        (workspace / "said").write_bytes(reported)
+        rig = shell(workspace)
+        result = run(rig, "cat said >&3; exec 3>&-; echo ran", session_id="s")
+        assert not result.is_error, result
+        assert result.output["stdout"] == "ran\n"
+        after = run(rig, WHERE, session_id="s").output["stdout"]
+        assert Path(after.rstrip("\n")).is_relative_to(workspace), after
+
+
+def test_a_state_directory_renamed_by_command_after_command_is_never_a_start_directory(workspace: Path) -> None:
+    """Each command renames ``.toolrig`` and makes a new one: more than toolrig holds open (keeprev F2)."""
+    rig = shell(workspace)
+    assert not run(rig, "echo > marker").is_error  # the state directory exists from here on
+    for index in range(20):
+        assert run(rig, f"mv .toolrig s{index} && mkdir .toolrig").output["exit_code"] == 0
+    for index in (0, 10, 19):
+        asked = run(rig, WHERE, cwd=f"s{index}")
+        assert asked.is_error and asked.error_type == "denied" and "state" in asked.message, asked
+        moved = run(rig, f"cd s{index}", session_id="s")
+        assert moved.output["cwd"] == ".", moved

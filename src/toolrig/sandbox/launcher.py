@@ -54,6 +54,7 @@ import fcntl
 import json
 import mmap
 import os
+import resource
 import select
 import signal
 import socket
@@ -186,6 +187,57 @@ def _reap_some() -> None:
         _reaped.append((pid, status))
 
 
+# What a process passes on to the processes it starts and another process of the same user may change on it
+# (prlimit, renice, taskset, chrt, /proc/PID/oom_score_adj): a command can set them on its keeper (which stays for
+# the next command) or on the launcher (which forks the next keepers). Looked at after every command.
+_RLIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
+Attributes = tuple[object, ...]
+
+
+def own_oom_score() -> int:
+    """This process's ``oom_score_adj``, held open (read with one ``pread``): after a fork, open it again."""
+    return os.open("/proc/self/oom_score_adj", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def attributes(oom_fd: int) -> Attributes:
+    """This process's inheritable attributes that a process of the same user may change (~15 µs to read)."""
+    return (
+        tuple(resource.getrlimit(limit) for limit in _RLIMITS),
+        os.getpriority(os.PRIO_PROCESS, 0),
+        os.sched_getaffinity(0),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        os.pread(oom_fd, 32, 0),
+    )
+
+
+def restore(pristine: Attributes, oom_fd: int) -> bool:
+    """Put back what a command changed; whether all of it is as it was.
+
+    Taking back a lowered hard limit or a lowered priority needs a privilege we may not have: then this process
+    must not start another command.
+    """
+    now = attributes(oom_fd)
+    if now == pristine:
+        return True
+    limits, nice, cpus, policy, priority, oom = pristine
+    try:
+        for limit, value, was in zip(_RLIMITS, limits, now[0], strict=True):  # type: ignore[call-overload]
+            if value != was:
+                resource.setrlimit(limit, value)
+        if now[1] != nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)  # type: ignore[arg-type]
+        if now[2] != cpus:
+            os.sched_setaffinity(0, cpus)  # type: ignore[arg-type]
+        if now[3:5] != (policy, priority):
+            os.sched_setscheduler(0, policy, os.sched_param(priority))  # type: ignore[arg-type]
+        if now[5] != oom:
+            _write("/proc/self/oom_score_adj", oom.decode())  # type: ignore[attr-defined]
+    except (OSError, ValueError):
+        return False
+    return attributes(oom_fd) == pristine
+
+
 def _high(fd: int) -> int:
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
     os.close(fd)
@@ -249,9 +301,19 @@ class _Keeper:
     """One keeper process: its cgroup, how it talks to the launcher, and whether it stays for the next command."""
 
     def __init__(
-        self, control: int, prelude_fd: int, cgroup: str | None, launcher: int, stays: bool, board: Board, slot: int
+        self,
+        control: int,
+        prelude_fd: int,
+        cgroup: str | None,
+        launcher: int,
+        stays: bool,
+        board: Board,
+        slot: int,
+        pristine: Attributes,
     ) -> None:
         self.control = control
+        self.pristine = pristine  # the launcher's attributes when it started, before any command ran
+        self.oom_fd = -1  # its own oom_score_adj, opened once it runs
         self.board = board
         self.slot = slot
         self.prelude_fd = prelude_fd
@@ -312,9 +374,20 @@ class _Keeper:
             _write(f"{os.path.dirname(cgroup)}/cgroup.procs", str(os.getpid()))
             os.rmdir(cgroup)
 
-    def strays(self) -> list[int]:
-        """Processes in this keeper's cgroup other than itself (none, unless a command escaped it)."""
-        return [] if self.cgroup is None else self.strays_of(self.cgroup)
+    def strays(self) -> list[int] | None:
+        """Processes in this keeper's cgroup other than itself (none, unless a command escaped it).
+
+        None if the keeper itself is no longer in it: root may move it out, and its next commands would run with no
+        process limit.
+        """
+        if self.cgroup is None:
+            return []
+        try:
+            pids = list(map(int, _read(f"{self.cgroup}/cgroup.procs").split()))
+        except (OSError, ValueError):
+            return []
+        me = os.getpid()
+        return [pid for pid in pids if pid != me] if me in pids else None
 
     @staticmethod
     def strays_of(cgroup: str) -> list[int]:
@@ -350,6 +423,9 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
                     handle.write(str(me))
             except OSError:
                 keeper.cgroup = None
+        keeper.oom_fd = own_oom_score()
+        if not restore(keeper.pristine, keeper.oom_fd):  # the launcher was changed by a command, for good
+            os._exit(1)
     except BaseException:  # a keeper that cannot start just ends; the launcher forks another
         os._exit(1)
     while True:
@@ -382,10 +458,15 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
                 os.close(fds[2])
         if not keeper.stays:
             os._exit(0)
-        for pid in keeper.strays():  # nothing of the last command may meet the next one
+        strays = keeper.strays()
+        for pid in strays or ():  # nothing of the last command may meet the next one
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         keeper.restore_pids_max()
+        if strays is None or not restore(
+            keeper.pristine, keeper.oom_fd
+        ):  # moved out of its cgroup, or changed for good
+            os._exit(0)  # busy on the board: the launcher forks another and removes this one's cgroup
         keeper.idle_again()
 
 
@@ -415,6 +496,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
             actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
             env["__TOOLRIG_CWD_FD"] = str(_CWD_FD)
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    if _caller_gone(status):  # a request toolrig gave up on (nothing took it in time, or it was cancelled) never runs
+        raise OSError("toolrig no longer waits for this command")
     leader = os.posix_spawnp(
         argv[0],
         argv,
@@ -483,6 +566,13 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     _close_all_but_status(fds)
 
 
+def _caller_gone(status: int) -> bool:
+    """Whether toolrig closed its end of the command's status socket (one poll, no wait)."""
+    poller = select.poll()
+    poller.register(status, select.POLLRDHUP)
+    return bool(poller.poll(0))
+
+
 def _close_all_but_status(fds: list[int]) -> None:
     for index, fd in enumerate(fds):
         if index != 2 and fd >= 0:
@@ -534,8 +624,11 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     _subreaper()
     me = os.getpid()
     os.write(1, str(me).encode())  # toolrig watches us through a pidfd
-    null = os.open(os.devnull, os.O_WRONLY)
+    # Nothing of toolrig's stays open here: its stderr may be the user's terminal, which a command could reach
+    # through /proc/PPID/fd/2 (a keeper's or ours) to write escapes past the output's cleaning, or to read keys.
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
+    os.dup2(null, 2)
     os.close(null)
     sock = socket.socket(fileno=fd)
     sock.set_inheritable(False)  # keepers hold it while their command runs: no command may read requests
@@ -544,6 +637,8 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     # Every command gets it: sealed, so that none can rewrite the next one's limits.
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
     fcntl.fcntl(prelude_fd, fcntl.F_ADD_SEALS, seals)
+    oom_fd = own_oom_score()
+    pristine = attributes(oom_fd)  # as toolrig started us: no command has run yet
     control_r, control_w = os.pipe()  # keepers say: took the last idle turn (T), toolrig is gone (E)
     board = Board()  # which keepers are idle: marked by the keepers themselves, read here when something wakes us
     keepers: dict[int, tuple[str | None, int]] = {}  # every keeper: its cgroup and its slot on the board
@@ -558,10 +653,13 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     os.set_blocking(wake_w, False)
     os.set_blocking(control_r, False)
 
-    def fork_keeper() -> None:
+    def fork_keeper() -> bool:
+        """Fork a keeper if a slot is free; False if this launcher was changed for good (it must stop)."""
+        if not restore(pristine, oom_fd):  # a command changed us (same user): our keepers would inherit it
+            return False
         slot = board.claim()
         if slot is None:  # every slot holds a live keeper: the request waits for one to be back
-            return
+            return True
         cgroup = None
         if base:
             path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}"
@@ -572,14 +670,14 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not the launcher's wake-up until its own
         pid = os.fork()
         if pid == 0:
-            os.close(control_r)
-            os.close(wake_r)
-            os.close(wake_w)
-            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays, board, slot))
+            for inherited in (control_r, wake_r, wake_w, oom_fd):
+                os.close(inherited)
+            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays, board, slot, pristine))
         keepers[pid] = (cgroup, slot)
         if stays:
             staying.add(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        return True
 
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
@@ -632,8 +730,12 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
                 if deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
                     running = False
                     break
-            if not any(board.idle(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES:
-                fork_keeper()
+            needed = not any(board.idle(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES
+            if needed and not fork_keeper():
+                # Go, so toolrig starts a new launcher: idle keepers die with us (PDEATHSIG); busy ones keep their
+                # commands to the end, then leave (orphaned), taking their cgroups with them.
+                sock.close()
+                os._exit(0)
     sock.close()
     for pid in list(keepers):  # toolrig is gone: so is everything it started
         with contextlib.suppress(OSError):

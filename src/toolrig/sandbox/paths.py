@@ -51,12 +51,14 @@ class StateDirectoryError(ToolError):
         )
 
 
-MAX_STATE_IDENTITIES = 16
+MAX_STATE_IDENTITIES = 16  # held open; older ones that still exist are remembered without a descriptor
+MAX_STATE_REMEMBERED = 65_536  # ~10 MB at most; each one takes a command that renamed the state directory
 
 
 def _close_all(fds: dict[tuple[int, int], int]) -> None:
     for fd in fds.values():
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
     fds.clear()
 
 
@@ -94,8 +96,8 @@ class Workspace:
         self.read_only_globs = tuple(read_only_globs)
         self._deny = PatternSet(self.deny_globs) if self.deny_globs else None
         self._read_only = PatternSet(self.read_only_globs) if self.read_only_globs else None
-        # Every directory seen under a protected name, by identity, each held open by an O_PATH descriptor so that
-        # its inode number cannot be reused by another directory while it is remembered.
+        # Every directory seen under a protected name, by identity, the newest held open by an O_PATH descriptor so
+        # that its inode number cannot be reused by another directory while it is remembered (-1: not held).
         self._state_fds: dict[tuple[int, int], int] = {}
         self._state_lock = threading.Lock()
         weakref.finalize(self, _close_all, self._state_fds)
@@ -127,7 +129,7 @@ class Workspace:
         if "\x00" in path:
             raise _denied("The path contains a NUL byte.")
         _check_spelling(path)
-        candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
+        candidate = _expand_home(path) if path.startswith("~") else Path(path)
         if not candidate.is_absolute():
             candidate = self.root / candidate
         lexical = Path(os.path.normpath(candidate))
@@ -250,8 +252,9 @@ class Workspace:
         ``resolve`` refuses toolrig's state by name; a directory renamed keeps its identity (``mv .toolrig x``,
         then ``cd x``), so where a name is not enough (the directory a command starts in) the identity is checked.
         Looked at again on each call: a state directory that was renamed and then made again is two identities.
-        Held open (O_PATH, close-on-exec; at most ``MAX_STATE_IDENTITIES``, oldest dropped first): a remembered
-        inode number is never that of a new directory.
+        Held open (O_PATH, close-on-exec), so a remembered inode number is never that of a new directory; past
+        ``MAX_STATE_IDENTITIES`` held, the oldest is let go (``_forget_some``) but never forgotten while it exists:
+        forgetting the oldest let 17 commands that each renamed ``.toolrig`` push the live state out of memory.
         """
         for directory in self._protected:
             try:
@@ -271,9 +274,30 @@ class Workspace:
                     os.close(fd)
                     continue
                 self._state_fds[key] = fd
-                while len(self._state_fds) > MAX_STATE_IDENTITIES:
-                    os.close(self._state_fds.pop(next(iter(self._state_fds))))
+                self._forget_some()
         return self._state_fds
+
+    def _forget_some(self) -> None:
+        """Keep at most ``MAX_STATE_IDENTITIES`` descriptors: drop the deleted, then let the oldest go unheld.
+
+        A deleted directory can never be a start directory again, so it is forgotten. One that still exists stays
+        refused without its descriptor; should it be deleted later and its inode number given to a new directory,
+        that one is refused too (a false refusal, the safe side).
+        """
+        held = [key for key, fd in self._state_fds.items() if fd >= 0]
+        if len(held) <= MAX_STATE_IDENTITIES:
+            return
+        for key in held:
+            if os.fstat(self._state_fds[key]).st_nlink == 0:
+                os.close(self._state_fds.pop(key))
+        held = [key for key, fd in self._state_fds.items() if fd >= 0]
+        for key in held[: max(0, len(held) - MAX_STATE_IDENTITIES)]:
+            os.close(self._state_fds[key])
+            self._state_fds[key] = -1
+        while len(self._state_fds) > MAX_STATE_REMEMBERED:
+            fd = self._state_fds.pop(next(iter(self._state_fds)))
+            if fd >= 0:
+                os.close(fd)
 
     def open_dir(self, path: Path) -> int:
         """A descriptor to start a command in: ``O_PATH``, from its root, following no symlink, never toolrig's state.
@@ -330,6 +354,18 @@ class Workspace:
             os.rmdir(parts[-1], dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _expand_home(path: str) -> Path:
+    """``~`` or ``~name`` expanded; a name that is no user's is an input error (``expanduser`` raises RuntimeError)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"'{path[:60]}' starts with '~' but names no user's home directory.",
+            "Use a path relative to the workspace root.",
+        ) from None
 
 
 def _realpath(candidate: Path, spelled: str) -> Path:

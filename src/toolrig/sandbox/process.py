@@ -48,6 +48,9 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[P
 _CARRY_LIMIT = 256
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 1.0
+# How long a request may wait to be taken after its timeout (or, with no timeout, at all) before its launcher is
+# taken for broken: a command can stop the launcher and kill every keeper, and then nothing would ever read it.
+_START_SECONDS = 10.0
 
 # ------------------------------------------------------------------------------------------ output
 
@@ -365,6 +368,12 @@ class Launcher:
             os.close(self.pidfd)
             self.pidfd = None
 
+    def kill(self) -> None:
+        """End a launcher that takes no request (a command may have stopped it): the next command starts another."""
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
     @classmethod
     def get(cls) -> Launcher:
         base = PidsCgroup.base()
@@ -501,6 +510,14 @@ class Keeper:
             return
         with contextlib.suppress(OSError):
             os.write(self.fd, b"K" if sig == signal.SIGUSR1 else b"T")
+
+    def abandon(self) -> None:
+        """Give up on a request nothing took: there is nothing to stop.
+
+        Once our end is closed no keeper that takes it later starts it (the keeper looks for that before it spawns).
+        """
+        self.closed = True
+        self.exited_flag = True
 
     def dead(self) -> bool:
         """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
@@ -704,31 +721,48 @@ async def run_contained(
     unstarted: ToolError | None = None
     timed_out = False
     final_cwd: str | None = None
-    lost = False
+    lost = untaken = False
+    wait = timeout if timeout is not None else _START_SECONDS  # with no timeout, look whether it started
     try:
         while True:
-            with anyio.move_on_after(timeout if timeout is not None else math.inf) as scope:
+            with anyio.move_on_after(wait) as scope:
                 # an output flood stops the wait as well as the command
                 await watch.until(lambda: keeper.finished() or watch.stopped is not None)
             if not scope.cancelled_caught:
                 break
             keeper.read_ready()  # what the keeper said so far: its start is not read until needed
+            wait = timeout if timeout is not None else math.inf
             if keeper.has_started():
+                if timeout is None:
+                    continue
                 timed_out = True
                 break
             # Not started when the time was up (a request lost with a killed launcher, or a launcher that is slow to
-            # answer): the time counts from the command's start, as it always did; wait for that first.
+            # answer): the time counts from the command's start, as it always did; wait for that first, bounded.
             watch.hear_every_line(True)
-            await watch.until(keeper.has_started)
+            with anyio.move_on_after(_START_SECONDS):
+                await watch.until(keeper.has_started)
             watch.hear_every_line(False)
+            if not keeper.has_started():  # nothing reads requests (a stopped launcher with no keeper left)
+                untaken = True
+                keeper.abandon()
+                break
             if not keeper.pid:
                 break
         if not keeper.closed:  # stopped early (an output flood): what the keeper said so far, its start included
             keeper.read_ready()
         # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
         # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
-        lost = not keeper.pid and keeper.error is None and retry and launcher.gone()
-        if not lost:
+        lost = not untaken and not keeper.pid and keeper.error is None and retry and launcher.gone()
+        if untaken:
+            waited = f"{timeout:g} s and {_START_SECONDS:g} s more" if timeout is not None else f"{_START_SECONDS:g} s"
+            unstarted = ToolError(
+                ErrorType.UNAVAILABLE,
+                f"The command did not start: no keeper took it in {waited} (the launcher was stopped, or its keepers "
+                "killed, perhaps by an earlier command). It was not run; the launcher was replaced.",
+                "Run the command again.",
+            )
+        elif not lost:
             if not keeper.pid and (keeper.error is not None or keeper.closed):
                 reason = keeper.error or "the launcher stopped before it started the command"
                 unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
@@ -753,6 +787,9 @@ async def run_contained(
         finally:
             if read_fd >= 0:
                 final_cwd = _read_cwd(read_fd)
+    if untaken:  # our end of the request is closed: no keeper of it starts the command now, late or not
+        launcher.kill()
+        Launcher.forget(launcher)
     if lost:
         Launcher.forget(launcher)
         return await run_contained(
@@ -766,6 +803,8 @@ async def run_contained(
     watch.err.close()
     if keeper.over_limit and watch.stopped is None:
         watch.stopped = f"process limit ({limits.max_processes} processes)"
+    if keeper.exit_code is None and watch.stopped is None and not timed_out:  # it never said X: it died
+        watch.stopped = "its keeper ended before the command did (killed?); everything the command started was killed"
     return ProcessResult(
         stdout=watch.out.text(),
         stderr=watch.err.text(),
