@@ -455,3 +455,32 @@ def test_a_command_that_killed_its_keeper_says_so_in_its_result(workspace: Path)
     result = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after").output
     assert result["stdout"] == "before\n", result
     assert result["exit_code"] is None and "keeper" in (result["stopped"] or ""), result
+
+
+def test_forgetting_a_dead_launcher_leaves_the_cgroups_a_new_one_made(workspace: Path) -> None:
+    """A new launcher (another thread's next command) makes empty cgroups its keepers are about to join.
+
+    Forgetting the dead one removed every empty ``toolrig-spare-<us>-*``: a keeper whose cgroup went that way
+    ran its commands with no pids cgroup. Only the dead launcher's own are removed now.
+    """
+    from toolrig.sandbox.process import Launcher, PidsCgroup
+
+    rig = shell(workspace)
+    assert run(rig, "true").output["exit_code"] == 0
+    base = PidsCgroup.base()
+    assert base is not None
+    dead = Launcher.get()
+    assert dead.pid is not None
+    newer, older = (
+        base / f"toolrig-spare-{os.getpid()}-{dead.pid + 1}-99998",
+        base / f"toolrig-spare-{os.getpid()}-{dead.pid}-99999",
+    )
+    newer.mkdir()  # as a new launcher has, just before its keeper joins it
+    older.mkdir()  # as the dead one's idle spare left it
+    try:
+        PidsCgroup.forget_spares(dead.pid)
+        assert newer.is_dir() and not older.exists()
+    finally:
+        for path in (newer, older):
+            with contextlib.suppress(OSError):
+                path.rmdir()

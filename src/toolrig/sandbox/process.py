@@ -221,12 +221,16 @@ class PidsCgroup:
             return cls._base
 
     @classmethod
-    def forget_spares(cls) -> None:
-        """Remove the empty cgroups a killed launcher's idle spares left behind (toolrig's, by name)."""
+    def forget_spares(cls, launcher_pid: int | None) -> None:
+        """Remove the empty cgroups a dead launcher's idle spares left behind (by name: ours, and that launcher's).
+
+        Only that launcher's: a new one, started by another thread meanwhile, has made empty cgroups of its
+        own that its keepers are about to join; removing those would leave a keeper with no cgroup.
+        """
         base = cls.base()
-        if base is None:
+        if base is None or launcher_pid is None:
             return
-        for path in base.glob(f"toolrig-spare-{os.getpid()}-*"):
+        for path in base.glob(f"toolrig-spare-{os.getpid()}-{launcher_pid}-*"):
             with contextlib.suppress(OSError):
                 path.rmdir()
 
@@ -352,8 +356,10 @@ class Launcher:
             with starter.stdout:
                 said = starter.stdout.read(64)  # the launcher's pid, then it closes its stdout
         self.pidfd: int | None = None
+        self.pid: int | None = None  # names its keepers' cgroups (``PidsCgroup.forget_spares``)
         with contextlib.suppress(ValueError, OSError):
-            self.pidfd = os.pidfd_open(int(said))
+            self.pid = int(said)
+            self.pidfd = os.pidfd_open(self.pid)
         self.sock = ours
         self.owner = os.getpid()
         self.base = base
@@ -382,7 +388,7 @@ class Launcher:
             if current is None or current.owner != os.getpid() or current.base != base or current.gone():
                 if current is not None:  # ours: its keepers see the end and it exits; inherited: the parent's
                     current.close()
-                    PidsCgroup.forget_spares()
+                    PidsCgroup.forget_spares(current.pid)
                 current = cls._current = cls(base)
             return current
 
@@ -393,7 +399,7 @@ class Launcher:
             if cls._current is launcher:
                 cls._current = None
         launcher.close()
-        PidsCgroup.forget_spares()
+        PidsCgroup.forget_spares(launcher.pid)
 
     @classmethod
     def send(cls, request: dict[str, object], fds: list[int]) -> Launcher:
