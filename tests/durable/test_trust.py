@@ -48,22 +48,23 @@ def _requests(llm: FakeLLM) -> int:
     return len(llm.requests)
 
 
-def test_a_worker_refuses_to_start_in_an_untrusted_workspace(repo: tuple[Path, dict[str, str]]) -> None:
-    root, ids = repo
-    with pytest.raises(DurableError) as caught:
-        open_worker(root)
-    assert caught.value.kind == "forbidden"
-    assert "not trusted" in caught.value.message and "toolrig trust" in caught.value.hint
-    assert access_for_status(root, ids["task"]) == "queued"
-
-
-def access_for_status(root: Path, task_id: str) -> str:
+def _status(root: Path, task_id: str) -> str:
+    """The task's status as the person's own commands read it (the workspace's config, its database)."""
     from toolrig.config import load_config
     from toolrig.sandbox.paths import Workspace
 
     workspace = Workspace(root)
     access = DurableAccess(workspace.root, load_config(root).config, workspace.state_dir)
     return str(access.records.task(task_id)["status"])
+
+
+def test_a_worker_refuses_to_start_in_an_untrusted_workspace(repo: tuple[Path, dict[str, str]]) -> None:
+    root, ids = repo
+    with pytest.raises(DurableError) as caught:
+        open_worker(root)
+    assert caught.value.kind == "forbidden"
+    assert "not trusted" in caught.value.message and "toolrig trust" in caught.value.hint
+    assert _status(root, ids["task"]) == "queued"
 
 
 def test_toolrig_worker_exits_with_the_reason_and_the_way_to_review(repo: tuple[Path, dict[str, str]]) -> None:
@@ -79,7 +80,7 @@ def test_toolrig_worker_exits_with_the_reason_and_the_way_to_review(repo: tuple[
     assert "not trusted" in done.stderr and "toolrig tasks list" in done.stderr and "toolrig trust" in done.stderr
     assert "Traceback" not in done.stderr
     assert "started" not in done.stderr
-    assert access_for_status(root, ids["task"]) == "queued"
+    assert _status(root, ids["task"]) == "queued"
 
 
 def test_the_person_can_still_list_the_work_to_review_it(repo: tuple[Path, dict[str, str]]) -> None:
