@@ -274,3 +274,31 @@ def test_everything_a_command_wrote_before_it_ended_is_in_the_result(out: int, e
     stdout, stderr = anyio.run(go)
     assert (len(stdout), len(stderr)) == (out, err)
     assert set(stdout) <= {"o"} and set(stderr) <= {"e"}
+
+
+def test_commands_run_in_a_process_holding_more_descriptors_than_select_takes(workspace: Path) -> None:
+    """A server, or a long test run, holds over 1,024 descriptors: the launcher's and keepers' pidfds are then
+    above ``FD_SETSIZE``, which ``select`` refuses, and every command failed as ``internal`` (looked for by poll)."""
+    import resource
+
+    from toolrig import Rig
+    from toolrig.sandbox.process import Launcher
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert hard >= 1200 or hard == resource.RLIM_INFINITY, "this test needs room for 1,100 more descriptors"
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        Launcher.forget(Launcher.get())  # the next command starts a launcher whose pidfd comes after them all
+        rig = Rig(workspace, config={})
+        for _ in range(3):
+            result = rig.call_sync("run_command", {"command": "echo ok"})
+            assert not result.is_error and result.output["stdout"] == "ok\n", result
+        launcher = Launcher.get()
+        assert launcher.pidfd is not None and launcher.pidfd > 1024  # the case this test is about
+        assert not launcher.gone()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

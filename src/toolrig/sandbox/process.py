@@ -327,6 +327,17 @@ class ProcessResult:
     containment: str = ""
 
 
+def _ended(pidfd: int) -> bool:
+    """Whether the process a pidfd refers to has ended (readable), without waiting.
+
+    ``poll``, not ``select``: a process with many descriptors open (a server, a long test run) gets pidfds above
+    ``FD_SETSIZE`` (1024), which ``select`` refuses, and every command then failed as ``internal``.
+    """
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class Launcher:
     """The process that starts every command (``toolrig.sandbox.launcher``), one per toolrig process.
 
@@ -366,7 +377,7 @@ class Launcher:
 
     def gone(self) -> bool:
         """Whether the launcher process has ended (a command may kill it)."""
-        return self.pidfd is None or bool(select.select([self.pidfd], [], [], 0)[0])
+        return self.pidfd is None or _ended(self.pidfd)
 
     def close(self) -> None:
         self.sock.close()
@@ -527,9 +538,7 @@ class Keeper:
 
     def dead(self) -> bool:
         """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
-        if self.pidfd is None:
-            return True
-        return bool(select.select([self.pidfd], [], [], 0)[0])
+        return self.pidfd is None or _ended(self.pidfd)
 
     def close(self) -> None:
         os.close(self.fd)
