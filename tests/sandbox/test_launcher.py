@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.forked import in_child
 from toolrig import Rig
 from toolrig.result import ToolResult
 from toolrig.sandbox.launcher import Board
@@ -407,24 +408,14 @@ def test_a_keeper_a_command_moved_out_of_its_cgroup_keeps_no_later_command(works
 def without_privileges(work: Callable[[], str]) -> str:
     """``work()`` in a forked child whose every descendant lacks CAP_SYS_RESOURCE and CAP_SYS_NICE (still root, so
     the interpreter under /root runs): a lowered hard limit or a raised nice value cannot be taken back there."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            for capability in (24, 23):  # CAP_SYS_RESOURCE, CAP_SYS_NICE
-                if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-                    raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
-            said = work()
-        except BaseException as exc:
-            said = f"{type(exc).__name__}: {exc}"
-        os.write(write, said.encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        said = handle.read().decode()
-    os.waitpid(pid, 0)
-    return said
+
+    def drop() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for capability in (24, 23):  # CAP_SYS_RESOURCE, CAP_SYS_NICE
+            if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+                raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
+
+    return in_child(drop, work)
 
 
 @pytest.mark.slow

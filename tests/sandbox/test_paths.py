@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.forked import in_child
 from toolrig.errors import ToolError
 from toolrig.sandbox.atomic import atomic_write_text
 from toolrig.sandbox.paths import StateDirectoryError, Workspace, is_within
@@ -286,23 +287,13 @@ def test_open_dir_opens_what_was_checked_and_refuses_a_component_swapped_for_a_s
 
 def as_nobody(work: Callable[[], str]) -> str:
     """``work()`` in a forked child without root's permission overrides (tests run as root, which reads anything)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            said = work()
-        except BaseException as exc:
-            said = f"{type(exc).__name__}: {exc}"
-        os.write(write, said.encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        said = handle.read().decode()
-    os.waitpid(pid, 0)
-    return said
+
+    def become_nobody() -> None:
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+    return in_child(become_nobody, work)
 
 
 @pytest.fixture

@@ -107,21 +107,10 @@ def test_no_site_at_all_is_a_clear_input_error(workspace: Path) -> None:
 def test_a_docs_page_nested_deeper_than_the_converter_recurses_is_still_indexed(
     workspace: Path, http_server: HttpServer, monkeypatch: Any
 ) -> None:
-    import sniffio
-
+    from tests.support.threads import record_where
     from toolrig import documents
 
-    where: list[str] = []
-    convert = documents.html_text
-
-    def spy(*args: Any, **kwargs: Any) -> str:
-        try:
-            where.append(sniffio.current_async_library())
-        except sniffio.AsyncLibraryNotFoundError:
-            where.append("worker thread")
-        return convert(*args, **kwargs)
-
-    monkeypatch.setattr(documents, "html_text", spy)
+    where = record_where(monkeypatch, documents, "html_text")
     deep = "<html><body>" + "<div>" * 3000 + "<p>The gizmo spins counterclockwise.</p>" + "</div>" * 3000
     http_server.route("/deep/index.html", body=deep + "</body></html>", content_type="text/html")
     with rig_for(workspace) as rig:

@@ -342,21 +342,10 @@ def test_html_is_converted_off_the_event_loop(
     workspace: Path, http_server: HttpServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seconds of CPU for a big page must not stall the loop every other call (and the timeout) runs on."""
-    import sniffio
-
+    from tests.support.threads import record_where
     from toolrig import documents
 
-    where: list[str] = []
-    convert = documents.html_text
-
-    def spy(*args: Any, **kwargs: Any) -> str:
-        try:
-            where.append(sniffio.current_async_library())
-        except sniffio.AsyncLibraryNotFoundError:
-            where.append("worker thread")
-        return convert(*args, **kwargs)
-
-    monkeypatch.setattr(documents, "html_text", spy)
+    where = record_where(monkeypatch, documents, "html_text")
     http_server.route("/web/spied", body=PAGE, content_type="text/html")
     assert not fetch(web(workspace), http_server.url("/web/spied")).is_error
     assert where == ["worker thread"]

@@ -191,7 +191,7 @@ def resume_hint(state: RunState) -> str:
     decisions = {p.call_id: "allow_once" for p in state.pending if p.needs_approval}
     parts = ["toolrig run --resume " + shlex.quote(state.session_id)]
     # ASCII JSON: a call id is the model's (or a state file's) text, and a C1 control such as U+009B would
-    # reach the terminal raw in the very line the person copies; \uXXXX reads back as the same id.
+    # reach the terminal raw in the very line the person copies; a \u escape reads back as the same id.
     if answers:
         parts.append("--answers " + shlex.quote(json.dumps(answers)))
     if decisions:
