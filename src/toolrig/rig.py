@@ -320,8 +320,8 @@ class Rig:
         profile: str | Profile | None,
         options: dict[str, Any],
     ) -> ToolResult:
-        if self.agent is not None:
-            options.setdefault("agent_id", self.agent)
+        if self.agent is not None and options.get("agent_id") is None:  # None is "unsaid": it never sheds the agent
+            options["agent_id"] = self.agent
         chosen = self._profile(profile)
         face = chosen.face(name)
         if args is None and options:

@@ -269,6 +269,18 @@ def test_an_agent_sees_only_its_own_tools_in_hints_and_no_schema_of_a_hidden_one
     assert (row.decision, row.rule) == ("deny", "agents.reader.tools")
 
 
+def test_an_agent_id_of_none_does_not_shed_the_rigs_agent(workspace: Path, user_config: Callable[[str], Path]) -> None:
+    user_config("agents: {reader: {tools: [read_files]}}\n")
+    rig = Rig(workspace, agent="reader")
+    for call in (
+        lambda: rig.call_sync("run_command", {"command": "true"}, agent_id=None),
+        lambda: anyio.run(lambda: rig.call("run_command", {"command": "true"}, agent_id=None)),
+    ):
+        result = call()
+        assert result.error_type == "denied"
+        assert (last_row(workspace).decision, last_row(workspace).rule) == ("deny", "agents.reader.tools")
+
+
 # ------------------------------------------------------------------------------ D9: a path deny hides the subtree
 
 
