@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -240,88 +239,16 @@ async def test_a_context_variable_a_call_leaves_set_is_never_seen_by_a_later_cal
 
 
 @given(
-    messages=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
-    ends_open=st.booleans(),
-    cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=20),
-)
-def test_the_reader_cuts_lines_the_same_for_any_way_the_pipe_splits_them(
-    messages: list[bytes], ends_open: bool, cuts: list[int]
-) -> None:
-    from toolrig.adapters.mcp_stdio import _Lines
-
-    stream = b"\n".join(messages) + (b"" if ends_open or not messages else b"\n")
-    bounds = sorted({0, len(stream), *(c for c in cuts if c <= len(stream))})
-    split, lines = _Lines(), []
-    for start, end in itertools.pairwise(bounds):
-        lines.extend(split.feed(stream[start:end]))
-    expected = stream.split(b"\n")[:-1]  # the last piece has no newline yet
-    assert lines == expected
-
-
-def test_a_long_line_is_kept_as_the_pieces_it_came_in_until_its_newline_joins_it_once() -> None:
-    """A line longer than a read is never copied per read (that cost the square of its length: 64 MB took 61 s)."""
-    from toolrig.adapters.mcp_stdio import _Lines
-
-    split = _Lines(limit=1 << 30)  # within the limit: a line this long is a message, not a refusal
-    chunks = [bytes([65 + i % 26]) * 65536 for i in range(64)]
-    for chunk in chunks:
-        assert split.feed(chunk) == []
-    assert all(kept is fed for kept, fed in zip(split._pieces, chunks, strict=True))  # as read, not re-copied
-    assert split.feed(b'"}\n{"id": 2}\n{"id') == [b"".join(chunks) + b'"}', b'{"id": 2}']
-    assert split._pieces == [b'{"id']
-
-
-@given(
-    messages=st.lists(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")), max_size=12),
-    ends_open=st.booleans(),
-    cuts=st.lists(st.integers(min_value=0, max_value=800), max_size=20),
-    limit=st.integers(min_value=1, max_value=50),
-)
-def test_a_line_over_the_limit_comes_out_as_its_head_and_length_and_is_never_held_whole(
-    messages: list[bytes], ends_open: bool, cuts: list[int], limit: int
-) -> None:
-    from toolrig.adapters import mcp_stdio
-    from toolrig.adapters.mcp_stdio import Oversized, _Lines
-
-    stream = b"\n".join(messages) + (b"" if ends_open or not messages else b"\n")
-    bounds = sorted({0, len(stream), *(c for c in cuts if c <= len(stream))})
-    split, lines = _Lines(limit), []
-    for start, end in itertools.pairwise(bounds):
-        lines.extend(split.feed(stream[start:end]))
-        assert sum(map(len, split._pieces)) <= limit  # the open line is kept only while it is within the limit
-    seen = [(line.head, line.size) if isinstance(line, Oversized) else line for line in lines]
-    expected = [
-        (line[: mcp_stdio._HEAD], len(line)) if len(line) > limit else line for line in stream.split(b"\n")[:-1]
-    ]
-    assert seen == expected
-
-
-def test_an_oversized_line_keeps_only_its_head_however_long_it_grows() -> None:
-    from toolrig.adapters import mcp_stdio
-    from toolrig.adapters.mcp_stdio import Oversized, _Lines
-
-    split = _Lines(100_000)
-    head = b'{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"arguments": {"text": "'
-    assert split.feed(head) == []
-    for _ in range(200):  # 13 MB, in pipe-sized reads
-        assert split.feed(b"x" * 65536) == []
-        assert split._pieces == [] or sum(map(len, split._pieces)) <= 100_000
-    [cut, after] = split.feed(b'"}}}\n{"id": 2}\n')
-    assert isinstance(cut, Oversized) and cut.size == len(head) + 200 * 65536 + 4
-    assert cut.head == (head + b"x" * mcp_stdio._HEAD)[: mcp_stdio._HEAD]
-    assert after == b'{"id": 2}'
-
-
-@given(
     request_id=st.one_of(st.integers(), st.text(max_size=30)),
     pad=st.integers(min_value=0, max_value=200),
 )
 def test_the_refusal_answers_the_request_whose_id_comes_before_the_cut(request_id: int | str, pad: int) -> None:
-    from toolrig.adapters import mcp_stdio
-    from toolrig.adapters.mcp_stdio import Oversized
+    from toolrig.adapters.mcp_stdio import _refusal
+    from toolrig.sources import mcp_lines
+    from toolrig.sources.mcp_lines import Oversized
 
     line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "x", "params": {"p": "y" * (30_000 + pad)}})
-    answer = json.loads(Oversized(line.encode()[: mcp_stdio._HEAD], len(line)).refusal(20_000))
+    answer = json.loads(_refusal(Oversized(line.encode()[: mcp_lines._HEAD], len(line)), 20_000))
     assert answer["jsonrpc"] == "2.0" and answer["id"] == request_id
     assert answer["error"]["code"] == -32600 and "over the 20,000" in answer["error"]["message"]
 
@@ -338,9 +265,10 @@ def test_the_refusal_answers_the_request_whose_id_comes_before_the_cut(request_i
     ],
 )
 def test_a_refusal_whose_request_id_cannot_be_read_is_addressed_to_null(head: bytes) -> None:
-    from toolrig.adapters.mcp_stdio import Oversized
+    from toolrig.adapters.mcp_stdio import _refusal
+    from toolrig.sources.mcp_lines import Oversized
 
-    answer = json.loads(Oversized(head, 10_000_000).refusal(4_194_304))
+    answer = json.loads(_refusal(Oversized(head, 10_000_000), 4_194_304))
     assert answer["id"] is None and answer["error"]["code"] == -32600
 
 

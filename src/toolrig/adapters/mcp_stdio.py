@@ -35,6 +35,7 @@ import anyio
 from pydantic_core import from_json, to_json  # already loaded by toolrig's core; the SDK is what start-up avoids
 
 from toolrig.sources import MAX_MESSAGE_BYTES  # `mcp serve --max-message-bytes` moves it
+from toolrig.sources.mcp_lines import Lines, Oversized
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -234,7 +235,7 @@ async def _read_lines(
     limit: int = MAX_MESSAGE_BYTES,
 ) -> None:
     calls = _FastCalls(group, wire) if fast is not None else None
-    split = _Lines(limit)
+    split = Lines(limit)
     try:
         async with send:
             while True:
@@ -248,7 +249,7 @@ async def _read_lines(
                 for line in split.feed(chunk):
                     if isinstance(line, Oversized):
                         log.warning("refused a %d-byte message (over --max-message-bytes %d)", line.size, split.limit)
-                        await wire.write(line.refusal(split.limit))
+                        await wire.write(_refusal(line, split.limit))
                         continue
                     if not line.strip():
                         continue
@@ -266,90 +267,13 @@ async def _read_lines(
             handover.ended()
 
 
-class Oversized:
-    """A line longer than a message may be: its first bytes (to find its id) and its length, never the rest."""
-
-    __slots__ = ("head", "size")
-
-    def __init__(self, head: bytes, size: int) -> None:
-        self.head = head
-        self.size = size
-
-    def refusal(self, limit: int) -> bytes:
-        """The JSON-RPC error that answers it, addressed to its request when the id comes early enough to read."""
-        message = (
-            f"The message was {self.size:,} bytes, over the {limit:,} this server reads "
-            "(`toolrig mcp serve --max-message-bytes`); it was not read."
-        )
-        error = {"jsonrpc": "2.0", "id": _request_id(self.head), "error": {"code": -32600, "message": message}}
-        return to_json(error) + b"\n"
-
-
-def _request_id(head: bytes) -> int | str | None:
-    """The id of the message ``head`` begins, when its top level names one before the cut; else None (JSON-RPC)."""
-    try:
-        start = from_json(head, allow_partial=True)  # an unfinished string at the cut is dropped, not guessed
-    except ValueError:
-        return None
-    found = start.get("id") if isinstance(start, dict) else None
-    return found if type(found) is int or type(found) is str else None
-
-
-_HEAD = 16_384  # what is kept of an oversized line: enough for its id, which clients send first
-
-
-class _Lines:
-    """Whole lines out of the chunks a pipe delivers, in work linear in their length however long a line is.
-
-    A line still open is kept as the pieces it came in, joined once when its newline arrives: joining it to each
-    new chunk instead copied and searched the whole pending line on every 64 KiB read, so a client sending one
-    long line (64 MB: 61 s of CPU on the loop, measured) cost the square of its length. A line longer than
-    ``limit`` is not kept at all past its head: it comes out as ``Oversized``, so one message bounds the
-    memory a client can make this server hold, as the TypeScript SDK's transports bound theirs.
-    """
-
-    __slots__ = ("_cut", "_pieces", "_size", "limit")
-
-    def __init__(self, limit: int = MAX_MESSAGE_BYTES) -> None:
-        self.limit = limit
-        self._pieces: list[bytes] = []  # the open line so far, while it is within the limit
-        self._size = 0  # the open line's length so far
-        self._cut: bytes | None = None  # the open line's head, once it is over the limit
-
-    def feed(self, chunk: bytes) -> list[bytes | Oversized]:
-        *done, rest = chunk.split(b"\n")
-        lines: list[bytes | Oversized] = []
-        if done:
-            if self._size:
-                self._add(done[0])
-                lines.append(self._close())
-                del done[0]
-            limit = self.limit
-            lines.extend(line if len(line) <= limit else Oversized(line[:_HEAD], len(line)) for line in done)
-        if rest:
-            self._add(rest)
-        return lines
-
-    def _add(self, piece: bytes) -> None:
-        self._size += len(piece)
-        if self._cut is not None:
-            if len(self._cut) < _HEAD:  # a limit under the head's length: the head still fills up
-                self._cut += piece[: _HEAD - len(self._cut)]
-            return
-        self._pieces.append(piece)
-        if self._size > self.limit:
-            head, kept = [], 0
-            for kept_piece in self._pieces:  # only as much as the head needs is joined
-                head.append(kept_piece)
-                kept += len(kept_piece)
-                if kept >= _HEAD:
-                    break
-            self._cut, self._pieces = b"".join(head)[:_HEAD], []
-
-    def _close(self) -> bytes | Oversized:
-        line: bytes | Oversized = b"".join(self._pieces) if self._cut is None else Oversized(self._cut, self._size)
-        self._pieces, self._size, self._cut = [], 0, None
-        return line
+def _refusal(line: Oversized, limit: int) -> bytes:
+    """The JSON-RPC error that answers an oversized line, addressed to its request when its id could be read."""
+    message = (
+        f"The message was {line.size:,} bytes, over the {limit:,} this server reads "
+        "(`toolrig mcp serve --max-message-bytes`); it was not read."
+    )
+    return to_json({"jsonrpc": "2.0", "id": line.request_id(), "error": {"code": -32600, "message": message}}) + b"\n"
 
 
 async def _opened(line: bytes, handover: _Handover, wire: _Wire, fast: FastPath | None) -> bool:

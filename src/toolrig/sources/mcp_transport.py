@@ -136,7 +136,14 @@ async def _streams(
             ):
                 yield _EofWatch(read, closed), write
         return
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    if sys.platform == "win32":  # pragma: no cover - the SDK's: its lines are not bounded
+        from mcp.client.stdio import stdio_client
+    else:
+        from toolrig.sources.mcp_stdio_client import stdio_client
 
     params = StdioServerParameters(
         command=config.command or "", args=config.args, env=config.env or None, cwd=config.cwd
