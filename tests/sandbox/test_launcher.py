@@ -365,9 +365,11 @@ CORRUPTIONS = {
     "affinity": "taskset -p 1 {target} >/dev/null",
     "oom score": "echo 900 > /proc/{target}/oom_score_adj",
     "scheduler": "chrt --idle -p 0 {target}",
+    "io priority": "ionice -c 3 -p {target}",
 }
 PROBE = (
     "ulimit -a; nice; taskset -p $$ | sed 's/.*: //'; cat /proc/self/oom_score_adj; chrt -p $$ | sed 's/.*: //';"
+    " ionice -p $$;"
     " grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup"
 )
 
@@ -379,8 +381,9 @@ def test_what_a_command_sets_on_its_keeper_or_launcher_never_reaches_a_later_com
     workspace: Path, corruption: str, target: str
 ) -> None:
     """A keeper stays for the next command, and keepers are forked from the launcher: a command that set their
-    limits, priority, CPUs, OOM score or scheduling (same user: prlimit, renice, taskset, chrt) had every later
-    command of that keeper, or of every keeper forked after, inherit them (``fsize=0``: all ended by SIGXFSZ)."""
+    limits, priority, CPUs, OOM score, scheduling or I/O priority (same user: prlimit, renice, taskset, chrt,
+    ionice) had every later command of that keeper, or of every keeper forked after, inherit them (``fsize=0``:
+    all ended by SIGXFSZ)."""
     rig = shell(workspace)
     before = run(rig, PROBE).output
     assert before["exit_code"] == 0, before

@@ -88,12 +88,34 @@ builtin exec 4<&-
 _libc: ctypes.CDLL | None = None
 
 
-def _prctl(option: int, value: int) -> None:
+def _c() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.prctl(option, value, 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4
+    return _libc
+
+
+def _prctl(option: int, value: int) -> None:
+    if _c().prctl(option, value, 0, 0, 0) != 0:  # pragma: no cover - Linux >= 3.4
         raise OSError(ctypes.get_errno(), f"prctl({option})")
+
+
+# ioprio_set and ioprio_get (IOPRIO_WHO_PROCESS, this process), which the os module does not offer, by machine.
+_IOPRIO_CALLS = {"x86_64": (251, 252), "aarch64": (30, 31), "riscv64": (30, 31), "ppc64le": (273, 274)}.get(
+    os.uname().machine
+)
+
+
+def _ioprio() -> int | None:
+    """This process's I/O priority (``ionice``), or None where this machine's syscall numbers are not known."""
+    if _IOPRIO_CALLS is None:  # pragma: no cover - other machines
+        return None
+    return int(_c().syscall(_IOPRIO_CALLS[1], 1, 0))
+
+
+def _set_ioprio(value: int) -> None:
+    if _IOPRIO_CALLS is not None and _c().syscall(_IOPRIO_CALLS[0], 1, 0, value) != 0:
+        raise OSError(ctypes.get_errno(), "ioprio_set")
 
 
 def _subreaper() -> None:
@@ -188,8 +210,8 @@ def _reap_some() -> None:
 
 
 # What a process passes on to the processes it starts and another process of the same user may change on it
-# (prlimit, renice, taskset, chrt, /proc/PID/oom_score_adj): a command can set them on its keeper (which stays for
-# the next command) or on the launcher (which forks the next keepers). Looked at after every command.
+# (prlimit, renice, taskset, chrt, ionice, /proc/PID/oom_score_adj): a command can set them on its keeper (which
+# stays for the next command) or on the launcher (which forks the next keepers). Looked at after every command.
 _RLIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
 Attributes = tuple[object, ...]
 
@@ -208,6 +230,7 @@ def attributes(oom_fd: int) -> Attributes:
         os.sched_getscheduler(0),
         os.sched_getparam(0).sched_priority,
         os.pread(oom_fd, 32, 0),
+        _ioprio(),
     )
 
 
@@ -220,7 +243,7 @@ def restore(pristine: Attributes, oom_fd: int) -> bool:
     now = attributes(oom_fd)
     if now == pristine:
         return True
-    limits, nice, cpus, policy, priority, oom = pristine
+    limits, nice, cpus, policy, priority, oom, ioprio = pristine
     try:
         for limit, value, was in zip(_RLIMITS, limits, now[0], strict=True):  # type: ignore[call-overload]
             if value != was:
@@ -233,6 +256,8 @@ def restore(pristine: Attributes, oom_fd: int) -> bool:
             os.sched_setscheduler(0, policy, os.sched_param(priority))  # type: ignore[arg-type]
         if now[5] != oom:
             _write("/proc/self/oom_score_adj", oom.decode())  # type: ignore[attr-defined]
+        if now[6] != ioprio:
+            _set_ioprio(ioprio)  # type: ignore[arg-type]
     except (OSError, ValueError):
         return False
     return attributes(oom_fd) == pristine
