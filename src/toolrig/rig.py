@@ -154,7 +154,8 @@ class Rig:
         )
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
 
-        self.executor.durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        self.executor.durable = self._durable
         from toolrig.sampling import ModelRouter
 
         self.executor.models = ModelRouter(self.executor.approvals)  # ctx.sample: the client's model or the run's
@@ -165,13 +166,15 @@ class Rig:
     # ------------------------------------------------------------------------------ lifetime
 
     def close(self) -> None:
-        """Close the audit and rate-limit databases and the stores (connections, the XQuery worker).
+        """Close the audit, rate-limit and tasks databases and the stores (connections, the XQuery worker).
 
-        The stores reopen on next use; the governance databases also close when the rig is garbage-collected.
-        The workspace's mtime caches (an inotify instance each, a per-user resource) are closed too.
+        The stores and the tasks' database reopen on next use; the governance databases also close when the rig is
+        garbage-collected. The workspace's mtime caches (an inotify instance each, a per-user resource) are closed
+        too.
         """
         self.governance.close()
         self.stores.close()
+        self._durable.close()
         mtimes = sys.modules.get("toolrig.sandbox.mtimes")  # not loaded: no glob ran, no cache to close
         if mtimes is not None:
             mtimes.release(self.workspace)

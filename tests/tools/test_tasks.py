@@ -137,3 +137,32 @@ def test_a_task_row_with_an_unrepresentable_time_is_still_shown() -> None:
     }
     shown = view(row)
     assert "out of range" in str(shown["not_before"])
+
+
+def open_files_under(path: Path) -> list[str]:
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = fd.readlink()
+        except OSError:
+            continue
+        if target.is_relative_to(path):
+            found.append(target.name)
+    return found
+
+
+async def test_closing_a_rig_lets_go_of_the_tasks_database_and_another_rig_on_it_goes_on(workspace: Path) -> None:
+    """A host that opens rigs on many workspaces kept every workspace's pooled connections for its whole life."""
+    state = workspace / ".toolrig"
+    first, second = (Rig(workspace, config={}, registry=Registry(task_tools.TOOLS)) for _ in range(2))
+    added = [await rig.call("tasks", {"action": "add", "prompt": "later", "after": "+1h"}) for rig in (first, second)]
+    ids = [result.output["task"]["id"] for result in added]
+    assert "durable.sqlite" in open_files_under(state)
+    first.close()
+    shown = await second.call("tasks", {"action": "show", "id": ids[0]})  # the engine is shared: still open for it
+    assert not shown.is_error and shown.output["task"]["status"] == "queued", shown
+    second.close()
+    assert [name for name in open_files_under(state) if name.startswith("durable")] == []
+    again = await first.call("tasks", {"action": "show", "id": ids[1]})  # a closed rig opens it again on use
+    assert not again.is_error and again.output["task"]["status"] == "queued", again
+    first.close()

@@ -40,13 +40,21 @@ class DurableAccess:
         self._records: Records | None = None
         self._jobs: JobBook | None = None
         self._tasks: TaskBook | None = None
+        self._owns_records = True
 
     def bound(self, task_id: str) -> DurableAccess:
-        """The same workspace, serving the run of ``task_id``."""
+        """The same workspace, serving the run of ``task_id`` (on this one's records: closing it closes neither)."""
         other = DurableAccess(self.root, self.config, self.state_dir, task_id=task_id)
-        other._records, other._jobs, other._tasks = self._records, self._jobs, self._tasks
+        other._records, other._jobs, other._tasks = self.records, self._jobs, self._tasks
         other.configured_agents = self.configured_agents
+        other._owns_records = False
         return other
+
+    def close(self) -> None:
+        """Let go of the database (``Rig.close``); it opens again on next use."""
+        records, self._records, self._jobs, self._tasks = self._records, None, None, None
+        if records is not None and self._owns_records:
+            records.close()
 
     # The protocol's two faces are this one object.
     @property

@@ -149,14 +149,14 @@ _SCHEMA = [
 ]
 
 
-_engines: dict[str, Engine] = {}
+_engines: dict[str, tuple[Engine, int]] = {}  # by URL: the engine and how many Records hold it
 _engines_lock = threading.Lock()
 
 
 def engine_for(url: str) -> Engine:
-    """One engine (and schema check) per URL per process."""
+    """One engine (and schema check) per URL per process, while anything holds it (``release_engine``)."""
     with _engines_lock:
-        engine = _engines.get(url)
+        engine, holders = _engines.get(url, (None, 0))
         if engine is None:
             if url.startswith("sqlite"):
                 follow = _FollowPath(Path(url.removeprefix("sqlite:///")))
@@ -167,8 +167,25 @@ def engine_for(url: str) -> Engine:
             else:
                 engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=5)
             metadata.create_all(engine)
-            _engines[url] = engine
+        _engines[url] = (engine, holders + 1)
         return engine
+
+
+def release_engine(url: str) -> None:
+    """One holder of ``url``'s engine is done; the last one closes its pooled connections.
+
+    A process that opens many workspaces (a host of rigs) kept every one's connections (three descriptors
+    each, for SQLite) for its whole life.
+    """
+    with _engines_lock:
+        engine, holders = _engines.get(url, (None, 0))
+        if engine is None:
+            return
+        if holders > 1:
+            _engines[url] = (engine, holders - 1)
+            return
+        del _engines[url]
+    engine.dispose()
 
 
 class Records:
@@ -177,6 +194,13 @@ class Records:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = engine_for(url)
+        self._closed = False
+
+    def close(self) -> None:
+        """Let go of the engine (the last holder closes its connections); no method may be called after this."""
+        if not self._closed:
+            self._closed = True
+            release_engine(self.url)
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
