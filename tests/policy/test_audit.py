@@ -157,3 +157,16 @@ async def test_a_new_log_writes_small_pages_and_an_older_log_keeps_its_own(works
         assert [row.args for row in log.query()] == [{"text": "one"}, {"text": "two"}]
         assert log.db.read(lambda conn: conn.execute("PRAGMA page_size").fetchone()[0]) == page_size
         log.close()
+
+
+def test_a_column_shows_text_no_utf8_carries_as_the_model_was_shown_it() -> None:
+    """A file name's undecodable byte (``\\udcff``, from ``os.fsdecode``) reads ``\\xff`` in the row, as shown."""
+    import json
+
+    from toolrig.policy.audit import _json
+    from toolrig.shaping import escape_surrogates
+
+    value = {"path": "a\udcffb", "lone": ["\ud800"], 3: "x"}
+    column = json.loads(_json(value))
+    assert column == {"path": "a\\xffb", "lone": ["\\ud800"], "3": "x"}
+    assert column["path"] == escape_surrogates(value)["path"]

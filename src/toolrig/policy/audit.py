@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from toolrig.policy.redact import redact
+from toolrig.shaping import escape_surrogates
 from toolrig.stores.sqlite import Database
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def _json(value: Any) -> str:
     except (ValueError, TypeError, UnicodeError):
         pass
     try:
-        return to_json(_scrub(value), fallback=repr).decode()
+        return to_json(escape_surrogates(value), fallback=repr).decode()  # shown as the model was shown it
     except (ValueError, TypeError, UnicodeError, RecursionError):
         # Nested past what any serialiser walks: the row is still written, with a bounded account of it.
         try:
@@ -121,16 +122,6 @@ def _json(value: Any) -> str:
         except (ValueError, RecursionError):
             shown = f"<{type(value).__name__} that cannot be shown>"
         return to_json({"unserialisable": shown}).decode()
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(v) for v in value]
-    return value
 
 
 class AuditLog:
