@@ -45,8 +45,11 @@ async def test_a_notification_over_the_limit_is_dropped_and_the_answer_after_it_
 
 
 async def test_a_server_that_ignores_its_stdin_closing_and_sigterm_is_killed_with_its_group(
-    workspace: Path, tmp_path: Path
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from toolrig.sources import mcp_stdio_client
+
+    monkeypatch.setattr(mcp_stdio_client, "GRACE_SECONDS", 0.3)  # each of the two waits: 2 s of nothing otherwise
     pidfile = tmp_path / "pids"
     config = {"mcp_servers": {"long": {"command": SERVER[0], "args": [*SERVER[1:], "--stubborn", str(pidfile)]}}}
     async with Rig(workspace, config=config) as rig:
