@@ -323,12 +323,14 @@ class Rig:
         profile: str | Profile | None,
         options: dict[str, Any],
     ) -> ToolResult:
-        if self.agent is not None and options.get("agent_id") is None:  # None is "unsaid": it never sheds the agent
-            options["agent_id"] = self.agent
         chosen = self._profile(profile)
         face = chosen.face(name)
         if args is None and options:
             args, options = self._split_keywords(face.tool if face is not None else name, options)
+        # After the split (a tool's own ``agent_id`` field takes that keyword); None or "" is unsaid: the call runs
+        # as the rig's agent, never as no agent.
+        if self.agent is not None and not options.get("agent_id"):
+            options["agent_id"] = self.agent
         if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
         from toolrig.adapters.faces import shape_result, speak, translate

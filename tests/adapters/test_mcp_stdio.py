@@ -286,3 +286,38 @@ async def test_a_message_over_the_limit_is_refused_at_once_and_the_server_goes_o
             within = await client.call_tool("calculate", {"expression": "1+" * 40_000 + "1"})
             assert "over the" not in str(within.content)  # read and answered by the tool, whatever it made of it
     assert re.search(r"refused a 120\d{3}-byte message", (tmp_path / "server.log").read_text())
+
+
+def test_an_answer_of_the_client_over_the_limit_is_dropped_not_answered_under_the_clients_own_numbering(
+    workspace: Path, toolrig_home: Path, tmp_path: Path
+) -> None:
+    """Client and server number their requests apart: an error for the oversized answer's id (the server's own
+    request's) would reach the client as the answer to *its* request of that number."""
+    args = [toolrig_command(), "mcp", "serve", "--root", str(workspace), "--max-message-bytes", "100000"]
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env={**os.environ, "TOOLRIG_HOME": str(toolrig_home)},
+        )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        opening = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": opening},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "result": {"pad": "x" * 200_000}},  # an answer, to nothing of the server's
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        ]
+        server.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+    finally:
+        server.stdin.close()
+        server.wait(30)
+        server.stdout.close()
+    assert [answer["id"] for answer in answers] == [1, 3]  # nothing for 2
+    assert "tools" in answers[1]["result"]
+    assert re.search(r"refused a 2000\d\d-byte message", (tmp_path / "server.log").read_text())

@@ -269,16 +269,36 @@ def test_an_agent_sees_only_its_own_tools_in_hints_and_no_schema_of_a_hidden_one
     assert (row.decision, row.rule) == ("deny", "agents.reader.tools")
 
 
-def test_an_agent_id_of_none_does_not_shed_the_rigs_agent(workspace: Path, user_config: Callable[[str], Path]) -> None:
-    user_config("agents: {reader: {tools: [read_files]}}\n")
-    rig = Rig(workspace, agent="reader")
+def test_an_agent_id_unsaid_does_not_shed_the_rigs_agent(workspace: Path, user_config: Callable[[str], Path]) -> None:
+    """``agent_id=None`` or ``""``, or a keyword a tool's own ``agent_id`` field takes: the call ran as no agent,
+    outside the agent's tool list."""
+    from toolrig import tool
+    from toolrig.registry import Registry
+
+    @tool
+    def recall(topic: str, agent_id: str) -> str:
+        """What an agent remembers of a topic."""
+        return f"{topic} for {agent_id}"
+
+    @tool
+    def peek(path: str) -> str:
+        """The one tool the reader may use."""
+        return path
+
+    user_config("agents: {reader: {tools: [peek]}}\n")
+    rig = Rig(workspace, agent="reader", registry=Registry([recall, peek]))
     for call in (
-        lambda: rig.call_sync("run_command", {"command": "true"}, agent_id=None),
-        lambda: anyio.run(lambda: rig.call("run_command", {"command": "true"}, agent_id=None)),
+        lambda: rig.call_sync("recall", {"topic": "x", "agent_id": "a"}, agent_id=None),
+        lambda: rig.call_sync("recall", {"topic": "x", "agent_id": "a"}, agent_id=""),
+        lambda: anyio.run(lambda: rig.call("recall", {"topic": "x", "agent_id": "a"}, agent_id=None)),
+        lambda: rig.call_sync("recall", topic="x", agent_id="a"),  # the tool's field: not the executor's option
+        lambda: anyio.run(lambda: rig.call("recall", topic="x", agent_id="a")),
     ):
         result = call()
-        assert result.error_type == "denied"
+        assert result.error_type == "denied", result
         assert (last_row(workspace).decision, last_row(workspace).rule) == ("deny", "agents.reader.tools")
+    allowed = Rig(workspace, registry=Registry([recall, peek])).call_sync("recall", topic="x", agent_id="a")
+    assert allowed.output == {"result": "x for a"}  # with no agent on the rig, the keyword is the tool's argument
 
 
 # ------------------------------------------------------------------------------ D9: a path deny hides the subtree

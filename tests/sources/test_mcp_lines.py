@@ -102,7 +102,7 @@ def test_the_id_of_an_oversized_answer_is_read_at_either_end(
     split = Lines(10_000)
     cut = [*split.feed(line[:5000]), *split.feed(line[5000:] + b"\n")]
     assert len(cut) == 1 and isinstance(cut[0], Oversized)
-    assert cut[0].request_id() == request_id and not cut[0].names_a_method()
+    assert cut[0].request_id() == request_id and cut[0].kind() == "answer"
 
 
 @pytest.mark.parametrize(
@@ -122,14 +122,27 @@ def test_an_id_that_is_not_the_messages_own_is_not_read_from_the_tail(tail: byte
     assert Oversized(b'{"result": {"text": "xxxx', 10_000_000, tail).request_id() is None
 
 
-def test_an_oversized_request_or_notification_is_told_from_an_answer() -> None:
+def test_an_oversized_request_or_notification_is_told_from_an_answer_and_from_what_is_neither() -> None:
     from toolrig.sources.mcp_lines import Oversized
 
-    assert Oversized(
-        b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "xx', 9
-    ).names_a_method()
-    assert not Oversized(b'{"jsonrpc": "2.0", "id": 3, "result": {"x": "xx', 9).names_a_method()
-    assert not Oversized(b"\xff not json", 9).names_a_method()
+    notice = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "xx'
+    assert Oversized(notice, 9).kind() == "message"
+    assert Oversized(b'{"result": {"content": [{"text": "xx', 9).kind() == "answer"
+    assert Oversized(b'{"jsonrpc": "2.0", "id": 3, "error": {"message": "xx', 9).kind() == "answer"
+    assert Oversized(b"xxxxxxxxxx", 9).kind() is None  # a line a server printed for nobody
+    assert Oversized(b"\xff not json", 9).kind() is None
+    assert Oversized(b'{"jsonrpc": "2.0", "params": {"x": "xx', 9).kind() is None
+    deep = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": ' + b"[" * 16_000
+    assert Oversized(deep, 9).kind() is None  # too deep to read: not taken for anything
+
+
+@pytest.mark.parametrize(("cut", "whole"), [(b'"id": 12', 12), (b'"id":1', 1), (b'"id": -4', -4), (b'"id": 1e1', None)])
+def test_an_id_cut_short_by_the_head_is_not_read_as_a_shorter_one(cut: bytes, whole: int | None) -> None:
+    from toolrig.sources.mcp_lines import Oversized
+
+    head = b'{"jsonrpc": "2.0", "_pad": "' + b"x" * 100 + b'", ' + cut  # the id went on past the head's end
+    assert Oversized(head, 9_000_000).request_id() is None
+    assert Oversized(head + b', "result": {"t": "xx', 9_000_000).request_id() == whole  # a whole one is read
 
 
 @given(pieces=st.lists(st.integers(min_value=1, max_value=3000), min_size=1, max_size=30))

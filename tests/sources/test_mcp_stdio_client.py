@@ -6,6 +6,7 @@ with the same framing as our server and fails the call it answers with ``too_lar
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -36,22 +37,42 @@ async def test_an_answer_over_the_limit_fails_its_call_and_the_server_stays_usab
             assert within.meta.output_bytes > 1536 * 1024  # all of it arrived (the result shows the first part)
 
 
-async def test_a_notification_over_the_limit_is_dropped_and_the_answer_after_it_arrives(workspace: Path) -> None:
+@pytest.mark.parametrize(
+    ("shape", "answer"), [("notice", "after the notice"), ("garbage", "the real answer"), ("deep", "the real answer")]
+)
+async def test_a_long_line_that_is_no_answer_is_dropped_and_the_answer_after_it_arrives(
+    workspace: Path, shape: str, answer: str
+) -> None:
+    """A notification, a line a server printed for nobody, one too deep to read: none is charged to the call."""
     async with Rig(workspace, config=CONFIG) as rig:
         with anyio.fail_after(60):
-            result = await rig.call("long__say", {"size": 2 * MAX_MESSAGE_BYTES, "shape": "notice"})
+            result = await rig.call("long__say", {"size": 2 * MAX_MESSAGE_BYTES, "shape": shape})
     assert not result.is_error, result
-    assert "after the notice" in str(result.output)
+    assert answer in str(result.output)
 
 
-async def test_a_server_that_ignores_its_stdin_closing_and_sigterm_is_killed_with_its_group(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_request_of_the_server_over_the_limit_is_answered_with_an_error_not_left_waiting(
+    workspace: Path,
 ) -> None:
+    async with Rig(workspace, config=CONFIG) as rig:
+        with anyio.fail_after(60):  # unanswered, the server waits, and the call with it
+            result = await rig.call("long__say", {"size": MAX_MESSAGE_BYTES + 10, "shape": "ask"})
+    assert not result.is_error, result
+    reply = json.loads(result.output["text"])  # what the server got back, as it says
+    assert reply["id"] == "big-1" and reply["error"]["code"] == -32600
+    assert f"over the {MAX_MESSAGE_BYTES:,} toolrig reads" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("flag", ["--stubborn", "--stubborn-child"])
+async def test_a_server_that_ignores_its_stdin_closing_is_ended_with_its_group_whatever_ignores_sigterm(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
+    """The server and its child both ignore SIGTERM, or only the child does (the server dies of it, the child not)."""
     from toolrig.sources import mcp_stdio_client
 
     monkeypatch.setattr(mcp_stdio_client, "GRACE_SECONDS", 0.3)  # each of the two waits: 2 s of nothing otherwise
     pidfile = tmp_path / "pids"
-    config = {"mcp_servers": {"long": {"command": SERVER[0], "args": [*SERVER[1:], "--stubborn", str(pidfile)]}}}
+    config = {"mcp_servers": {"long": {"command": SERVER[0], "args": [*SERVER[1:], flag, str(pidfile)]}}}
     async with Rig(workspace, config=config) as rig:
         result = await rig.call("long__say", {"size": 10, "shape": "id_first"})
         assert not result.is_error, result
@@ -78,17 +99,35 @@ def test_an_oversized_answer_with_no_readable_id_fails_the_one_call_waiting_and_
     from toolrig.sources.mcp_lines import Oversized
     from toolrig.sources.mcp_stdio_client import _message, _note_sent
 
-    pending: set[int | str] = set()
+    pending: dict[object, int | str] = {}
     for request_id in (1, 2):
         _note_sent(JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={}), pending)
     nameless = Oversized(b'{"result": {"content": "xx', 9_000_000, b'xxx"}}')
     assert _message(nameless, 100, pending) is None  # two wait: whose it is cannot be told, so it fails neither
     assert _message(Oversized(b'{"id": 7, "result": "', 9_000_000), 100, pending) is None  # nobody waits for 7
     _note_sent(JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 1}), pending)
-    assert pending == {2}  # the client gave up on 1 (its timeout)
+    assert list(pending) == [2]  # the client gave up on 1 (its timeout)
     failed = _message(nameless, 100, pending).message
     assert isinstance(failed, JSONRPCError) and failed.id == 2 and "over 100 bytes" in failed.error.message
-    assert pending == set()
-    notice = Oversized(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": "', 9_000_000)
+    assert pending == {}
     _note_sent(JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/call", params={}), pending)
-    assert _message(notice, 100, pending) is None and pending == {3}  # never taken for the answer
+    notice = Oversized(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": "', 9_000_000)
+    garbage = Oversized(b"DEBUG: " + b"x" * 100, 9_000_000)
+    for line in (notice, garbage):
+        assert _message(line, 100, pending) is None and list(pending) == [3]  # never taken for the answer
+
+
+def test_an_id_the_server_echoes_as_text_is_the_same_request_as_the_sdk_has_it() -> None:
+    """The SDK matches "7" with 7 (as the TypeScript SDK does): so does the list of requests still waiting."""
+    from mcp.types import JSONRPCError, JSONRPCRequest
+
+    from toolrig.sources.mcp_lines import Oversized
+    from toolrig.sources.mcp_stdio_client import _message, _note_sent
+
+    pending: dict[object, int | str] = {}
+    for request_id in (7, 8):
+        _note_sent(JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={}), pending)
+    failed = _message(Oversized(b'{"jsonrpc": "2.0", "id": "7", "result": {"x": "', 9_000_000), 100, pending).message
+    assert isinstance(failed, JSONRPCError) and str(failed.id) == "7"
+    assert _message(b'{"jsonrpc": "2.0", "id": "8", "result": {}}', 100, pending) is not None
+    assert pending == {}  # both answered: none left behind to spoil the one-waiting rule

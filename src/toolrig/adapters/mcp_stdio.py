@@ -249,7 +249,8 @@ async def _read_lines(
                 for line in split.feed(chunk):
                     if isinstance(line, Oversized):
                         log.warning("refused a %d-byte message (over --max-message-bytes %d)", line.size, split.limit)
-                        await wire.write(_refusal(line, split.limit))
+                        if line.kind() != "answer":  # the client's answer to our request: its id is ours, not its
+                            await wire.write(_refusal(line, split.limit))
                         continue
                     if not line.strip():
                         continue

@@ -47,14 +47,25 @@ class Oversized:
             return None
         return value if type(value) is int or type(value) is str else None
 
-    def names_a_method(self) -> bool:
-        """Whether its head says it is a request or a notification (a ``method``), so answers no request of ours."""
+    def kind(self) -> str | None:
+        """What its head shows it is: a ``"message"``, an ``"answer"``, or None (no JSON-RPC object, it seems).
+
+        A message has a ``method`` (a request or a notification); an answer a ``result`` or an ``error`` and no
+        method. Only an answer may be charged to a request waiting for one: a debug line a server printed, or a head too
+        deeply nested to read, is not.
+        """
         start = self._start()
-        return start is not None and "method" in start
+        if start is None:
+            return None
+        if "method" in start:
+            return "message"
+        return "answer" if "result" in start or "error" in start else None
 
     def _start(self) -> dict[str, object] | None:
+        # An unfinished string at the cut is dropped by the parser, not guessed; an unfinished number is not, so
+        # trailing digits go first: '"id": 12' cut from '"id": 123' must not read as 12.
         try:
-            start = from_json(self.head, allow_partial=True)  # an unfinished string at the cut is dropped, not guessed
+            start = from_json(self.head.rstrip(b"0123456789"), allow_partial=True)
         except ValueError:
             return None
         return start if isinstance(start, dict) else None

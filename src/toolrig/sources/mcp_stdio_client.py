@@ -14,8 +14,6 @@ period, then the whole group terminated and killed. POSIX only; elsewhere ``_str
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TextIO
@@ -57,7 +55,12 @@ async def stdio_client(
         raise OSError("the server's stdin and stdout were not opened as pipes")
     read_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_out = anyio.create_memory_object_stream[SessionMessage](0)
-    pending: set[int | str] = set()  # requests sent and not answered: an oversized answer with no readable id
+    pending: dict[int | str, int | str] = {}  # requests sent and not answered, by _key: whose an oversized answer is
+    sending = anyio.Lock()  # the session's messages and our refusals of the server's oversized requests
+
+    async def send(data: bytes) -> None:
+        async with sending:
+            await stdin.send(data)
 
     async def reader() -> None:
         lines = Lines(limit)
@@ -65,6 +68,11 @@ async def stdio_client(
             try:
                 async for chunk in stdout:
                     for line in lines.feed(chunk):
+                        if isinstance(line, Oversized) and line.kind() == "message":
+                            refusal = _refused_request(line, limit)
+                            if refusal is not None:  # its request: answered, or the call behind it waits for ever
+                                await send(refusal)
+                            continue
                         message = _message(line, limit, pending)
                         if message is not None:
                             await read_in.send(message)
@@ -81,7 +89,7 @@ async def stdio_client(
                     message = outgoing.message
                     _note_sent(message, pending)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await stdin.send(data.encode() + b"\n")
+                    await send(data.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_in.aclose()  # the server stopped reading: the session hears the end, not silence
 
@@ -98,28 +106,38 @@ async def stdio_client(
             group.cancel_scope.cancel()
 
 
-def _note_sent(message: Any, pending: set[int | str]) -> None:
+def _key(request_id: object) -> object:
+    """An id as the SDK correlates it: "7" and 7 are one id (as in the TypeScript SDK)."""
+    if isinstance(request_id, str):
+        try:
+            return int(request_id)
+        except ValueError:
+            pass
+    return request_id
+
+
+def _note_sent(message: Any, pending: dict[Any, int | str]) -> None:
     """Keep ``pending`` to the requests still waiting: a request adds its id, giving one up (a timeout) removes it."""
     method, sent_id = getattr(message, "method", None), getattr(message, "id", None)
     if method is not None and isinstance(sent_id, int | str):
-        pending.add(sent_id)
+        pending[_key(sent_id)] = sent_id
     elif method == "notifications/cancelled" and isinstance(params := getattr(message, "params", None), dict):
-        pending.discard(params.get("requestId"))
+        pending.pop(_key(params.get("requestId")), None)
 
 
-def _message(line: bytes | Oversized, limit: int, pending: set[int | str]) -> Any:
-    """What the session gets for one line: a message, the parse error it reports, or None for a blank line."""
+def _message(line: bytes | Oversized, limit: int, pending: dict[Any, int | str]) -> Any:
+    """What the session gets for one line: a message, the parse error it reports, or None for nothing."""
     from mcp.shared.message import SessionMessage
     from mcp.types import jsonrpc_message_adapter
 
     if isinstance(line, Oversized):
         log.warning("an MCP server sent a %d-byte message (over %d); it was not read", line.size, limit)
-        if line.names_a_method():
-            return None  # its own request or notification: nothing of ours waits for it
+        if line.kind() != "answer":
+            return None  # a line printed for nobody, or one too deep to read: no request of ours is charged with it
         request_id = line.request_id()
         if request_id is None and len(pending) == 1:
-            request_id = next(iter(pending))  # one request waits: the answer is its
-        if request_id is None or request_id not in pending:
+            request_id = next(iter(pending.values()))  # one request waits: the answer is its
+        if request_id is None or _key(request_id) not in pending:
             return None  # nothing waits for it by a name we can read: dropped, as the log says
         line = _too_large(request_id, line.size, limit)
     elif not line.strip():
@@ -130,7 +148,7 @@ def _message(line: bytes | Oversized, limit: int, pending: set[int | str]) -> An
         return exc
     answered = getattr(message, "id", None) if getattr(message, "method", None) is None else None
     if answered is not None:
-        pending.discard(answered)
+        pending.pop(_key(answered), None)
     return SessionMessage(message)
 
 
@@ -141,18 +159,39 @@ def _too_large(request_id: int | str, size: int, limit: int) -> bytes:
     return to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": text}})
 
 
+def _refused_request(line: Oversized, limit: int) -> bytes | None:
+    """The error that answers the server's own oversized request (sampling, a form...), or None for a notification."""
+    from pydantic_core import to_json
+
+    request_id = line.request_id()
+    if request_id is None:
+        return None
+    text = f"The request was {line.size:,} bytes, over the {limit:,} toolrig reads from an MCP server; it was not read."
+    return to_json({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": text}}) + b"\n"
+
+
 async def _stop(process: Process, stdin: ByteSendStream, stdout: ByteReceiveStream) -> None:
-    """The MCP lifecycle's shutdown: stdin closed, a grace period, then the group terminated, then killed."""
+    """The MCP lifecycle's shutdown, in the SDK's order: stdin closed, a grace period.
+
+    A server still there then has its whole group terminated and, whatever in the group outlives the grace, killed.
+    """
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await stdin.aclose()
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)  # its own session: the group is the server and what it started
-        with anyio.move_on_after(GRACE_SECONDS):
-            # Not process.wait(): on asyncio it waits for the pipes too, which a child of the server may hold.
-            while process.returncode is None:  # noqa: ASYNC110 - nothing to wait on that macOS has as well
-                await anyio.sleep(0.01)
-            break
+    if not await _exited(process):
+        await terminate_posix_process_tree(process, GRACE_SECONDS)  # waits for the group, not only the server
+        await _exited(process)
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await stdout.aclose()
+
+
+async def _exited(process: Process) -> bool:
+    """Whether the server ended within the grace period.
+
+    By its exit code: ``wait()`` on asyncio waits for the pipes too, which a child of the server may hold.
+    """
+    with anyio.move_on_after(GRACE_SECONDS):
+        while process.returncode is None:  # noqa: ASYNC110 - nothing to wait on that macOS has as well
+            await anyio.sleep(0.01)
+    return process.returncode is not None
