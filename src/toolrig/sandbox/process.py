@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.arglimits import too_long
 from toolrig.sandbox.launcher import INLINE_REQUEST
 
 log = logging.getLogger("toolrig.sandbox.process")
@@ -683,6 +684,12 @@ async def run_contained(
     ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
     ``progress_interval`` seconds while the command runs (MCP clients show it).
     """
+    if why := too_long(argv, env):
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"The command cannot be started: {why}.",
+            "Put the long part in a file (write_file) and have a shorter command read it.",
+        )
     dir_fd = _open_start(cwd) if cwd_fd is None else cwd_fd
     child_env = dict(env)
     base = PidsCgroup.base() if limits.max_processes else None

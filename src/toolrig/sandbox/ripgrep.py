@@ -22,6 +22,7 @@ from typing import IO, Any
 from toolrig.cancel import current_token
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox import fdwalk, landlock
+from toolrig.sandbox.arglimits import too_long
 from toolrig.sandbox.patterns import PatternSet
 
 # Hidden directories worth searching although ripgrep skips hidden files by default.
@@ -146,13 +147,20 @@ class RgRun:
     lines_read: int = field(default=0)
 
     def __enter__(self) -> RgRun:
+        env = _environment()
+        if why := too_long(self.argv, env):
+            if self.confinement is not None:
+                self.confinement.close()
+            raise ToolError(
+                ErrorType.INVALID_INPUT, f"The search cannot be started: {why}.", "Shorten the pattern or the globs."
+            )
         self._stderr = tempfile.TemporaryFile()
         options: dict[str, Any] = {
             "cwd": self.cwd,
             "stdin": subprocess.DEVNULL,
             "stdout": subprocess.PIPE,
             "stderr": self._stderr,
-            "env": _environment(),
+            "env": env,
             "bufsize": 1 << 16,
         }
         if self.confinement is None:
