@@ -166,3 +166,29 @@ async def test_closing_a_rig_lets_go_of_the_tasks_database_and_another_rig_on_it
     again = await first.call("tasks", {"action": "show", "id": ids[1]})  # a closed rig opens it again on use
     assert not again.is_error and again.output["task"]["status"] == "queued", again
     first.close()
+
+
+async def test_a_model_reads_and_waits_only_for_tasks_of_its_own_agent(workspace: Path) -> None:
+    """Another agent's task is that profile's work: its result was readable by id (tasks show, wait_task), and a
+    firing's id can be worked out from its job's name and time. Not found, as a missing id is."""
+    config = {"agents": {"reader": {"tools": ["tasks", "wait_task"]}, "reporter": {"tools": ["tasks", "wait_task"]}}}
+    reporter, reader = (
+        Rig(workspace, config=config, registry=Registry(task_tools.TOOLS), agent=name)
+        for name in ("reporter", "reader")
+    )
+    added = await reporter.call("tasks", {"action": "add", "prompt": "payroll"})
+    task_id = added.output["task"]["id"]
+    assert reporter.executor.durable is not None
+    reporter.executor.durable.tasks.records.set_task(task_id, status="done", result="SECRET")  # as a worker would
+    own = await reporter.call("tasks", {"action": "show", "id": task_id})
+    assert own.output["task"]["result"] == "SECRET"
+    missing = await reader.call("tasks", {"action": "show", "id": "t-000000000000"})
+    other = await reader.call("tasks", {"action": "show", "id": task_id})
+    assert other.error_type == missing.error_type == "not_found", other
+    assert other.message == missing.message.replace("t-000000000000", task_id)  # nothing tells the two apart
+    waited = await reader.call("wait_task", {"task_ids": [task_id], "timeout_seconds": 1})
+    assert waited.error_type == "not_found" and "SECRET" not in waited.to_json(), waited
+    mine = await reporter.call("wait_task", {"task_ids": [task_id], "timeout_seconds": 1})
+    assert not mine.is_error and mine.output["ended"][0]["output"] == "SECRET", mine
+    for rig in (reporter, reader):
+        rig.close()

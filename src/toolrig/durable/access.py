@@ -195,11 +195,19 @@ class DurableAccess:
     def current_task(self) -> str | None:
         return self.task_id
 
-    def task(self, task_id: str) -> dict[str, Any] | None:
+    def task(self, task_id: str, *, by: str = "person", agent: str | None = None) -> dict[str, Any] | None:
+        """A task, or None; for a model, only a task that runs as its agent (another's is not found, not refused).
+
+        Another agent's task is that profile's work: its prompt and result are not this model's to read, and
+        whether an id exists is not either (a firing's id can be worked out from its job and time).
+        """
         try:
-            return self.task_book.get(task_id)
+            found = self.task_book.get(task_id)
         except DurableError:
             return None
+        if found is not None and by == "model" and found["agent"] != agent:
+            return None
+        return found
 
 
 def _own(job: dict[str, Any], agent: str | None, action: str) -> None:

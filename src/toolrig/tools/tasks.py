@@ -77,7 +77,7 @@ class Tasks(Tool[TasksInput, TasksOutput]):
                 return TasksOutput(task={"id": task["id"], "status": task["status"]})
             if not input.id:
                 raise ToolError(ErrorType.INVALID_INPUT, "The 'show' action needs 'id'.")
-            found = tasks.task(input.id)
+            found = tasks.task(input.id, by="model", agent=ctx.agent_id)
         except DurableError as exc:
             raise exc.tool_error() from None
         if found is None:
@@ -200,7 +200,7 @@ class WaitTask(Tool[WaitTaskInput, WaitTaskOutput]):
         if input.for_task is not None:
             if input.for_task == task_id:
                 raise ToolError(ErrorType.INVALID_INPUT, "A task cannot wait for itself.")
-            if _durable(ctx).tasks.task(input.for_task) is None:
+            if _durable(ctx).tasks.task(input.for_task, by="model", agent=ctx.agent_id) is None:
                 raise ToolError(ErrorType.NOT_FOUND, f"No task with id {input.for_task!r}.")
             return WaitTaskOutput(task_id=task_id, for_task=input.for_task, summary=f"waiting for {input.for_task}")
         when = _when(input.until or "")
@@ -225,7 +225,7 @@ async def _wait_here(input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
     children = [t for t in ids if agents is not None and agents.owns(ctx.session_id, t)]
     queued = [t for t in ids if t not in children]
     for task_id in queued:
-        if ctx.durable is None or ctx.durable.tasks.task(task_id) is None:
+        if ctx.durable is None or ctx.durable.tasks.task(task_id, by="model", agent=ctx.agent_id) is None:
             raise ToolError(
                 ErrorType.NOT_FOUND,
                 f"No subagent of this run and no queued task has the id {task_id[:120]!r}.",
@@ -255,7 +255,7 @@ async def _wait_here(input: WaitTaskInput, ctx: ToolContext) -> WaitTaskOutput:
             ended += done
             pending += running
         for task_id in queued:
-            found = ctx.durable.tasks.task(task_id) if ctx.durable is not None else None
+            found = ctx.durable.tasks.task(task_id, by="model", agent=ctx.agent_id) if ctx.durable else None
             status = str(found["status"]) if found else "failed"
             if status in _QUEUED_ENDED:
                 ended.append({"task_id": task_id, "status": status, "output": (found or {}).get("result")})
