@@ -109,8 +109,13 @@ class SkillAccess(Protocol):
 
     def skills(self) -> SkillSet: ...
 
-    def activate(self, skill: Skill, run: str, agent: str | None) -> tuple[bool, list[str], list[str]]:
-        """Mark ``skill`` loaded in ``run``: (first time?, pre-approvals its ``allowed-tools`` gave, notes)."""
+    def activate(
+        self, skill: Skill, run: str, agent: str | None, session: str | None = None
+    ) -> tuple[bool, list[str], list[str]]:
+        """Mark ``skill`` loaded in ``run``: (first time?, pre-approvals its ``allowed-tools`` gave, notes).
+
+        The pre-approvals hold for ``session`` as ``agent`` only; with no session, none are given.
+        """
         ...
 
 

@@ -23,8 +23,9 @@ def skills_rig(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         yield rig
 
 
-def call(rig: Rig, tool: str, /, **args: Any) -> Any:
-    return rig.call_sync(tool, args)
+def call(rig: Rig, tool: str, /, session: str | None = None, agent: str | None = None, **args: Any) -> Any:
+    options = {k: v for k, v in (("session_id", session), ("agent_id", agent)) if v is not None}
+    return rig.call_sync(tool, args, **options)
 
 
 def test_load_skill_returns_instructions_folder_and_resource_list_not_their_content(skills_rig: Rig) -> None:
@@ -123,9 +124,9 @@ def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(
     with Rig(workspace, STRICT) as rig:
         before = call(rig, "read_files", paths=["notes.txt"])
         assert before.is_error and before.error_type == "denied"  # mode always, nobody to ask: fallback deny
-        loaded = call(rig, "load_skill", name="pdf-forms")
+        loaded = call(rig, "load_skill", session="run-1", name="pdf-forms")
         assert loaded.output["pre_approved"] == ["run_command:python3 scripts/*", "read_files"]
-        after = call(rig, "read_files", paths=["notes.txt"])
+        after = call(rig, "read_files", session="run-1", paths=["notes.txt"])
         assert not after.is_error
         assert rig.governance.audit is not None
         row = rig.governance.audit.query(tool="read_files")[-1]
@@ -149,15 +150,37 @@ def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(
         },
     }
     with Rig(workspace, config) as rig:
-        call(rig, "load_skill", name="pdf-forms")
-        loaded = call(rig, "load_skill", name="release-notes")
+        call(rig, "load_skill", session="run-1", name="pdf-forms")
+        loaded = call(rig, "load_skill", session="run-1", name="release-notes")
         assert "run_command:git log *" in loaded.output["pre_approved"]
-        refused = call(rig, "read_files", paths=["notes.txt"])
+        refused = call(rig, "read_files", session="run-1", paths=["notes.txt"])
         assert refused.is_error and "private" in (refused.message or "")
         tool = rig.registry.get("run_command")
-        assert rig.governance.policy.decide(tool, None, ["git log --oneline"]).verdict == "ask"
-        assert rig.governance.policy.decide(tool, None, ["git describe --tags"]).verdict == "allow"
-        assert rig.governance.policy.decide(tool, None, ["rm -rf /"]).verdict == "ask"
+        decide = rig.governance.policy.decide
+        assert decide(tool, None, ["git log --oneline"], session="run-1").verdict == "ask"
+        assert decide(tool, None, ["git describe --tags"], session="run-1").verdict == "allow"
+        assert decide(tool, None, ["rm -rf /"], session="run-1").verdict == "ask"
+
+
+def test_a_skills_pre_approvals_hold_for_the_run_that_loaded_it_only(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They were added for the agent (or, with none configured, for everyone) for the rig's whole life: a skill one
+    run loaded pre-approved its commands for every later session and every agent."""
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    (workspace / "notes.txt").write_text("hello\n")
+    config = {**STRICT, "agents": {"alice": {"tools": ["read_files", "load_skill"]}}}
+    with Rig(workspace, config) as rig:
+        for session, agent in (("run-1", None), ("run-2", "alice")):
+            loaded = call(rig, "load_skill", session=session, agent=agent, name="pdf-forms")
+            assert "read_files" in loaded.output["pre_approved"]
+            assert not call(rig, "read_files", session=session, agent=agent, paths=["notes.txt"]).is_error
+        for session, agent in (("run-3", None), ("run-3", "alice"), ("run-1", "alice"), ("run-2", None), (None, None)):
+            refused = call(rig, "read_files", session=session, agent=agent, paths=["notes.txt"])
+            assert refused.error_type == "denied", (session, agent, refused)  # asked, and nobody here to answer
+        unsessioned = call(rig, "load_skill", agent="alice", name="pdf-forms")
+        assert unsessioned.output["pre_approved"] == [] and "not part of a session" in str(unsessioned.output["notes"])
 
 
 def test_the_schema_lists_the_skills_found_as_an_enum(skills_rig: Rig, workspace: Path) -> None:

@@ -165,8 +165,8 @@ class Governance:
             return
         plan = self._policy_plans.get((tool.name, call.agent_id))
         decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
-        if decision is None:
-            decision = self._policy.decide(tool, call.agent_id, call.subjects, call.input)
+        if decision is None or self._policy.session_grants:  # a run's own grants (a skill's) have a say too
+            decision = self._policy.decide(tool, call.agent_id, call.subjects, call.input, session=call.session_id)
         verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason

@@ -117,6 +117,8 @@ class Policy:
     _plans: dict[tuple[str, str | None], _Plan] = field(default_factory=dict)
     _owners: dict[str, str | None] = field(default_factory=dict)  # a run-time agent -> its tree's root
     _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
+    # Allow rules that hold in one run only, by (session, agent): what a skill pre-approves for the run that loaded it.
+    session_grants: dict[tuple[str, str | None], list[Rule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Read once, as the rules are: plans cache each tool's default, so a mode read later would hold for
@@ -159,9 +161,17 @@ class Policy:
             return [rule]
         return [replace(rule, subject=s) for s in seed_subjects(rule.tool, rule.subject, self.workspace.root)]
 
-    def add_allow(self, patterns: Sequence[str], source: str, agent: str | None = None) -> list[Rule]:
-        """Add allowlist patterns at run time ("allow always"); they hold from the next call on."""
+    def add_allow(
+        self, patterns: Sequence[str], source: str, agent: str | None = None, *, session: str | None = None
+    ) -> list[Rule]:
+        """Add allowlist patterns at run time ("allow always"); they hold from the next call on.
+
+        With ``session``, they hold only for that session's calls as ``agent`` (a run), never for another run.
+        """
         rules = [r for p in patterns for r in self._seed_meaning(allow_pattern(p, f"{source} ({p})"))]
+        if session is not None:
+            self.session_grants.setdefault((session, agent), []).extend(rules)
+            return rules
         target = self._agent_rules.setdefault(agent, []) if agent else self._rules
         target.extend(rules)
         self._plans.clear()
@@ -271,13 +281,17 @@ class Policy:
         args: Mapping[str, Any] | BaseModel | None = None,
         *,
         explain: bool = False,
+        session: str | None = None,
     ) -> Decision:
         """Decide one call; ``args`` are its validated arguments (dumped only if a rule has a predicate)."""
         plan = self._plan(tool, agent)
         trace: list[str] | None = [] if explain else None
         if plan.unavailable is not None:
             return _with(plan.unavailable, trace, "the tool is not offered: nothing else is considered")
-        if not (plan.deny or plan.ask or plan.allow or explain):
+        allow = plan.allow
+        if session is not None and (granted := self.session_grants.get((session, agent))):
+            allow = [*allow, *(rule for rule in granted if rule.applies_to(tool))]
+        if not (plan.deny or plan.ask or allow or explain):
             return plan.default
         subject_view = view(plan.kind, subjects, self.workspace) if subjects else _EMPTY
         if explain and subject_view.unclear:
@@ -296,7 +310,7 @@ class Policy:
             if hit is not None:
                 reason = rule.reason or f"{rule.source} asks for {_target(tool.name, hit)}"
                 return _with(Decision("ask", rule.source, reason, rule.keys), trace, subjects=subject_view)
-        covering = _cover(plan.allow, plan.kind, subject_view, args, trace)
+        covering = _cover(allow, plan.kind, subject_view, args, trace)
         unclear = "; ".join(subject_view.unclear)
         if covering:
             first = covering[0]

@@ -96,7 +96,9 @@ class RigSkills:
                 log.warning("toolrig skills: %s", warning)
         return found
 
-    def activate(self, skill: Skill, run: str, agent: str | None) -> tuple[bool, list[str], list[str]]:
+    def activate(
+        self, skill: Skill, run: str, agent: str | None, session: str | None = None
+    ) -> tuple[bool, list[str], list[str]]:
         from toolrig.skills import verdicts
         from toolrig.skills.allowed import to_patterns
 
@@ -107,8 +109,10 @@ class RigSkills:
             loaded.add(skill.name)
         offered = self._rig.registry_for(agent)
         patterns, notes = to_patterns(skill.allowed_tools, lambda name: offered.find(name) is not None)
+        if patterns and session is None:  # a grant holds for one run, and this call names none
+            return True, [], [*notes, "allowed-tools were not applied: this call is not part of a session (a run)"]
         try:
-            verdicts.preapprove(self._rig, patterns, f"skills.{skill.name}.allowed-tools", agent)
+            verdicts.preapprove(self._rig, patterns, f"skills.{skill.name}.allowed-tools", agent, session or "")
         except ValueError as exc:  # a pattern the allowlist cannot read: grant nothing rather than half
             return True, [], [*notes, f"allowed-tools were not applied: {exc}"]
         if patterns:

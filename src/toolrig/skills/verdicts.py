@@ -69,13 +69,14 @@ def denied_paths(rig: Rig) -> tuple[str, ...]:
     return tuple(rig.workspace.deny_globs)
 
 
-def preapprove(rig: Rig, patterns: Sequence[str], source: str, agent: str | None) -> list[str]:
-    """Allow calls matching ``patterns`` from now on; deny and ask rules still decide first.
+def preapprove(rig: Rig, patterns: Sequence[str], source: str, agent: str | None, session: str) -> list[str]:
+    """Allow calls matching ``patterns`` for the rest of the run (``session`` as ``agent``); deny, ask rules first.
 
-    ``source`` becomes the rule's name, which the audit log records as what allowed each such call.
+    Never beyond the run: granted to the agent (or, with none, to everyone), a skill one run loaded pre-approved
+    commands for every later session and agent of the rig. ``source`` becomes the rule's name, which the audit
+    log records as what allowed each such call.
     """
     if not patterns:
         return []
-    scope = agent if agent in rig.config.agents else None
-    rules = rig.governance.policy.add_allow(list(patterns), source, scope)
+    rules = rig.governance.policy.add_allow(list(patterns), source, agent, session=session)
     return [r.source for r in rules]

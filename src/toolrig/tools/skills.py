@@ -133,7 +133,7 @@ class LoadSkill(_NamesSkills, Tool[LoadSkillInput, LoadSkillOutput]):
 
     def execute(self, input: LoadSkillInput, ctx: ToolContext) -> LoadSkillOutput:
         skill = find_skill(ctx, input.name)
-        first, granted, notes = _access(ctx).activate(skill, run_key(ctx), ctx.agent_id)
+        first, granted, notes = _access(ctx).activate(skill, run_key(ctx), ctx.agent_id, ctx.session_id)
         return LoadSkillOutput(
             name=skill.name,
             directory=str(skill.directory),
