@@ -12,6 +12,7 @@ import ctypes
 import fcntl
 import json
 import os
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -406,6 +407,29 @@ def test_a_keeper_a_command_moved_out_of_its_cgroup_keeps_no_later_command(works
     for _ in range(4):
         after = run(rig, "grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup").output
         assert after["stdout"] == "1\n", after
+
+
+@pytest.mark.slow
+def test_a_command_that_makes_the_next_keepers_cgroup_names_first_leaves_them_their_cgroups(workspace: Path) -> None:
+    """The names were a counter: a command that made the next two hundred and killed its keeper left every later
+    keeper with no pids cgroup (the mkdir failed, the keeper went on without one), so no process limit after it."""
+    rig = shell(workspace)
+    here = run(rig, f"echo /sys/fs/cgroup/pids{PIDS_CGROUP}").output["stdout"].strip()
+    parent, name = here.rsplit("/", 1)
+    stem = re.match(r"toolrig-spare-\d+-\d+", name).group(0)  # type: ignore[union-attr] # -<owner>-<launcher>
+    squat = f"for n in $(seq 1 200); do mkdir {parent}/{stem}-$n {parent}/{stem}-$n-0 2>/dev/null; done; echo made"
+    try:
+        assert run(rig, squat).output["stdout"] == "made\n"
+        for _ in range(3):  # its keeper killed three times: new keepers, new names
+            run(rig, "kill -9 $PPID")
+            after = run(rig, "grep -c ':pids:/.*toolrig-spare-' /proc/self/cgroup").output
+            assert after["stdout"] == "1\n", after
+            assert after["containment"].startswith("pids cgroup"), after
+    finally:
+        for n in range(1, 201):
+            for made in (f"{parent}/{stem}-{n}", f"{parent}/{stem}-{n}-0"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(made)
 
 
 def without_privileges(work: Callable[[], str]) -> str:

@@ -686,11 +686,17 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
         if slot is None:  # every slot holds a live keeper: the request waits for one to be back
             return True
         cgroup = None
-        if base:
-            path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}"
-            with contextlib.suppress(OSError):
+        for _ in range(4 if base else 0):
+            # Not guessable: a command that made the next names first left every later keeper with no cgroup.
+            path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}-{os.urandom(6).hex()}"
+            try:
                 os.mkdir(path)
-                cgroup = path
+            except FileExistsError:
+                continue
+            except OSError:
+                break
+            cgroup = path
+            break
         stays = len(staying) < SPARES
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not the launcher's wake-up until its own
         pid = os.fork()
