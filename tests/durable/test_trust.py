@@ -91,6 +91,25 @@ def test_the_person_can_still_list_the_work_to_review_it(repo: tuple[Path, dict[
     assert jobs.exit_code == 0 and STOLEN[:20] in jobs.output
 
 
+def test_the_list_says_which_tasks_go_on_from_a_saved_run_not_their_prompt(
+    repo: tuple[Path, dict[str, str]], cfg: dict[str, Any]
+) -> None:
+    """A committed row can hold a saved run state and approvals already given under a harmless prompt: its next
+    attempt goes on from them. The list the person reviews before trusting showed only the prompt."""
+    root, ids = repo
+    forged = access_for(root, cfg).task_book.add(prompt="summarise the README", by="person")
+    state, decisions = json.dumps({"pending": []}), json.dumps({"call-1": {"allow": True}, "call-2": {"allow": True}})
+    access_for(root, cfg).records.set_task(forged["id"], state=state, decisions=decisions)
+    listed = CliRunner().invoke(tasks_command, ["list", "--root", str(root)])
+    assert listed.exit_code == 0, listed.output
+    line = next(row for row in listed.output.splitlines() if row.startswith(forged["id"]))
+    assert "saved run, not the prompt; 2 approval(s) given" in line
+    plain = next(row for row in listed.output.splitlines() if row.startswith(ids["task"]))
+    assert "saved run" not in plain
+    shown = json.loads(CliRunner().invoke(tasks_command, ["list", "--json", "--root", str(root)]).output)
+    assert {t["id"]: t["resumes"] for t in shown}[ids["task"]] is None
+
+
 def test_cron_run_by_the_person_is_refused_until_trusted_then_runs(
     repo: tuple[Path, dict[str, str]], llm: FakeLLM
 ) -> None:

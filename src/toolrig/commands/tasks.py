@@ -44,7 +44,7 @@ def list_tasks(status: str | None, limit: int, as_json: bool, rig_root: Path) ->
 
     with errors():
         rows = [view(t) for t in open_access(rig_root).records.tasks(status=status, limit=limit)]
-    emit(rows, as_json, ("id", "status", "kind", "attempt", "created", "result", "prompt"))
+    emit(rows, as_json, ("id", "status", "kind", "attempt", "created", "result", "prompt", "resumes"))
 
 
 @command.command("show")

@@ -72,6 +72,7 @@ def view(task: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
         "result": task["result"],
         "session_id": task["session_id"],
         "prompt": prompt if full or len(prompt) <= VIEW_PROMPT else prompt[: VIEW_PROMPT - 1] + "…",
+        "resumes": _resumes(task),
     }
     if full and task["state"]:
         state = json.loads(task["state"])
@@ -80,6 +81,24 @@ def view(task: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
             for p in state.get("pending", [])
         ]
     return out
+
+
+def _resumes(task: dict[str, Any]) -> str | None:
+    """What a run of the task carries on from besides its prompt: a saved run state, approvals already given.
+
+    Its next attempt goes on from them, not from the prompt: a person reviewing the list (a database a
+    repository committed, before ``toolrig trust``) must see that the prompt is not all that runs.
+    """
+    if not task["state"] and not task["decisions"]:
+        return None
+    what = "saved run, not the prompt" if task["state"] else "the prompt"
+    if not task["decisions"]:
+        return what
+    try:
+        given = f"{len(json.loads(task['decisions']))} approval(s)"
+    except (ValueError, TypeError):  # a row no toolrig wrote: shown, not fatal
+        given = "approvals"
+    return f"{what}; {given} given"
 
 
 class TaskBook:
