@@ -211,6 +211,7 @@ async def test_a_model_may_run_or_remove_only_its_own_agents_jobs(
     assert result.is_error and result.error_type == "denied", result
     assert f"toolrig cron {action} {job_id}" in (result.next_action_hint or "")
     assert "secret" not in str(result)
+    assert "theirs" not in str(result) and "reporter" not in str(result)  # nor its name, nor whose it is
     access = access_for(workspace, settings)
     assert list(access.records.tasks(status=None, limit=10)) == []  # nothing ran
     assert [j["id"] for j in access.list_jobs()] == [job_id]  # nothing removed

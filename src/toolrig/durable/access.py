@@ -212,10 +212,9 @@ class DurableAccess:
 
 def _own(job: dict[str, Any], agent: str | None, action: str) -> None:
     """Refuse a model's ``action`` on a job that runs under another agent's profile than the caller's."""
-    if job["agent"] != agent:
-        owner = f"agent {job['agent']!r}" if job["agent"] else "the default agent"
+    if job["agent"] != agent:  # its name and agent are that profile's, as its prompt is: not said
         raise DurableError(
             "forbidden",
-            f"Job {job['id']!r} ({job['name']}) runs as {owner}; you may {action} only your own jobs.",
+            f"Job {job['id']!r} does not run as you; you may {action} only the jobs that do (cron list shows them).",
             f"Ask a person to {action} it: toolrig cron {action} {job['id']}.",
         )
