@@ -89,13 +89,14 @@ def _resumes(task: dict[str, Any]) -> str | None:
     Its next attempt goes on from them, not from the prompt: a person reviewing the list (a database a
     repository committed, before ``toolrig trust``) must see that the prompt is not all that runs.
     """
-    if not task["state"] and not task["decisions"]:
+    state, decisions = task.get("state"), task.get("decisions")
+    if not state and not decisions:
         return None
-    what = "saved run, not the prompt" if task["state"] else "the prompt"
-    if not task["decisions"]:
+    what = "saved run, not the prompt" if state else "the prompt"
+    if not decisions:
         return what
     try:
-        given = f"{len(json.loads(task['decisions']))} approval(s)"
+        given = f"{len(json.loads(decisions))} approval(s)"
     except (ValueError, TypeError):  # a row no toolrig wrote: shown, not fatal
         given = "approvals"
     return f"{what}; {given} given"
