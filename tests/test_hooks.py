@@ -14,12 +14,13 @@ import pytest
 import toolrig.hooks as hooks_module
 from tests.conftest import Call
 from tests.support.interleave import Paused
+from tests.support.run_hooks import hooks_of_the_run
 from tests.support.sample_tools import all_tools
 from toolrig import Rig, ToolError
 from toolrig.config import set_trust
 from toolrig.errors import ErrorType
 from toolrig.executor import Extensions
-from toolrig.hooks import HookChain, HookEvent, HookGate, Hooks, hook_environment, run_hooks
+from toolrig.hooks import HookChain, HookEvent, HookGate, Hooks, hook_environment
 from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry
 
@@ -286,14 +287,11 @@ async def test_a_hook_added_to_a_runs_chain_after_calls_runs_for_the_rigs_next_c
     rig = rig_with(workspace)
     assert not (await rig.call("echo", {"text": "a"})).is_error
     chain = HookChain()
-    token = run_hooks.set(chain)
-    try:
+    with hooks_of_the_run(chain):
         assert not (await rig.call("echo", {"text": "b"})).is_error
         log: list[str] = []
         chain.add(Recorder("run", log))
         assert not (await rig.call("echo", {"text": "c"})).is_error
-    finally:
-        run_hooks.reset(token)
     assert log == ["run:before:echo:{'text': 'c'}", "run:after:False"]
     # `policy explain` walks the same gate: it reports, and runs no hook.
     call, result = await rig.executor.decide("echo", {"text": "d"})
@@ -344,9 +342,6 @@ async def test_a_hook_chain_that_arrives_whole_wakes_the_hook_gates(
     monkeypatch.setattr(hooks_module, "_waiting", weakref.WeakSet())
     rig = rig_with(workspace)
     arrived = pickle.loads(sent) if travel == "pickle" else copy.deepcopy(chain)  # noqa: S301 # our own bytes
-    token = run_hooks.set(arrived)
-    try:
+    with hooks_of_the_run(arrived):
         refused = await rig.call("echo", {"text": "a"})
-    finally:
-        run_hooks.reset(token)
     assert refused.error_type == "denied" and refused.message == "the travelling hook blocked it"

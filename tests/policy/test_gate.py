@@ -12,10 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.policy.conftest import last_row
+from tests.support.run_hooks import hooks_of_the_run
 from toolrig import Rig, ToolError
 from toolrig.config import load_config
 from toolrig.errors import ConfigError, ErrorType
-from toolrig.hooks import HookChain, HookEvent, Hooks, run_hooks
+from toolrig.hooks import HookChain, HookEvent, Hooks
 from toolrig.policy.audit import AuditLog
 
 SECRETS_DENY = 'tools: {rules: [{tool: "*", subject: "secrets/**", verdict: deny}]}\n'
@@ -96,11 +97,8 @@ async def test_a_refusing_before_tool_hook_is_the_same_decision_as_a_rig_hook_an
     as_run = Rig(workspace, config={})
     chain = HookChain()
     chain.add(Refuse(log))
-    token = run_hooks.set(chain)
-    try:
+    with hooks_of_the_run(chain):
         refused = await as_run.call("calculate", {"expression": "666"})
-    finally:
-        run_hooks.reset(token)
     assert refused.error_type == "denied" and refused.message == "no devilry"
     second = last_row(workspace)
     assert (first.decision, first.rule) == (second.decision, second.rule) == ("deny", "hooks.before_tool")
