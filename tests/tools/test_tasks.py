@@ -192,3 +192,23 @@ async def test_a_model_reads_and_waits_only_for_tasks_of_its_own_agent(workspace
     assert not mine.is_error and mine.output["ended"][0]["output"] == "SECRET", mine
     for rig in (reporter, reader):
         rig.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "outcome"),
+    [
+        ("complete_task", {"summary": "done"}, "invalid_input"),  # past the gate: refused only for having no task
+        ("fail_task", {"reason": "no"}, "invalid_input"),
+        ("write_todos", {"todos": [{"task": "a", "status": "in_progress"}]}, None),
+        ("suggest_followups", {"followups": ["one", "two"]}, None),
+    ],
+)
+async def test_tools_that_report_only_on_their_own_run_need_no_approval_in_smart_mode(
+    workspace: Path, tool: str, args: dict[str, Any], outcome: str | None
+) -> None:
+    """A queued task under `approvals: {mode: smart}` paused again at complete_task: a report is no side effect."""
+    rig = Rig(workspace, config={"approvals": {"mode": "smart", "fallback": "deny"}})
+    result = await rig.call(tool, args)
+    assert result.error_type == outcome, result
+    control = await rig.call("tasks", {"action": "add", "prompt": "later"})
+    assert control.error_type == "denied"  # the same gate still asks (here: refuses) for what changes things

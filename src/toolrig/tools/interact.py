@@ -48,6 +48,7 @@ class WriteTodosOutput(ToolOutput):
 class WriteTodos(Tool[WriteTodosInput, WriteTodosOutput]):
     name = "write_todos"
     group = "interact"
+    read_only = True  # it changes only this session's own list, which the person sees: asking would be noise
     description = (
         "Keep a visible todo list for multi-step work: send the whole list each time (it replaces the last one), "
         "with at most one task in_progress. Update it as you finish tasks so the user sees where you are."
@@ -87,6 +88,7 @@ class SuggestFollowupsOutput(ToolOutput):
 class SuggestFollowups(Tool[SuggestFollowupsInput, SuggestFollowupsOutput]):
     name = "suggest_followups"
     group = "interact"
+    read_only = True  # it only shows the person suggestions; nothing runs until they pick one
     description = (
         "Suggest 2-6 short next steps after your answer; the user can pick one by its number. Use it at the end of "
         "a task, not instead of answering."

@@ -106,6 +106,7 @@ class CompleteTask(Tool[CompleteTaskInput, CompleteTaskOutput]):
     name = "complete_task"
     group = "tasks"
     terminal = True
+    read_only = True  # it reports the run's own end; the worker writes the status: nothing for a person to approve
     description = "End this task's run as done, with a summary of what was done. Call it last."
 
     def execute(self, input: CompleteTaskInput, ctx: ToolContext) -> CompleteTaskOutput:
@@ -126,6 +127,7 @@ class FailTask(Tool[FailTaskInput, FailTaskOutput]):
     name = "fail_task"
     group = "tasks"
     terminal = True
+    read_only = True  # as complete_task: a report of the run's own end
     description = "End this task's run as failed, saying why it cannot be done. Call it last."
 
     def execute(self, input: FailTaskInput, ctx: ToolContext) -> FailTaskOutput:
