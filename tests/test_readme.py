@@ -46,17 +46,22 @@ def test_the_agent_example_runs_against_a_provider(
     from tests.support.fake_llm import Call, Text, reply
 
     agent = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": llm.anthropic_url, "api_key": "k"}
-    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"llm": agent}))
+    # The config the example's comment asks for: under the default (approvals off) nothing would pause.
+    (toolrig_home / "config.yaml").write_text(yaml.safe_dump({"llm": agent, "approvals": {"mode": "smart"}}))
+    (workspace / "build").mkdir()
     llm.script(
         reply(Call("toolu_1", "calculate", '{"expression": "6 * 7"}')),
         reply(Text("42")),
-        reply(Text("Nothing to delete.")),
+        reply(Call("toolu_2", "run_command", '{"command": "rm -rf build"}')),
+        reply(Text("Deleted.")),
     )
     block = next(b for b in python_blocks() if "run_agent" in b)
     monkeypatch.chdir(workspace)
     exec(compile(block, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
     printed = capsys.readouterr().out
     assert printed.startswith("42 $0.0012 ")  # two turns of 100 in / 20 out at $3 / $15 per million
+    assert printed.splitlines()[-1] == "Deleted."  # it paused at run_command, was approved, resumed and ran
+    assert not (workspace / "build").exists()
 
 
 def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, toolrig_home: Path) -> None:
