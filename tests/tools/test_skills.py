@@ -125,13 +125,42 @@ def test_allowed_tools_pre_approve_calls_and_the_audit_says_so(
         before = call(rig, "read_files", paths=["notes.txt"])
         assert before.is_error and before.error_type == "denied"  # mode always, nobody to ask: fallback deny
         loaded = call(rig, "load_skill", session="run-1", name="pdf-forms")
-        assert loaded.output["pre_approved"] == ["run_command:python3 scripts/*", "read_files"]
+        folder = ".agents/skills/pdf-forms"
+        granted = loaded.output["pre_approved"]
+        assert granted[0] == "run_command:python3 scripts/*" and granted[-1] == "read_files"
+        assert f"run_command:python3 {folder}/scripts/*" in granted  # the script where it lives, too
+        assert all(g.startswith("run_command:python3 ") and g.endswith("scripts/*") for g in granted[:-1])
         after = call(rig, "read_files", session="run-1", paths=["notes.txt"])
         assert not after.is_error
         assert rig.governance.audit is not None
         row = rig.governance.audit.query(tool="read_files")[-1]
     assert row.decision == "allow"
     assert row.rule.startswith("skills.pdf-forms.allowed-tools")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 scripts/fill.py form.pdf",  # run from the skill's folder
+        "python3 .agents/skills/pdf-forms/scripts/fill.py form.pdf",  # from the workspace
+        "python3 {folder}/scripts/fill.py form.pdf",  # as load_skill shows the folder
+    ],
+)
+def test_a_skills_allowed_script_is_pre_approved_where_it_lives(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """docs/skills.md's own example, `run_command(python3 scripts/*)`, never matched the script in the folder."""
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    with Rig(workspace, STRICT) as rig:
+        loaded = call(rig, "load_skill", session="run-1", name="pdf-forms")
+        decide = rig.governance.policy.decide
+        tool = rig.registry.get("run_command")
+        spelled = command.format(folder=loaded.output["directory"])
+        assert decide(tool, None, [spelled], session="run-1").verdict == "allow"
+        # the folder is literal: a sibling folder or another script's folder is not covered
+        assert decide(tool, None, ["python3 .agents/skills/other/scripts/x.py"], session="run-1").verdict != "allow"
+        assert decide(tool, None, ["python3 /tmp/scripts/x.py"], session="run-1").verdict != "allow"
 
 
 def test_deny_and_ask_rules_still_win_over_a_skill_pre_approval(
@@ -221,3 +250,14 @@ def test_read_skill_resource_refuses_an_oversized_or_damaged_image_and_other_bin
         result = call(skills_rig, "read_skill_resource", name="pdf-forms", path=f"assets/{name}")
         assert result.is_error and result.error_type == error_type, name
         assert result.content == []
+
+
+def test_a_skill_folder_with_glob_characters_is_matched_literally() -> None:
+    from fnmatch import fnmatchcase
+
+    from toolrig.skills.allowed import to_patterns
+
+    patterns, _ = to_patterns(["run_command(python3 scripts/*)"], lambda _: True, ["/s/we[ir]d*dir"])
+    moved = patterns[1].split(":", 1)[1]
+    assert fnmatchcase("python3 /s/we[ir]d*dir/scripts/x.py", moved)
+    assert not fnmatchcase("python3 /s/wei-anything-dir/scripts/x.py", moved)

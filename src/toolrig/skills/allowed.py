@@ -4,6 +4,8 @@ Skills are written for many agents: other systems' names (``Bash(git diff:*)``, 
 the tools the tool profiles give those names (``profiles.tools_named``), toolrig's own spellings
 (``run_command:git *``) pass through.
 The tool part must name an offered tool exactly: a skill can never pre-approve ``*`` or a group.
+A skill's own paths (``python3 scripts/*``) are relative to its folder, which is rarely where the command runs:
+each pattern with such a path is granted as written and once per spelling of the folder the model is shown.
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ from toolrig.profiles import tools_named
 _ENTRY = re.compile(r"^(?P<tool>[A-Za-z0-9_./-]+)(?:\((?P<paren>.*)\)|:(?P<colon>.+))?$", re.DOTALL)
 
 
-def to_patterns(entries: Iterable[str], known: Callable[[str], bool]) -> tuple[list[str], list[str]]:
-    """(patterns, notes): what each entry pre-approves, and why an entry approves nothing."""
+def to_patterns(
+    entries: Iterable[str], known: Callable[[str], bool], folders: Iterable[str] = ()
+) -> tuple[list[str], list[str]]:
+    """(patterns, notes): what each entry pre-approves, and why an entry approves nothing.
+
+    ``folders`` are spellings of the skill's folder (absolute, workspace-relative): a relative path in a
+    pattern is also granted under each of them, so ``python3 scripts/*`` covers the script where it lives.
+    """
+    folders = list(folders)
     patterns: list[str] = []
     notes: list[str] = []
     for entry in entries:
@@ -34,8 +43,29 @@ def to_patterns(entries: Iterable[str], known: Callable[[str], bool]) -> tuple[l
         if subject is not None and ("\n" in subject or not subject.strip()):
             notes.append(f"{entry!r}: the pattern in it is empty or spans lines; ignored")
             continue
-        patterns += [f"{name}:{subject}" if subject is not None else name for name in names]
+        subjects = [subject, *_in_folders(subject, folders)] if subject is not None else [None]
+        patterns += [f"{name}:{s}" if s is not None else name for name in names for s in subjects]
     return list(dict.fromkeys(patterns)), notes
+
+
+def _in_folders(subject: str, folders: list[str]) -> list[str]:
+    """The subject with each skill-relative path word (``scripts/*``, ``./run.sh``) put under each folder."""
+    words = subject.split(" ")
+    relative = [i for i, word in enumerate(words) if _skill_relative(word)]
+    if not relative:
+        return []
+    spelled = []
+    for folder in folders:
+        prefix = re.sub(r"([*?\[])", r"[\1]", folder.rstrip("/"))  # the folder's own name is literal, not a glob
+        moved = list(words)
+        for i in relative:
+            moved[i] = f"{prefix}/{words[i].removeprefix('./')}"
+        spelled.append(" ".join(moved))
+    return spelled
+
+
+def _skill_relative(word: str) -> bool:
+    return "/" in word and "://" not in word and not word.startswith(("/", "~", "$", "-", "*", "[", "../"))
 
 
 def _subject(paren: str | None, colon: str | None) -> str | None:

@@ -108,7 +108,9 @@ class RigSkills:
                 return False, [], []
             loaded.add(skill.name)
         offered = self._rig.registry_for(agent)
-        patterns, notes = to_patterns(skill.allowed_tools, lambda name: offered.find(name) is not None)
+        patterns, notes = to_patterns(
+            skill.allowed_tools, lambda name: offered.find(name) is not None, self._folder_spellings(skill)
+        )
         if patterns and session is None:  # a grant holds for one run, and this call names none
             return True, [], [*notes, "allowed-tools were not applied: this call is not part of a session (a run)"]
         try:
@@ -118,3 +120,12 @@ class RigSkills:
         if patterns:
             log.info("skill %s pre-approved %s for run %s", skill.name, patterns, run)
         return True, patterns, notes
+
+    def _folder_spellings(self, skill: Skill) -> list[str]:
+        """Where a model may say the skill's folder is: as load_skill shows it, resolved, from the workspace."""
+        shown = str(skill.directory)
+        resolved = skill.directory.resolve()
+        spellings = [shown, str(resolved)]
+        if resolved.is_relative_to(self._rig.workspace.root.resolve()):
+            spellings.append(str(resolved.relative_to(self._rig.workspace.root.resolve())))
+        return list(dict.fromkeys(spellings))
