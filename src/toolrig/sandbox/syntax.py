@@ -68,9 +68,13 @@ def problem(language: str, text: str) -> Broken | None:
     if len(text) > MAX_CHECKED_CHARS:
         raise Unchecked(f"larger than {MAX_CHECKED_CHARS} characters")
     try:
-        return _CHECKS[language](text)
+        broken = _CHECKS[language](text)
     except (RecursionError, MemoryError) as err:
         raise Unchecked(f"the {language} parser gave up: {type(err).__name__}") from None
+    last = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if broken is not None and broken.line > last:  # found at the end of the text: name its last line
+        return Broken(broken.language, max(1, last), broken.message)
+    return broken
 
 
 def _python(text: str) -> Broken | None:
