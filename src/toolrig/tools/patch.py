@@ -270,16 +270,17 @@ class Plan:
         default reading has it: the guard refuses only a break the patch itself makes.
         """
         language = language_of(name) or ""
-        guarded = bool(language) and _breakage(language, before) is None
         try:
             first = planned.text()
         except PatchError as err:
+            guarded = bool(language) and _breakage(language, before) is None
             other = self._other_reading(planned, language, shown, None) if guarded else None
             if other is None:
                 raise _failed(ErrorType.CONFLICT, err.message, err.hint) from None
             return other
-        broken = _breakage(language, first) if guarded else None
-        if broken is None:
+        # The result first: the file as it was is parsed only when the result does not parse (one parse per file).
+        broken = _breakage(language, first) if language else None
+        if broken is None or _breakage(language, before) is not None:
             return first
         other = self._other_reading(planned, language, shown, broken)
         if other is None:
@@ -308,10 +309,8 @@ class Plan:
     def _refuse_breaking(self, before: str, after: str, name: str, shown: str) -> None:
         """An Add File over an existing file that parsed must not leave it broken (there is no other reading)."""
         language = language_of(name)
-        if language is None or _breakage(language, before) is not None:
-            return
-        broken = _breakage(language, after)
-        if broken is not None:
+        broken = _breakage(language, after) if language else None
+        if language and broken is not None and _breakage(language, before) is None:
             raise _broken_error(shown, after, broken, tried_both=False)
 
     def commit(self, journal: Journal) -> None:
