@@ -266,3 +266,14 @@ def test_every_profile_applies_the_other_reading_and_refuses_a_break(workspace: 
         assert refused.is_error and refused.error_type == "invalid_input"
         assert "c.json" in (refused.message or "") and "line 1" in (refused.message or "")
         assert (workspace / "c.json").read_text() == '{"a": 1}\n'
+
+
+def test_added_lines_in_spaces_under_context_copied_with_tabs_are_refused_in_python(
+    call: Caller, workspace: Path
+) -> None:
+    # The context matched exactly, so no tab width can be read from it: Python's own TabError names the line.
+    write(workspace, {"t.py": TABBED})
+    body = [" \tif x:", " \t\ta = 1", "+        b = 2"]
+    message = call.error("apply_patch", "invalid_input", patch=patch("*** Update File: t.py", "@@", *body))
+    assert "TabError" in message and "error at line 4" in message
+    assert (workspace / "t.py").read_text() == TABBED
