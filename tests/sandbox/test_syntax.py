@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolrig.sandbox import syntax
 from toolrig.sandbox.syntax import MAX_CHECKED_CHARS, Unchecked, language_of, problem, window
 
 
@@ -16,7 +17,11 @@ from toolrig.sandbox.syntax import MAX_CHECKED_CHARS, Unchecked, language_of, pr
         ("pyproject.toml", "TOML"),
         ("ci.yml", "YAML"),
         ("ci.yaml", "YAML"),
+        ("web/app.mjs", "JavaScript"),
+        ("ui/View.tsx", "TSX"),
+        ("lib.rs", "Rust"),
         ("Makefile", None),
+        ("main.c", None),
         ("a.py.txt", None),
         ("dir.py/file", None),
         (".json", "JSON"),
@@ -38,6 +43,13 @@ def test_the_language_is_read_from_the_file_name(name: str, language: str | None
         ("TOML", "[t]\na = 1\n[t]\n", 3, "Cannot declare"),
         ("YAML", "a: 1\nb: [1, 2\nc: 3\n", 3, ""),
         ("YAML", "a:\n  - 1\n - 2\n", 3, ""),
+        ("JavaScript", "function f() {\n  return (1;\n}\n", 2, "missing ')'"),
+        ("JavaScript", "const a = 1;\nx = = 2;\n", 2, "unexpected '='"),
+        ("TypeScript", "function f(a: string): void {\n  let b: = a;\n}\n", 2, ""),
+        ("TSX", "const a = <div>{x</div>;\n", 1, ""),
+        ("Go", "package main\n\nfunc main() {\n\tx := 1\n", 4, "missing '}'"),
+        ("Rust", "fn main() {\n    let x = 1\n}\n", 2, "missing ';'"),
+        ("Java", "class A {\n  void f() { int x = 1 }\n}\n", 2, "missing ';'"),
     ],
 )
 def test_a_text_that_does_not_parse_is_reported_with_its_line(language: str, text: str, line: int, words: str) -> None:
@@ -56,10 +68,35 @@ def test_a_text_that_does_not_parse_is_reported_with_its_line(language: str, tex
         ("TOML", '[tool.x]\nname = "y"\nlist = [1, 2]\n'),
         ("YAML", "a: !Ref Thing\n---\nb: *undefined_alias_is_not_syntax\n"),
         ("YAML", ""),
+        ("JavaScript", "const s = `é ${x}`;\nexport default function f({a, ...b}) { return <b>{a}</b>; }\n"),
+        ("TypeScript", "export type T<K extends string> = { [P in K]?: number };\n"),
+        ("Go", "package main\n\nfunc Map[T any](xs []T) []T { return xs }\n"),
+        ("Rust", 'fn main() { let v: Vec<u8> = vec![1]; println!("{v:?}"); }\n'),
+        ("Java", "record P(int x) {}\n"),
+        ("TypeScript", "const c = {a: 1} satisfies Record<string, number>;\nfunction f() { using r = open(); }\n"),
+        ("Go", "package main\n\nfunc main() { for i := range 10 { _ = i } }\n"),
+        ("Rust", "fn f(o: Option<u8>) { let Some(x) = o else { return }; }\n"),
     ],
 )
 def test_a_text_that_parses_has_no_problem(language: str, text: str) -> None:
     assert problem(language, text) is None
+
+
+def test_a_column_counts_characters_not_bytes() -> None:
+    broken = problem("JavaScript", "const s = 'éé'; x = = 1;\n")
+    assert broken is not None and broken.column == 21
+
+
+def test_a_tree_sitter_parse_that_runs_out_of_time_is_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(syntax, "TREE_SITTER_SECONDS", -1.0)  # the first read is already past the deadline
+    with pytest.raises(Unchecked, match="took longer"):
+        problem("Rust", "fn main() {}\n")
+
+
+def test_a_language_whose_grammar_is_not_installed_is_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(syntax.GRAMMARS, "Nope", ("toolrig_no_such_grammar", "language"))
+    with pytest.raises(Unchecked, match="install toolrig"):
+        problem("Nope", "anything")
 
 
 def test_python_is_compiled_never_run() -> None:
@@ -83,7 +120,7 @@ def test_a_text_too_deep_or_too_large_to_check_is_unchecked_not_broken(language:
 _ANY_TEXT = st.text(alphabet=st.sampled_from(list("{}[]:,\"'#-= \t\n\\xa1.!&*?|>")), max_size=60)
 
 
-@given(language=st.sampled_from(["Python", "JSON", "TOML", "YAML"]), text=_ANY_TEXT)
+@given(language=st.sampled_from(["Python", "JSON", "TOML", "YAML", "JavaScript", "TSX", "Go", "Rust"]), text=_ANY_TEXT)
 def test_any_text_gets_an_answer_and_a_line_inside_the_text(language: str, text: str) -> None:
     try:
         broken = problem(language, text)

@@ -168,9 +168,26 @@ def test_a_file_that_did_not_parse_before_is_not_blocked(call: Caller, workspace
 
 
 def test_a_language_toolrig_does_not_check_is_written_as_patched(call: Caller, workspace: Path) -> None:
-    write(workspace, {"app.js": "function f() {\n  return 1;\n}\n", "notes.txt": "a\n"})
-    call.ok("apply_patch", patch=patch("*** Update File: app.js", "@@", "-  return 1;", "+  return (1;"))
-    assert (workspace / "app.js").read_text() == "function f() {\n  return (1;\n}\n"
+    write(workspace, {"app.c": "int f() {\n  return 1;\n}\n"})
+    call.ok("apply_patch", patch=patch("*** Update File: app.c", "@@", "-  return 1;", "+  return (1;"))
+    assert (workspace / "app.c").read_text() == "int f() {\n  return (1;\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "body", "line"),
+    [
+        ("app.ts", "function f(a: number) {\n  return a;\n}\n", ["-  return a;", "+  return (a;"], 2),
+        ("main.go", "package main\n\nfunc main() {\n}\n", [" func main() {", "+\tif true {"], 5),
+        ("lib.rs", "fn f() -> u8 {\n    1\n}\n", ["-    1", "+    let x = 1"], 2),
+    ],
+)
+def test_tree_sitter_languages_are_guarded_too(
+    call: Caller, workspace: Path, name: str, text: str, body: list[str], line: int
+) -> None:
+    write(workspace, {name: text})
+    message = call.error("apply_patch", "invalid_input", patch=patch(f"*** Update File: {name}", "@@", *body))
+    assert message.startswith(f"Failed to update {name}:") and f"error at line {line}" in message
+    assert (workspace / name).read_text() == text
 
 
 def test_an_add_file_over_a_file_that_parsed_may_not_break_it_but_a_new_file_may_be_anything(

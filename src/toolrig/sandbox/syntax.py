@@ -1,23 +1,28 @@
-"""Cheap syntax checks of a file's text by its name: Python, JSON, TOML and YAML, with the line that breaks.
+"""Cheap syntax checks of a file's text by its name, with the line that breaks.
+
+Python, JSON, TOML and YAML by their reference parsers; JavaScript, TypeScript, Go, Rust and Java by tree-sitter
+grammars when the ``syntax`` extra is installed (per-language wheels, 7.7 MB with the core:
+``tree-sitter-language-pack`` 1.x fetches its grammars from the network at run time, which toolrig never does).
 
 Trust model: the text is hostile (a model's patch, a repository's file). Nothing is executed: Python is only
-compiled, YAML only parsed (no tags constructed), and a text too large or too deeply nested to check is
-reported as unchecked, never as broken, so a checker's limit never blocks a write.
-
-Tree-sitter was weighed for the other languages and left out for now: ``tree-sitter-language-pack`` 1.x fetches
-its grammars from the network at run time (toolrig runs offline), and the per-language wheels (the core 2 MB
-installed, 0.3-0.6 MB per grammar) would be a new native dependency for every install.
+compiled, YAML only parsed (no tags constructed). A text too large, too deeply nested or too slow to check (a
+tree-sitter parse of garbage takes seconds) is reported as unchecked, never as broken, so a checker's limit
+never blocks a write.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import re
 import threading
+import time
 import tomllib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -32,7 +37,28 @@ _LANGUAGES = {
     ".toml": "TOML",
     ".yaml": "YAML",
     ".yml": "YAML",
+    ".js": "JavaScript",
+    ".mjs": "JavaScript",
+    ".cjs": "JavaScript",
+    ".jsx": "JavaScript",
+    ".ts": "TypeScript",
+    ".mts": "TypeScript",
+    ".cts": "TypeScript",
+    ".tsx": "TSX",
+    ".go": "Go",
+    ".rs": "Rust",
+    ".java": "Java",
 }
+# The tree-sitter grammar of each language: its module (one wheel each) and the function that returns it.
+GRAMMARS = {
+    "JavaScript": ("tree_sitter_javascript", "language"),
+    "TypeScript": ("tree_sitter_typescript", "language_typescript"),
+    "TSX": ("tree_sitter_typescript", "language_tsx"),
+    "Go": ("tree_sitter_go", "language"),
+    "Rust": ("tree_sitter_rust", "language"),
+    "Java": ("tree_sitter_java", "language"),
+}
+TREE_SITTER_SECONDS = 0.5  # a parse still reading its input after this stops (tree-sitter has no timeout)
 _TOML_WHERE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 # The warnings filter is process-wide state: the Python check changes it for the length of one compile, one
 # thread at a time, so that a compile's SyntaxWarning (an invalid escape) is neither printed nor, under
@@ -69,7 +95,7 @@ def problem(language: str, text: str) -> Broken | None:
     if len(text) > MAX_CHECKED_CHARS:
         raise Unchecked(f"larger than {MAX_CHECKED_CHARS} characters")
     try:
-        broken = _CHECKS[language](text)
+        broken = _tree_sitter(language, text) if language in GRAMMARS else _CHECKS[language](text)
     except (RecursionError, MemoryError) as err:
         raise Unchecked(f"the {language} parser gave up: {type(err).__name__}") from None
     last = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -124,6 +150,60 @@ def _yaml(text: str) -> Broken | None:
     except yaml.YAMLError as err:
         return Broken("YAML", 1, str(err).splitlines()[0] if str(err) else "invalid YAML")
     return None
+
+
+@functools.cache
+def _grammar(language: str) -> Any:
+    """The tree-sitter ``Language`` (None when its wheel is not installed); loaded once, on first use."""
+    module_name, function = GRAMMARS[language]
+    try:
+        tree_sitter = importlib.import_module("tree_sitter")
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return tree_sitter.Language(getattr(module, function)())
+
+
+def _tree_sitter(language: str, text: str) -> Broken | None:
+    seconds = TREE_SITTER_SECONDS
+    grammar = _grammar(language)
+    if grammar is None:
+        raise Unchecked(f"no {language} grammar: install toolrig[syntax]")
+    parser = importlib.import_module("tree_sitter").Parser(grammar)  # one per check: never shared by threads
+    data = text.encode("utf-8", "surrogatepass")
+    deadline = time.monotonic() + seconds
+    stopped = False
+
+    def read(offset: int, _point: object) -> bytes:
+        nonlocal stopped
+        if time.monotonic() > deadline:  # the parser reads as it goes: an empty read ends it soon after
+            stopped = True
+            return b""
+        return data[offset : offset + 4096]
+
+    tree = parser.parse(read)
+    if stopped or tree is None:
+        raise Unchecked(f"the {language} parse took longer than {seconds} s")
+    if not tree.root_node.has_error:
+        return None
+    node = _first_error(tree.root_node)
+    row, byte_column = node.start_point
+    line = data.split(b"\n", row + 1)[row] if row < data.count(b"\n") + 1 else b""
+    column = len(line[:byte_column].decode("utf-8", "replace")) + 1
+    if node.is_missing:
+        return Broken(language, row + 1, f"missing {node.type!r}", column)
+    found = data[node.start_byte : min(node.end_byte, node.start_byte + 40)].decode("utf-8", "replace")
+    return Broken(language, row + 1, f"unexpected {found!r}" if found else "syntax error", column)
+
+
+def _first_error(node: Any) -> Any:
+    """The first ERROR or MISSING node below ``node`` in text order, found down the children that contain one."""
+    while not (node.is_error or node.is_missing):
+        child = next((c for c in node.children if c.has_error or c.is_missing), None)
+        if child is None:
+            break
+        node = child
+    return node
 
 
 def _line_of(text: str, needle: str) -> int:
