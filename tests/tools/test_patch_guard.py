@@ -294,3 +294,10 @@ def test_added_lines_in_spaces_under_context_copied_with_tabs_are_refused_in_pyt
     message = call.error("apply_patch", "invalid_input", patch=patch("*** Update File: t.py", "@@", *body))
     assert "TabError" in message and "error at line 4" in message
     assert (workspace / "t.py").read_text() == TABBED
+
+
+def test_a_file_too_deep_to_check_before_is_not_blocked(call: Caller, workspace: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # the JSON parser gives up (RecursionError): unknown, not "parsed"
+    write(workspace, {"deep.json": deep + "\n"})
+    call.ok("apply_patch", patch=patch("*** Update File: deep.json", "@@", f"-{deep}", '+{"a": 1,}'))
+    assert (workspace / "deep.json").read_text() == '{"a": 1,}\n'

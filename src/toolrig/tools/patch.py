@@ -146,6 +146,14 @@ def _breakage(language: str, text: str) -> Broken | None:
         return None
 
 
+def _parses(language: str, text: str) -> bool:
+    """``text`` was checked and parses (a text that could not be checked does not count as parsing)."""
+    try:
+        return problem(language, text) is None
+    except Unchecked:
+        return False
+
+
 _PYTHON_HINT = " (indent added lines as the lines around them are indented in the file; read it again if unsure)"
 
 
@@ -276,14 +284,14 @@ class Plan:
         try:
             first = planned.text()
         except PatchError as err:
-            guarded = bool(language) and _breakage(language, before) is None
+            guarded = bool(language) and _parses(language, before)
             other = self._other_reading(planned, language, shown, None) if guarded else None
             if other is None:
                 raise _failed(ErrorType.CONFLICT, err.message, err.hint) from None
             return other
         # The result first: the file as it was is parsed only when the result does not parse (one parse per file).
         broken = _breakage(language, first) if language else None
-        if broken is None or _breakage(language, before) is not None:
+        if broken is None or not _parses(language, before):
             return first
         other = self._other_reading(planned, language, shown, broken)
         if other is None:
@@ -296,7 +304,7 @@ class Plan:
                 other = planned.text(flipped)
             except PatchError:
                 continue
-            if _breakage(language, other) is None:
+            if _parses(language, other):
                 why = (
                     f"the file would not parse as {language} (line {broken.line}: {broken.message})"
                     if broken
@@ -313,7 +321,7 @@ class Plan:
         """An Add File over an existing file that parsed must not leave it broken (there is no other reading)."""
         language = language_of(name)
         broken = _breakage(language, after) if language else None
-        if language and broken is not None and _breakage(language, before) is None:
+        if language and broken is not None and _parses(language, before):
             raise _broken_error(shown, after, broken, tried_both=False)
 
     def commit(self, journal: Journal) -> None:
