@@ -7,8 +7,10 @@ with the safer readings of toolrig issue 21 where the reference would edit the w
 
 - a chunk whose lines fit in two places (at the pass that first finds them) is refused, naming both lines;
 - a tolerant (whitespace-blind) match keeps the file's own context lines and shifts the added lines by the
-  one indentation offset the matched lines show; an inconsistent offset would change the file's block
-  structure, so it is refused;
+  one indentation offset the matched lines show (or converts tabs against spaces at one tab width:
+  ``sandbox.indentation``); an inconsistent offset would change the file's block structure, so it is refused.
+  When the offset is not zero, the added lines as written are a second reading (``Readings``): the caller keeps
+  the one that leaves the file parsing (``tools/patch.py``);
 - header lines are trimmed; unified-diff hunk headers (``@@ -12,7 +12,8 @@ heading``) read as ``@@ heading``;
 - a fifth pass compares NFC forms (never compatibility forms: zero-width, bidi and look-alike characters
   still differ);
