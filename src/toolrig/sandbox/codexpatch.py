@@ -7,8 +7,10 @@ with the safer readings of toolrig issue 21 where the reference would edit the w
 
 - a chunk whose lines fit in two places (at the pass that first finds them) is refused, naming both lines;
 - a tolerant (whitespace-blind) match keeps the file's own context lines and shifts the added lines by the
-  one indentation offset the matched lines show; an inconsistent offset would change the file's block
-  structure, so it is refused;
+  one indentation offset the matched lines show (or converts tabs against spaces at one tab width:
+  ``sandbox.indentation``); an inconsistent offset would change the file's block structure, so it is refused.
+  When the offset is not zero, the added lines as written are a second reading (``Readings``): the caller keeps
+  the one that leaves the file parsing (``tools/patch.py``);
 - header lines are trimmed; unified-diff hunk headers (``@@ -12,7 +12,8 @@ heading``) read as ``@@ heading``;
 - a fifth pass compares NFC forms (never compatibility forms: zero-width, bidi and look-alike characters
   still differ);
@@ -17,10 +19,13 @@ with the safer readings of toolrig issue 21 where the reference would edit the w
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from toolrig.sandbox.indentation import Reindent, indent, infer
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE = "*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "
@@ -356,13 +361,57 @@ _INDENT_HINT = (
 )
 
 
+Option = list[str] | PatchError  # a chunk's new lines under one reading, or why that reading cannot be written
+_MAX_READINGS = 8
+
+
+@dataclass
+class Readings:
+    """A file's new text under each reading of a patch's indentation; the default reading comes first.
+
+    A chunk matched ignoring whitespace has two readings when its context lines are indented differently from
+    the file's: added lines shifted by that offset (the default), or as the patch wrote them (only the context
+    drifted). Which one the model meant shows when only one of them leaves the file parsing.
+    """
+
+    lines: list[str]
+    parts: list[tuple[int, int, tuple[Option, ...]]]  # (start, length, options), in file order
+
+    def text(self, flipped: frozenset[int] = frozenset()) -> str:
+        """The new text with the chunks at ``flipped`` (indexes into ``parts``) read the other way."""
+        out: list[str] = []
+        position = 0
+        for number, (start, length, options) in enumerate(self.parts):
+            chosen = options[1] if number in flipped else options[0]
+            if isinstance(chosen, PatchError):
+                raise chosen
+            out.extend(self.lines[position:start])
+            out.extend(chosen)
+            position = max(position, start + length)
+        out.extend(self.lines[position:])
+        return "\n".join(out) + "\n"
+
+    def alternatives(self) -> list[frozenset[int]]:
+        """The other readings to try, fewest chunks read the other way first (at most a handful)."""
+        drifted = [number for number, (_, _, options) in enumerate(self.parts) if len(options) > 1]
+        if len(drifted) > 3:
+            return [frozenset(drifted)]
+        sets = [frozenset(c) for size in range(1, len(drifted) + 1) for c in itertools.combinations(drifted, size)]
+        return sets[: _MAX_READINGS - 1]
+
+
 def apply_chunks(text: str, chunks: list[Chunk], path: str, notes: list[str] | None = None) -> str:
     """The new text of a file after its update chunks (always ending with exactly one newline)."""
+    return readings(text, chunks, path, notes).text()
+
+
+def readings(text: str, chunks: list[Chunk], path: str, notes: list[str] | None = None) -> Readings:
+    """Where each chunk goes and its new lines under each reading; a chunk that cannot be placed raises."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     index = FileIndex(lines)
-    replacements: list[tuple[int, int, list[str]]] = []
+    parts: list[tuple[int, int, tuple[Option, ...]]] = []
     cursor = 0
     for number, chunk in enumerate(chunks, 1):
         if chunk.context is not None:
@@ -374,7 +423,7 @@ def apply_chunks(text: str, chunks: list[Chunk], path: str, notes: list[str] | N
             elif notes is not None:
                 notes.append(f"{path}: the unified-diff heading '{chunk.context}' is not in the file; it was ignored.")
         if not chunk.old:
-            replacements.append((len(lines), 0, chunk.new))
+            parts.append((len(lines), 0, (chunk.new,)))
             continue
         old, ops = chunk.old, chunk.ops
         passed, found = find(index, old, cursor, chunk.end_of_file)
@@ -396,54 +445,53 @@ def apply_chunks(text: str, chunks: list[Chunk], path: str, notes: list[str] | N
                 hint=_AMBIGUOUS_HINT,
             )
         at = found[0]
+        options: tuple[Option, ...] = (new,)
         if passed > 0 and ops:
-            new = _tolerant_replacement(ops, lines[at : at + len(old)], passed, path, at)
-        replacements.append((at, len(old), new))
+            options = _tolerant_replacement(ops, lines[at : at + len(old)], passed, path, at, notes)
+        parts.append((at, len(old), options))
         cursor = at + len(old)
-    replacements.sort(key=lambda r: r[0])
-    out: list[str] = []
-    position = 0
-    for start, length, new in replacements:
-        out.extend(lines[position:start])
-        out.extend(new)
-        position = max(position, start + length)
-    out.extend(lines[position:])
-    return "\n".join(out) + "\n"
+    parts.sort(key=lambda r: r[0])
+    return Readings(lines, parts)
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _tolerant_replacement(ops: list[tuple[str, str]], matched: list[str], passed: int, path: str, at: int) -> list[str]:
-    """The new lines for a match that needed a tolerant pass.
+def _tolerant_replacement(
+    ops: list[tuple[str, str]], matched: list[str], passed: int, path: str, at: int, notes: list[str] | None
+) -> tuple[Option, ...]:
+    """The new lines for a match that needed a tolerant pass: the default reading, then the other one if any.
 
     Context lines keep the file's own text (the model did not ask to change them). Added lines are shifted
-    by the one indentation offset between the patch's and the file's matched lines; when the matched lines
-    show no single offset, writing the patch would move code into or out of a block, so it is refused.
+    by the one indentation offset between the patch's and the file's matched lines (``sandbox.indentation``);
+    when the matched lines show no single offset, writing the patch would move code into or out of a block,
+    so it is refused.
     """
     old_texts = [text for op, text in ops if op != "+"]
-    shift: str | None = None
-    grow = True
-    for offset, (wanted, have) in enumerate(zip(old_texts, matched, strict=True)):
-        if not wanted.strip() or not have.strip():
-            continue
-        ours, theirs = _indent(wanted), _indent(have)
-        if shift is None:
-            if theirs.endswith(ours):
-                shift, grow = theirs[: len(theirs) - len(ours)], True
-            elif ours.endswith(theirs):
-                shift, grow = ours[: len(ours) - len(theirs)], False
-        if shift is None or (theirs != shift + ours if grow else ours != shift + theirs):
-            raise PatchError(
-                f"The lines match {path} at line {at + offset + 1} only {_PASS_NAMES[passed]}, and their "
-                "indentation differs from the file's in a way that would change its block structure "
-                f"(the patch has {ours!r} where the file has {theirs!r}, unlike the lines before it); "
-                "refusing to re-indent the file",
-                kind="apply",
-                hint=_INDENT_HINT,
-            )
+    pairs = [
+        (offset, indent(wanted), indent(have))
+        for offset, (wanted, have) in enumerate(zip(old_texts, matched, strict=True))
+        if wanted.strip() and have.strip()
+    ]
+    mapping = infer(pairs)
+    if not isinstance(mapping, Reindent):
+        offset, ours, theirs = mapping
+        raise PatchError(
+            f"The lines match {path} at line {at + offset + 1} only {_PASS_NAMES[passed]}, and their "
+            "indentation differs from the file's in a way that would change its block structure "
+            f"(the patch has {ours!r} where the file has {theirs!r}, unlike the lines before it); "
+            "refusing to re-indent the file",
+            kind="apply",
+            hint=_INDENT_HINT,
+        )
+    described = mapping.describe()
+    if described and notes is not None and f"{path}: {described}." not in notes:
+        notes.append(f"{path}: {described}.")
     nfd = passed == len(_PASSES) - 1 and _is_nfd(matched)
+    readings_of = (True, False) if mapping.drifts else (True,)
+    return tuple(_reindented(ops, matched, mapping, shifted, nfd, path, at) for shifted in readings_of)
+
+
+def _reindented(
+    ops: list[tuple[str, str]], matched: list[str], mapping: Reindent, shifted: bool, nfd: bool, path: str, at: int
+) -> Option:
     out: list[str] = []
     position = 0
     for op, text in ops:
@@ -453,19 +501,15 @@ def _tolerant_replacement(ops: list[tuple[str, str]], matched: list[str], passed
         elif op == "-":
             position += 1
         else:
-            if text.strip() and shift:
-                if grow:
-                    text = shift + text
-                elif text.startswith(shift):
-                    text = text[len(shift) :]
-                else:
-                    raise PatchError(
-                        f"An added line in {path} near line {at + 1} is indented less than the offset the patch's "
-                        f"context has against the file: {text!r}",
-                        kind="apply",
-                        hint=_INDENT_HINT,
-                    )
-            out.append(unicodedata.normalize("NFD", text) if nfd else text)
+            line = mapping.line(text, shifted)
+            if line is None:
+                return PatchError(
+                    f"An added line in {path} near line {at + 1} is indented less than the offset the patch's "
+                    f"context has against the file: {text!r}",
+                    kind="apply",
+                    hint=_INDENT_HINT,
+                )
+            out.append(unicodedata.normalize("NFD", line) if nfd else line)
     return out
 
 

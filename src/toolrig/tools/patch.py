@@ -21,8 +21,9 @@ from pydantic import BaseModel, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sandbox.codexpatch import Hunk, PatchError, apply_chunks, parse, parse_patch
+from toolrig.sandbox.codexpatch import Hunk, PatchError, Readings, parse, parse_patch, readings
 from toolrig.sandbox.journal import Change, Journal, PartialCommit
+from toolrig.sandbox.syntax import Broken, Unchecked, language_of, problem, window
 from toolrig.sandbox.text import TextFile, decode, new_file
 
 SUCCESS = "Success. Updated the following files:"
@@ -66,7 +67,10 @@ class ApplyPatch(Tool[ApplyPatchInput, ApplyPatchOutput]):
         "Every change is checked before anything is written and all files change or none do.\n"
         "Rules: lines that fit in two places are refused with both line numbers (add an '@@ def/class' anchor "
         "or more context). A whitespace-tolerant match keeps the file's context lines and re-indents your added "
-        "lines by the same offset; if the offset is not the same for every line it is refused. "
+        "lines by the same offset (or keeps them as written if only that parses); if the offset is not the same for "
+        "every line it is refused. Spaces for the file's tabs (or the reverse) at one tab width are written in the "
+        "file's style. A change that would leave a file that parsed unable to parse (Python, JSON, TOML, YAML and "
+        "more) is refused, naming the line. "
         "'@@ -12,7 +12,8 @@ heading' reads as '@@ heading'. Header lines are trimmed. 'Move to' onto an existing "
         "file is refused unless the patch deletes that file first. 'a/../b' paths are read (and reported) as 'b'. "
         "Characters the file's encoding (e.g. Latin-1) cannot hold are refused. The Begin/End Patch lines and a "
@@ -134,6 +138,41 @@ def _encoding_error(shown: str, encoding: str, err: UnicodeEncodeError) -> ToolE
     )
 
 
+def _breakage(language: str, text: str) -> Broken | None:
+    """Why ``text`` does not parse; None when it does or when it cannot be checked (too large, too deep)."""
+    try:
+        return problem(language, text)
+    except Unchecked:
+        return None
+
+
+def _parses(language: str, text: str) -> bool:
+    """``text`` was checked and parses (a text that could not be checked does not count as parsing)."""
+    try:
+        return problem(language, text) is None
+    except Unchecked:
+        return False
+
+
+_PYTHON_HINT = " (indent added lines as the lines around them are indented in the file; read it again if unsure)"
+
+
+def _broken_error(shown: str, text: str, broken: Broken, *, tried_both: bool) -> ToolError:
+    """The refusal a model can act on: the file, the line and the parser's words, and the lines around it."""
+    both = (
+        " (with the added lines shifted by the context lines' indentation offset and without it)" if tried_both else ""
+    )
+    return _failed(
+        ErrorType.INVALID_INPUT,
+        f"Failed to update {shown}: the patch would leave it unable to parse as {broken.language}{both}, and it "
+        f"parsed before. {broken.language} error at {broken.describe()}\n"
+        f"The file as the patch would leave it:\n{window(text, broken.line)}",
+        f"Nothing was changed (no file of the patch was written). Fix the patch near line {broken.line} of "
+        f"{shown} so that the file stays valid {broken.language}{_PYTHON_HINT if broken.language == 'Python' else ''}"
+        ", then send the corrected patch; the same patch would fail the same way.",
+    )
+
+
 class Plan:
     """The patch applied to an in-memory view of the files; nothing touches the disk until ``commit``."""
 
@@ -190,6 +229,8 @@ class Plan:
             if current is _DIRECTORY:
                 raise _failed(ErrorType.CONFLICT, f"Failed to write file {self._shown(path)}: it is a directory")
             created = new_file(hunk.content)
+            if isinstance(current, bytes) and (before := decode(current)) is not None:
+                self._refuse_breaking(before.text, created.text, spelled, self._shown(path))
             self.state[path] = self._encode(created, created.text, self._shown(path))
             return [FileChange(op="A", path=spelled)]
         if hunk.kind == "delete":
@@ -207,9 +248,10 @@ class Plan:
         if text is None:
             raise _failed(ErrorType.INVALID_INPUT, f"Failed to update {self._shown(path)}: it is a binary file")
         try:
-            new_text = apply_chunks(text.text, hunk.chunks, self._shown(path), self.notes)
+            planned = readings(text.text, hunk.chunks, self._shown(path), self.notes)
         except PatchError as err:
             raise _failed(ErrorType.CONFLICT, err.message, err.hint) from None
+        new_text = self._guarded(planned, text.text, hunk.move_to or spelled, self._shown(path))
         updated = self._encode(text, new_text, self._shown(path))
         if hunk.move_to is None:
             self.state[path] = updated
@@ -231,6 +273,56 @@ class Plan:
         self.state[path] = None
         self.state[destination] = updated
         return [FileChange(op="M", path=moved)]
+
+    def _guarded(self, planned: Readings, before: str, name: str, shown: str) -> str:
+        """The default reading of the patch, or the other one when only that leaves a file that parsed parsing.
+
+        A file whose syntax toolrig cannot check, or that did not parse before the patch, is written as the
+        default reading has it: the guard refuses only a break the patch itself makes.
+        """
+        language = language_of(name) or ""
+        try:
+            first = planned.text()
+        except PatchError as err:
+            guarded = bool(language) and _parses(language, before)
+            other = self._other_reading(planned, language, shown, None) if guarded else None
+            if other is None:
+                raise _failed(ErrorType.CONFLICT, err.message, err.hint) from None
+            return other
+        # The result first: the file as it was is parsed only when the result does not parse (one parse per file).
+        broken = _breakage(language, first) if language else None
+        if broken is None or not _parses(language, before):
+            return first
+        other = self._other_reading(planned, language, shown, broken)
+        if other is None:
+            raise _broken_error(shown, first, broken, tried_both=bool(planned.alternatives()))
+        return other
+
+    def _other_reading(self, planned: Readings, language: str, shown: str, broken: Broken | None) -> str | None:
+        for flipped in planned.alternatives():
+            try:
+                other = planned.text(flipped)
+            except PatchError:
+                continue
+            if _parses(language, other):
+                why = (
+                    f"the file would not parse as {language} (line {broken.line}: {broken.message})"
+                    if broken
+                    else "some would have lost more indentation than they have"
+                )
+                self.notes.append(
+                    f"{shown}: the added lines were kept at the indentation the patch wrote them with; shifted by "
+                    f"the offset between the patch's context lines and the file's, {why}."
+                )
+                return other
+        return None
+
+    def _refuse_breaking(self, before: str, after: str, name: str, shown: str) -> None:
+        """An Add File over an existing file that parsed must not leave it broken (there is no other reading)."""
+        language = language_of(name)
+        broken = _breakage(language, after) if language else None
+        if language and broken is not None and _parses(language, before):
+            raise _broken_error(shown, after, broken, tried_both=False)
 
     def commit(self, journal: Journal) -> None:
         """Write every file through the journal; if a write fails, every file is left (or put back) as it was."""
