@@ -152,7 +152,7 @@ def test_every_shell_tool_is_refused_by_a_command_deny(tool: AnyTool, workspace:
 # says here why the field is governed elsewhere.
 PATH_FIELDS = ("path", "paths", "file_path", "cwd", "collection")
 GOVERNED_ELSEWHERE = {
-    "run_command": "cwd: the command runs in a view the kernel enforces from the same rules",
+    "run_command": "cwd goes through the workspace (deny_globs, tool '*' path denies); its rules read the command",
     "librarian_query": "collection narrows what the query (the subject) reads; the store refuses odd names",
     "librarian_search": "collection narrows what the query (the subject) reads; the store refuses odd names",
 }
