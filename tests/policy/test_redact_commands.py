@@ -145,3 +145,24 @@ def test_any_password_in_a_documented_position_is_redacted(template: str, passwo
 )
 def test_flags_that_are_not_passwords_for_their_program_are_kept(line: str) -> None:
     assert redact(line) == line
+
+
+FLAG_WORDS = ["password", "passwd", "pass", "pw", "pwd", "secret", "token", "api-key", "passphrase", "storepass"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    program=st.sampled_from(["tool", "./deploy.sh", "python manage.py", "any-cli sub"]),
+    prefix=st.sampled_from(["", "db-", "admin-", "root_", "new-", "old-", "http-", "proxy-", "auth-"]),
+    word=st.sampled_from(FLAG_WORDS),
+    dashes=st.sampled_from(["-", "--"]),
+    joiner=st.sampled_from([" ", "=", "  "]),
+    password=PASSWORDS,
+)
+def test_the_argument_after_any_password_like_flag_is_redacted(
+    program: str, prefix: str, word: str, dashes: str, joiner: str, password: str
+) -> None:
+    """The general rule, for programs no table knows: ``--db-password PW``, ``-storepass=PW``, ``--pw PW``."""
+    line = f"{program} {dashes}{prefix}{word}{joiner}{password} --verbose"
+    redacted = str(redact(line))
+    assert password not in redacted and "--verbose" in redacted, (line, redacted)

@@ -207,7 +207,7 @@ def _prefix_only(check: Callable[[re.Match[str]], bool]) -> Callable[[re.Match[s
 
 
 # the generic ``name: value`` net runs only where a secret word could name something
-_NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|auth|key|cookie|cred|sig|otp|dsn|bearer|session")
+_NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|pw|auth|key|cookie|cred|sig|otp|dsn|bearer|sess")
 _GENERIC = 2  # index of that net in _named()
 
 
