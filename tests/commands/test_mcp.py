@@ -192,6 +192,8 @@ def _trusted_description(peer: dict[str, object]) -> str:
     return str(trusted["describe"]["definition"]["description"])
 
 
+@pytest.mark.slow
+@pytest.mark.servers
 def test_trust_shows_a_changed_definition_as_a_diff_and_a_piped_answer_accepts_nothing(
     workspace: Path, toolrig_home: Path, peer: dict[str, object]
 ) -> None:
@@ -241,6 +243,8 @@ def _on_a_terminal(args: list[str], answer: bytes) -> tuple[int, str]:
     return os.waitstatus_to_exitcode(status), seen.decode(errors="replace")
 
 
+@pytest.mark.slow
+@pytest.mark.servers
 def test_trust_on_a_terminal_asks_and_honours_no_then_yes(
     workspace: Path, toolrig_home: Path, peer: dict[str, object]
 ) -> None:
