@@ -267,13 +267,13 @@ def tools_list(group: str | None, as_json: bool, agent: str | None, profile: str
 
         click.echo(json.dumps(json_tools(listed), indent=2))
         return
-    from toolrig.adapters.plain import first_sentence
+    from toolrig.adapters.plain import summary
 
     width = max((len(t.name) for t in listed), default=4)
     room = max(30, 110 - width - 20)
     for item in listed:
         flags = "".join(f for f, on in (("R", item.read_only), ("T", item.terminal)) if on)
-        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {first_sentence(item.description, room)}")
+        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {summary(item.description, room)}")
 
 
 @tools.command("schema")

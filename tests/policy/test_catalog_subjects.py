@@ -7,6 +7,7 @@ simplest valid value), and the call goes through ``Executor.decide``, the gate a
 
 from __future__ import annotations
 
+import json
 import os
 import types
 import typing
@@ -15,6 +16,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from toolrig import Rig
@@ -142,3 +145,141 @@ def test_every_shell_tool_is_refused_by_a_command_deny(tool: AnyTool, workspace:
     for command in COMMAND_SPELLINGS:
         verdict, rule, _ = decide(rig, tool, arguments(tool, command))
         assert (verdict, rule) == ("deny", "tools.rules[0]"), (tool.name, command)
+
+
+# Fields that name a file or a folder, whatever subject kind the tool gives them. A tool with one of these
+# either reads its subjects from it (and then every spelling below must reach policy as the file it opens), or
+# says here why the field is governed elsewhere.
+PATH_FIELDS = ("path", "paths", "file_path", "cwd", "collection")
+GOVERNED_ELSEWHERE = {
+    "run_command": "cwd goes through the workspace (deny_globs, tool '*' path denies); its rules read the command",
+    "librarian_query": "collection narrows what the query (the subject) reads; the store refuses odd names",
+    "librarian_search": "collection narrows what the query (the subject) reads; the store refuses odd names",
+}
+CANONICAL = {"collection": "memory/private"}  # what each field names: one file, as every tool spells it
+FILE = "memory/private/x.md"
+MARKER = "MARKER-PRIVATE-7f3a"
+
+
+def _path_fields(tool: AnyTool) -> list[str]:
+    """The path-like fields whose value reaches the tool's subjects (a token put there shows up in them)."""
+    found = []
+    for name in PATH_FIELDS:
+        info = tool.input_model.model_fields.get(name)
+        if info is None:
+            continue
+        args = {**build(tool.input_model, "other"), (info.alias or name): _sample(info.annotation, "zz-token")}
+        subjects = tool.subjects(tool.input_model.model_validate(args))
+        if any("zz-token" in s for s in subjects):
+            found.append(name)
+    return found
+
+
+def _nested_path_tools() -> list[AnyTool]:
+    return [t for t in CATALOG if t.has_subjects and (_path_fields(t) or t.subject_kind == "path")]
+
+
+def test_every_tool_with_a_path_field_reads_its_subjects_from_it_or_says_why_not() -> None:
+    ungoverned = {
+        t.name for t in CATALOG if any(n in t.input_model.model_fields for n in PATH_FIELDS) and not _path_fields(t)
+    }
+    assert ungoverned == set(GOVERNED_ELSEWHERE), "a path field that policy never reads"
+
+
+def _spelled(canonical: str) -> st.SearchStrategy[str]:
+    """Spellings of one path that name the same file: './', '//', a trailing '/.', 'a/../', padding, '/db/'."""
+    parts = canonical.split("/")
+
+    @st.composite
+    def spell(draw: st.DrawFn) -> str:
+        out: list[str] = []
+        for part in parts:
+            out.extend(draw(st.lists(st.sampled_from([".", "", "zz/.."]), max_size=2)))
+            out.append(part)
+        text = "/".join(out)
+        text += draw(st.sampled_from(["", "/.", "/", "/./"]))
+        text = draw(st.sampled_from(["", "./", "/db/", "db/"])) + text
+        return draw(st.sampled_from(["", " "])) + text + draw(st.sampled_from(["", " ", "\n"]))
+
+    return spell()
+
+
+def _plant(workspace: Path, rig: Rig) -> None:
+    """The one file, wherever a tool of the catalog would find it under the name FILE."""
+    for folder in (workspace, workspace / ".agents/skills/x"):
+        (folder / FILE).parent.mkdir(parents=True, exist_ok=True)
+        (folder / FILE).write_text(MARKER + "\n")
+    (workspace / ".agents/skills/x/SKILL.md").write_text("---\nname: x\ndescription: A test skill.\n---\nBody.\n")
+    document = {"collection": "memory/private", "document_name": "x.md", "content": f"<m>{MARKER}</m>"}
+    stored = rig.call_sync("librarian_store", document)
+    assert not stored.is_error, stored.output
+
+
+def _args(tool: AnyTool, fields: list[str], spelling: str) -> dict[str, Any]:
+    args = build(tool.input_model, spelling)
+    for name in fields:
+        info = tool.input_model.model_fields[name]
+        args[info.alias or name] = _sample(info.annotation, spelling)
+    if "document_name" in args:
+        args["document_name"] = "x.md"
+    return args
+
+
+@pytest.mark.parametrize("tool", [t for t in _nested_path_tools() if t.name != "apply_patch"], ids=lambda t: t.name)
+def test_every_spelling_of_a_path_reaches_policy_as_the_file_the_tool_opens(
+    tool: AnyTool, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N2 (hostile review 2026-11-28): memory_get read 'memory/./private/x.md' past a rule on 'memory/private/*'.
+
+    For each spelling: policy's unit is the canonical file's, or the tool, run for real, neither reads nor
+    changes that file (it refuses the spelling, or opens another path, which the unit then names).
+    """
+    from toolrig.config import set_trust
+
+    monkeypatch.setenv("HOME", str(workspace.parent / "home"))
+    set_trust(workspace)
+    fields = _path_fields(tool)
+    canonical = CANONICAL.get(fields[0], FILE) if fields else FILE
+    with Rig(workspace, {"approvals": {"mode": "off"}}) as rig:
+        _plant(workspace, rig)
+        if tool.name == "read_skill_resource":
+            rig.call_sync("load_skill", {"name": "x"})
+        expected = _units(rig, tool, _args(tool, fields, canonical))
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+        @given(spelling=_spelled(canonical))
+        def check(spelling: str) -> None:
+            args = _args(tool, fields, spelling)
+            if _units(rig, tool, args) == expected:
+                return
+            result = rig.call_sync(tool.name, args)
+            assert (workspace / FILE).read_text() == MARKER + "\n", (tool.name, spelling)
+            assert result.is_error or MARKER not in json.dumps(result.output), (tool.name, spelling, result.output)
+
+        check()
+
+
+def _units(rig: Rig, tool: AnyTool, args: dict[str, Any]) -> tuple[str, ...]:
+    from toolrig.policy.subjects import kind_of, view
+
+    call, _ = anyio.run(lambda: rig.executor.decide(tool.name, args))
+    assert call.input is not None, (tool.name, args)
+    return view(kind_of(tool), call.subjects, rig.workspace).units
+
+
+def test_a_memory_resource_uri_is_judged_as_the_file_it_reads(workspace: Path) -> None:
+    from toolrig.adapters.mcp_resources import route
+
+    rule = {"tool": "memory_get", "subject": "memory/private/*", "verdict": "deny"}
+    with Rig(workspace, {"tools": {"rules": [rule]}}) as rig:
+        (workspace / FILE).parent.mkdir(parents=True)
+        (workspace / FILE).write_text(MARKER)
+        for uri in (
+            "memory://memory/./private/x.md",
+            "memory://memory//private/x.md",
+            "memory://memory/private/./x.md",
+        ):
+            read = route(uri)
+            assert read is not None
+            result = rig.call_sync(read.tool, read.args)
+            assert result.is_error and result.error_type == "denied" and MARKER not in str(result.output), uri

@@ -183,15 +183,18 @@ async def test_a_form_with_a_blank_only_a_person_could_fill_is_declined_without_
     assert person.questions() == []
 
 
-async def test_the_server_is_told_the_workspace_is_its_root(workspace: Path) -> None:
+async def test_a_server_asking_for_roots_gets_none_unless_the_config_names_them(workspace: Path) -> None:
+    """Issue 33 item 5: the workspace went out as a root, and a filesystem server read its deny-globbed .env."""
     async with Rig(workspace, config=relay_config(mode="off")) as rig:
-        assert await call(rig, "roots") == [workspace.resolve().as_uri()]
+        result = await rig.call("relay/roots", {})
+    assert result.is_error, result.output
+    assert workspace.resolve().as_uri() not in str(result.output) + (result.message or "")
 
 
-async def test_configured_roots_replace_the_workspace(workspace: Path, tmp_path: Path) -> None:
+async def test_configured_roots_are_sent_and_dot_is_the_workspace(workspace: Path, tmp_path: Path) -> None:
     shared = tmp_path / "shared"
-    async with Rig(workspace, config=relay_config(mode="off", roots=[str(shared)])) as rig:
-        assert await call(rig, "roots") == [shared.as_uri()]
+    async with Rig(workspace, config=relay_config(mode="off", roots=[str(shared), "."])) as rig:
+        assert await call(rig, "roots") == [shared.as_uri(), workspace.resolve().as_uri()]
 
 
 async def test_sampling_is_refused_unless_the_config_enables_it(workspace: Path) -> None:

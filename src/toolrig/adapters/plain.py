@@ -29,6 +29,20 @@ def json_tools(tools: Iterable[AnyTool]) -> list[dict[str, Any]]:
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
 
 
+def summary(text: str, width: int = 80) -> str:
+    """The first sentence, marked ``[+N chars]`` when the description goes on past what is shown.
+
+    A list cut at the first sentence must not hide that more is there: the model reads all of it, and an MCP
+    server's instruction appended after a harmless first sentence is what a person reviewing the list must see.
+    """
+    flat = " ".join(text.split())
+    whole = first_sentence(text, width)
+    if len(flat.rstrip(".:;, ")) <= len(whole):
+        return whole
+    shown = first_sentence(text, max(10, width - 14)).removesuffix("…")
+    return f"{shown} [+{len(flat) - len(shown)} chars]"
+
+
 def first_sentence(text: str, width: int = 80) -> str:
     """The first sentence of a description on one line, cut at a word boundary to ``width``.
 

@@ -149,16 +149,18 @@ def serve(
 @command.command("trust")
 @click.argument("name")
 @_root
-def trust(name: str, rig_root: Path) -> None:
+@click.option("--yes", is_flag=True, help="Accept without asking (for scripts): the changes are still printed.")
+def trust(name: str, rig_root: Path, yes: bool) -> None:
     """Review and accept the current tool definitions of the MCP server NAME.
 
-    Definitions (name, description, schemas) are trusted on first use; when a server changes one later,
-    calls to that tool are blocked until this command accepts the change.
+    Definitions (name, description, schemas, annotations) are trusted on first use; when a server changes
+    one later, calls to that tool are blocked until this command shows the change as a diff and you accept it.
     """
     import anyio
 
     from toolrig.cli import _fail as fail
     from toolrig.sources.mcp_client import McpServer
+    from toolrig.sources.mcp_review import review, visible
     from toolrig.sources.mcp_transport import McpStartError
 
     server = McpServer(name, _server_config(name, rig_root), log_dir=rig_root / ".toolrig" / "logs")
@@ -166,21 +168,39 @@ def trust(name: str, rig_root: Path) -> None:
         listing = anyio.run(server.list_once)
     except McpStartError as exc:
         fail(str(exc))
-    first = server.store.trusted(name, server.config) is None
-    diff = server.store.diff(name, server.config, listing)
-    for tool in diff.added:
-        click.echo(f"  + {tool}" + ("" if first else "  (new)"))
-    for tool in diff.changed:
-        click.echo(f"  ~ {tool}  (description or schema changed)")
-    for tool in diff.removed:
-        click.echo(f"  - {tool}  (gone)")
-    server.store.accept(name, server.config, listing)
-    if first:
+    trusted = server.store.trusted(name, server.config)
+    if trusted is None:  # never seen (or a new command or URL): trusted on first use, as a first listing is
+        for tool in listing:
+            click.echo(f"  + {visible(tool['name'])}")
+        server.store.accept(name, server.config, listing)
         click.echo(f"Trusted the {len(listing)} tools of the MCP server '{name}'.")
-    elif diff:
-        click.echo(f"Accepted the changes; the {len(listing)} tools of '{name}' are trusted as they are now.")
-    else:
+        return
+    diff = server.store.diff(name, server.config, listing)
+    if not diff:
         click.echo(f"Nothing changed: the {len(listing)} tools of '{name}' were trusted already.")
+        return
+    click.echo(f"The MCP server '{name}' changed its tools since you trusted them:\n")
+    click.echo(review(diff, trusted, listing) + "\n")
+    if not yes:
+        _confirm_or_stop(name)
+    server.store.accept(name, server.config, listing)
+    click.echo(f"Accepted the changes; the {len(listing)} tools of '{name}' are trusted as they are now.")
+
+
+def _confirm_or_stop(name: str) -> None:
+    """Ask on a terminal; refuse without one: a piped 'y' (or a script) must say --yes on purpose."""
+    from toolrig.cli import report_error
+
+    keep = "nothing was accepted; calls to the changed tools stay blocked"
+    if not sys.stdin.isatty():
+        report_error(
+            f"stdin is not a terminal, so no one can confirm: {keep}. Read the changes above, then run "
+            f"`toolrig mcp trust {name} --yes` to accept them."
+        )
+        sys.exit(1)
+    if not click.confirm("Accept these definitions?", default=False):
+        report_error(f"Not accepted: {keep}.")
+        sys.exit(1)
 
 
 @command.command("login")

@@ -7,7 +7,9 @@ Three nets, because a secret reaches the log in three shapes:
   prefixes and lengths are public facts about the providers' formats);
 * **by the name it is given**: ``password=...``, ``X-Api-Key: ...``, ``?client_secret=...``, ``--token ...``,
   ``{"api_key": ...}``, ``{"key": "github_token", "value": ...}`` (a secret stored under a name that says so);
-* **by the command that takes it**: ``curl -u user:PASS``, ``mysql -pPASS``, ``sshpass -p PASS``.
+* **by the command that takes it**: ``curl -u user:PASS``, ``docker login -p PASS``, ``htpasswd -b F U PASS``,
+  ``aws configure set aws_secret_access_key V``: a table of programs and their documented password arguments
+  (``cli_secrets``), since a short flag is a password to one program and a port to the next.
 
 What is *not* a secret matters as much: a bare ``key`` names a lookup key (kv store, dict, sort), and
 ``max_tokens``, ``api_key_env`` or ``token_url`` name settings about secrets, not secrets. Redacting those made
@@ -21,6 +23,8 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
 
+from toolrig.policy.cli_secrets import redact_commands
+
 REDACTED = "[REDACTED]"
 MAX_STRING = 1_000  # longer strings are cut in the log; the audit is a record of calls, not of content
 _MARGIN = 512  # scanned beyond the cut: longer than any token shape below
@@ -29,8 +33,11 @@ _MARGIN = 512  # scanned beyond the cut: longer than any token shape below
 _SECRET_WORDS = frozenset(
     {"token", "secret", "password", "passwd", "pwd", "pass", "passphrase", "apikey", "authorization", "auth",
      "cookie", "credential", "credentials", "creds", "privatekey", "accesskey", "secretkey", "sessionid",
-     "bearer", "signature", "sig", "otp", "dsn"}
+     "bearer", "signature", "sig", "otp", "dsn", "pw", "sshpass", "storepass", "keypass", "jsessionid",
+     "phpsessid"}
 )  # fmt: skip
+# ... or when one of its words ends with one of these (``PGPASSWORD``, ``rootpassword``, ``accesstoken``).
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "sessionid", "sessid", "storepass", "keypass")
 # ... or when it says ``key`` qualified by another word (``api_key``, ``X-Api-Key``, ``signing_key``), unless
 # that word makes it a lookup key (``primary_key``, ``sort_key``, ``key_name``, ``cache_key``).
 _LOOKUP_KEY_WORDS = frozenset(
@@ -61,7 +68,7 @@ def secret_key(name: str) -> bool:
         return False
     if len(words) > 1 and words[-1] in _ABOUT_WORDS:
         return False
-    if any(w in _SECRET_WORDS for w in words) or "".join(words) in _SECRET_WORDS:
+    if any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words) or "".join(words) in _SECRET_WORDS:
         return True
     if "key" in words or "keys" in words:
         others = [w for w in words if w not in ("key", "keys")]
@@ -163,7 +170,7 @@ def _named() -> tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ..
         # X-Api-Key: v, password=v, "token": "v", DB_PASSWORD='v w', --api-key v, --token=v
         (
             re.compile(
-                r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z][\w.\-]*+)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
+                r"((?<![\w?&;.\-])(?P<dash>--?)?[\"']?(?P<name>[A-Za-z_][\w.\-]*+)[\"']?(?(dash)(?:\s*=\s*|\s+)|\s*[:=]\s*)"
                 r"(?:(?i:bearer|basic|token|digest)\s+)?)" + _VALUE
             ),
             lambda m: not m["name"].lower().startswith("no-") and secret_key(m["name"]),
@@ -200,11 +207,12 @@ def _prefix_only(check: Callable[[re.Match[str]], bool]) -> Callable[[re.Match[s
 
 
 # the generic ``name: value`` net runs only where a secret word could name something
-_NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|auth|key|cookie|cred|sig|otp|dsn|bearer|session")
+_NAME_WORDS = re.compile(r"(?i)tok|secret|pass|pwd|pw|auth|key|cookie|cred|sig|otp|dsn|bearer|sess")
 _GENERIC = 2  # index of that net in _named()
 
 
 def redact_text(text: str) -> str:
+    text = redact_commands(text, secret_key)
     if not _QUICK.search(text):
         return text
     for pattern, keywords in _shapes():

@@ -5,9 +5,10 @@ else declined) and reaches the user only through the run's question channel, as 
 with that form (an MCP client is shown it as written, a terminal field by field; the answer is checked
 against it), or, when nobody is there, as a yes/no approval that accepts the form's own defaults; never
 answered by the model; sampling is off unless the
-server's config turns it on, then capped per run and approved per request; roots are the workspace
-root (or the config's ``roots:``) and nothing else. A ``tools/list_changed`` notice marks the listing
-stale: it is re-read and re-checked against the trusted fingerprints before the next call.
+server's config turns it on, then capped per run and approved per request; roots are offered only when
+the config's ``roots:`` names them (a server told of a folder reads it under its own rules, not toolrig's).
+A ``tools/list_changed`` notice marks the listing stale: it is re-read and re-checked against the trusted
+fingerprints before the next call.
 """
 
 from __future__ import annotations
@@ -179,9 +180,9 @@ class Relay:
         return ListRootsResult(roots=[Root(uri=uri, name=name) for uri, name in self.root_uris()])  # type: ignore[arg-type]
 
     def root_uris(self) -> list[tuple[str, str]]:
-        """The workspace, or the folders the config names: (file URI, name) each."""
-        named = self.config.roots
-        folders = [Path(os.path.expanduser(p)) for p in named] if named is not None else [self.root]
+        """The folders the config's ``roots:`` names ('.' is the workspace): (file URI, name) each."""
+        named = self.config.roots or []
+        folders = [self.root / Path(os.path.expanduser(p)) for p in named]
         return [(Path(os.path.abspath(f)).as_uri(), f.name or "/") for f in folders]
 
     async def on_message(self, message: Any) -> None:

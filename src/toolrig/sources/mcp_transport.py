@@ -207,11 +207,11 @@ async def connect(
             streams = _streams(name, config, log_path, closed, refusal, interactive=interactive, store=store)
             callbacks: dict[str, Any] = {}
             if relay is not None:  # the server's own requests: questions, the model, roots, list changes
-                callbacks = {
-                    "elicitation_callback": relay.elicit,
-                    "list_roots_callback": relay.roots,
-                    "message_handler": relay.on_message,
-                }
+                callbacks = {"elicitation_callback": relay.elicit, "message_handler": relay.on_message}
+                if config.roots is not None:
+                    # Only folders the user named: a server told of the workspace (a filesystem server
+                    # switches to its roots) reads it under its own rules, never toolrig's deny_globs.
+                    callbacks["list_roots_callback"] = relay.roots
                 if config.sampling is not None:
                     callbacks["sampling_callback"] = relay.sample
             async with Client(streams, cache=None, client_info=client_info, **callbacks) as client:

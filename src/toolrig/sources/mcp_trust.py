@@ -24,11 +24,15 @@ log = logging.getLogger("toolrig.mcp")
 
 TRUST_FILE = "mcp_trust.json"
 _FINGERPRINTED = ("name", "description", "inputSchema", "outputSchema")
+# Fingerprinted only when present (a definition without them hashes as it always did): the title stands in
+# for a missing description, and with ``trust_annotations`` a readOnlyHint decides whether a call asks.
+_WHEN_PRESENT = ("title", "annotations")
 
 
 def definition_fingerprint(definition: dict[str, Any]) -> str:
-    """A hash of what the model reads about a tool: name, description, input and output schema."""
+    """A hash of what the model reads and approvals rely on: name, description, schemas, title, annotations."""
     picked = {key: definition.get(key) for key in _FINGERPRINTED}
+    picked.update({key: definition[key] for key in _WHEN_PRESENT if definition.get(key) is not None})
     canonical = json.dumps(picked, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -49,6 +53,12 @@ class TrustDiff:
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed)
+
+
+def _stored_print(entry: dict[str, Any]) -> str:
+    """The fingerprint of the stored definition as computed now (a store written before titles counted)."""
+    stored = entry.get("definition")
+    return definition_fingerprint(stored) if isinstance(stored, dict) else ""
 
 
 class TrustStore:
@@ -85,7 +95,7 @@ class TrustStore:
             known = trusted.get(definition["name"])
             if known is None:
                 result.added.append(definition["name"])
-            elif known.get("fingerprint") != definition_fingerprint(definition):
+            elif definition_fingerprint(definition) not in (known.get("fingerprint"), _stored_print(known)):
                 result.changed.append(definition["name"])
         return result
 

@@ -13,6 +13,7 @@ from pydantic import Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.stores.librarian import split_path
+from toolrig.stores.librarian.names import document_path
 
 MAX_GET_CHARS = 2_000_000
 
@@ -20,6 +21,12 @@ MAX_GET_CHARS = 2_000_000
 def _spelled(asked: str, canonical: str) -> str:
     """A path as the caller writes them: '/db/agents/greeter/x.xml' for an eXist-db style caller."""
     return f"/db/{canonical}" if asked.strip().startswith("/db") else canonical
+
+
+def _canonical(path: str) -> str:
+    """The document a path names ('/db/a/x.xml' -> 'a/x.xml'); a path the store refuses is kept as sent."""
+    found = document_path(path)
+    return f"{found[0]}/{found[1]}" if found is not None else path
 
 
 class LibrarianStoreInput(ToolInput):
@@ -55,7 +62,8 @@ class LibrarianStore(Tool[LibrarianStoreInput, LibrarianStoreOutput]):
         )
 
     def subjects(self, input: LibrarianStoreInput) -> list[str]:
-        return [f"{input.collection}/{input.document_name}"]  # computed from two fields: one document path
+        # One document path, as stored ('/db/a', 'db/a' and ' a' are the collection 'a'): what a rule must see.
+        return [_canonical(f"{input.collection.strip().rstrip('/')}/{input.document_name}")]
 
 
 class LibrarianGetInput(ToolInput):
@@ -80,6 +88,9 @@ class LibrarianGet(Tool[LibrarianGetInput, LibrarianGetOutput]):
         "Fetch a stored XML document whole by its path 'collection/document_name' "
         "(or '/db/agents/greeter/conversation-001.xml')."
     )
+
+    def subjects(self, input: LibrarianGetInput) -> list[str]:
+        return [_canonical(input.path)]
 
     def execute(self, input: LibrarianGetInput, ctx: ToolContext) -> LibrarianGetOutput:
         collection, name = split_path(input.path)

@@ -39,8 +39,12 @@ def _memory_root(ctx: ToolContext) -> Path:
     return ctx.workspace.resolve(prefix.rstrip("/") or ".")
 
 
-def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path, str]:
-    """Resolve a model's memory path; returns the real path and the path as the model should see it."""
+def memory_relative(file_path: str) -> str:
+    """The memory file a model's spelling names, relative to the memory root ('memory/./x', 'memory//x' -> 'memory/x').
+
+    It is both what the tool opens and the tools' policy subject: a rule on 'memory/private/*' must see the
+    path the tool will touch, not the spelling the model chose.
+    """
     raw = file_path.strip().replace("\\", "/")
     if not raw:
         raise ToolError(ErrorType.INVALID_INPUT, "file_path is empty.", "Give a path such as 'memory/notes.md'.")
@@ -52,6 +56,20 @@ def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path
     relative = "/".join(parts)
     if not (relative in ("MEMORY.md", "memory.md") or (len(parts) >= 2 and parts[0] == "memory")):
         raise ToolError(ErrorType.DENIED, f"'{file_path}' is not a memory file.", _NOT_MEMORY_HINT)
+    return relative
+
+
+def _memory_subjects(file_path: str) -> list[str]:
+    """The canonical memory path; a spelling the tool refuses is kept as sent (the call fails in the tool)."""
+    try:
+        return [memory_relative(file_path)]
+    except ToolError:
+        return [file_path]
+
+
+def _memory_path(ctx: ToolContext, file_path: str, *, write: bool) -> tuple[Path, str]:
+    """Resolve a model's memory path; returns the real path and the path as the model should see it."""
+    relative = memory_relative(file_path)
     prefix, _ = _memory_scope(ctx)
     try:
         path = ctx.workspace.resolve(prefix + relative, write=write)
@@ -143,6 +161,9 @@ class MemoryGet(Tool[MemoryGetInput, MemoryGetOutput]):
         "memory_search to read around a hit. Other files are refused: use read_files for them."
     )
 
+    def subjects(self, input: MemoryGetInput) -> list[str]:
+        return _memory_subjects(input.file_path)
+
     def execute(self, input: MemoryGetInput, ctx: ToolContext) -> MemoryGetOutput:
         path, relative = _memory_path(ctx, input.file_path, write=False)
         # By descriptor, component by component: a directory swapped for a symlink since the check is refused.
@@ -199,6 +220,9 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
         "MEMORY.md, memory.md or a markdown file under memory/. Keep one topic per paragraph and start sections "
         "with '#' headings; that is what search returns. The write is atomic."
     )
+
+    def subjects(self, input: MemoryWriteInput) -> list[str]:
+        return _memory_subjects(input.file_path)
 
     def execute(self, input: MemoryWriteInput, ctx: ToolContext) -> MemoryWriteOutput:
         if len(input.content) > MAX_WRITE_CHARS:

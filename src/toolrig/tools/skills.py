@@ -156,7 +156,11 @@ class ReadSkillResource(_NamesSkills, Tool[ReadSkillResourceInput, ReadSkillReso
     )
 
     def subjects(self, input: ReadSkillResourceInput) -> list[str]:
-        return [f"{input.name}/{input.path}"]
+        # The file the tool opens ('./x', 'a//x' read as 'x', 'a/x'): a rule on 'skill/private/*' sees that.
+        try:
+            return [f"{input.name}/{'/'.join(resource_parts(input.path))}"]
+        except ToolError:  # refused by the tool as well
+            return [f"{input.name}/{input.path}"]
 
     def execute(self, input: ReadSkillResourceInput, ctx: ToolContext) -> ReadSkillResourceOutput:
         skill = find_skill(ctx, input.name)
