@@ -89,6 +89,22 @@ def test_no_weights_package_is_an_unavailable_error_not_a_traceback(monkeypatch:
     assert "not installed" in str(caught.value) and "toolrig[semantic]" in caught.value.next_action_hint
 
 
+def test_without_numpy_the_module_imports_and_semantic_memory_says_what_is_missing() -> None:
+    # .ci/run imports every module with only .[all] installed, which has no numpy
+    script = (
+        "import sys\n"
+        "sys.modules['numpy'] = None\n"
+        "from toolrig.errors import ToolError\n"
+        "from toolrig.stores.memory import semantic\n"
+        "try:\n"
+        "    semantic.embed(['x'])\n"
+        "except ToolError as exc:\n"
+        "    print(exc.error_type.value, exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.startswith("unavailable ") and "numpy is not installed" in result.stdout
+
+
 def test_semantic_memory_imports_neither_pytorch_nor_the_hub() -> None:
     script = (
         "import sys\n"

@@ -16,9 +16,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from toolrig.stores.memory.wordpiece import WordPiece
+
+try:
+    import numpy as np
+except ImportError:  # the `semantic` extra is not installed: MiniLM() says so; the module still imports
+    np = None  # type: ignore[assignment]
 
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 HIDDEN = 384
@@ -127,6 +130,8 @@ class MiniLM:
     """Tokenizer and weights, loaded once; ``encode`` is re-entrant (it keeps no state between calls)."""
 
     def __init__(self, folder: Path) -> None:
+        if np is None:
+            raise ModelMissing("numpy is not installed")
         self.tokenizer = WordPiece(folder / "vocab.txt", MAX_TOKENS)
         self.w = read_safetensors(folder / "model.safetensors")
         # torch's Linear computes x @ W.T: transpose once here, not per call

@@ -31,10 +31,8 @@ def _unavailable(what: str) -> ToolError:
 
 
 def _load() -> Any:
-    try:
-        from toolrig.stores.memory.minilm import MiniLM, ModelMissing, model_dir
-    except ImportError:  # numpy
-        raise _unavailable("numpy is not installed") from None
+    from toolrig.stores.memory.minilm import MiniLM, ModelMissing, model_dir
+
     try:
         return MiniLM(model_dir())
     except ModelMissing as exc:
