@@ -81,34 +81,30 @@ def _layer_norm(x: np.ndarray[Any, Any], weight: np.ndarray[Any, Any], bias: np.
     return (x - mean) / np.sqrt(var + LAYER_NORM_EPS) * weight + bias
 
 
-def _erf(x: np.ndarray[Any, Any]) -> Any:
-    """The error function to 1.2e-7 (Numerical Recipes' erfc fit): numpy has no erf and scipy is a big install."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = np.full_like(t, 0.17087277)
-    for coefficient in _ERFC_FIT:  # Horner, in place: this runs over every hidden unit of every token
-        poly *= t
-        poly += coefficient
-    poly -= z * z
-    erfc = t * np.exp(poly)
-    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
-
-
-_ERFC_FIT = (
-    -0.82215223,
-    1.48851587,
-    -1.13520398,
-    0.27886807,
-    -0.18628806,
-    0.09678418,
-    0.37409196,
-    1.00002368,
-    -1.26551223,
-)
+_ERFC_FIT = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # Abramowitz & Stegun 7.1.26
 
 
 def _gelu(x: np.ndarray[Any, Any]) -> Any:
-    return 0.5 * x * (1.0 + _erf(x * np.float32(1 / math.sqrt(2.0))))
+    """BERT's exact GELU, x * Phi(x), with erfc to 1.5e-7: numpy has no erf, and scipy is a large install.
+
+    In place on float32 buffers: this runs over every hidden unit of every token and was half the time.
+    """
+    z = np.multiply(x, np.float32(1 / math.sqrt(2.0)))
+    np.abs(z, out=z)
+    t = np.multiply(z, np.float32(0.3275911))
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = np.multiply(t, np.float32(_ERFC_FIT[0]))
+    for coefficient in _ERFC_FIT[1:]:
+        poly += coefficient
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # erfc(|x| / sqrt 2)
+    poly *= x
+    poly *= 0.5
+    return np.where(x >= 0, x - poly, poly)
 
 
 def _batches(order: list[int], ids: list[list[int]]) -> list[list[int]]:
