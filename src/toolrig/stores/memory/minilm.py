@@ -125,7 +125,8 @@ class MiniLM:
         self.tokenizer = WordPiece(folder / "vocab.txt", MAX_TOKENS)
         self.w = read_safetensors(folder / "model.safetensors")
         # torch's Linear computes x @ W.T: transpose once here, not per call
-        self.t = {name: np.ascontiguousarray(array.T) for name, array in self.w.items() if array.ndim == 2}
+        # (the embedding tables are looked up, not multiplied: no transposed copy of their 47 MB)
+        self.t = {name: np.ascontiguousarray(a.T) for name, a in self.w.items() if a.ndim == 2 and "encoder." in name}
 
     def encode(self, texts: list[str]) -> np.ndarray[Any, Any]:
         """Unit-length float32 vectors, one row per text, mean-pooled over each text's tokens."""
