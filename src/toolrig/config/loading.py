@@ -39,6 +39,28 @@ class LoadedConfig:
     # tool's own settings model when the Rig resolves them (`narrow_settings`), since only the tool knows it.
     pending_tool_config: dict[tuple[str | None, str], dict[str, Any]] = field(default_factory=dict)
     locations: dict[tuple[str, ...], tuple[Path, int]] = field(default_factory=dict)
+    # The workspace's file while it is not trusted: what it set may narrow, never stop toolrig (see `reject`).
+    untrusted_file: Path | None = None
+
+    def warn(self, text: str, line: int | None = None) -> None:
+        """Record and log, once, a warning about the untrusted workspace's file, naming it (and the line)."""
+        where = f"{self.untrusted_file}:{line}" if line else str(self.untrusted_file)
+        if self.untrusted_file is not None and not text.startswith(str(self.untrusted_file)):
+            text = f"{where}: {text}"
+        if text not in self.warnings:
+            self.warnings.append(text)
+            log.warning("%s", text)
+
+    def reject(self, message: str, keys: tuple[str, ...], key: str) -> None:
+        """A configured value that cannot be used: the user's error, or a warning if the untrusted workspace set it.
+
+        A cloned repository's file must never stop toolrig or send the user off to fix their own valid file:
+        the value is left unused (it narrows nothing it cannot name) and the warning names the workspace's line.
+        """
+        file, line = self.where(*keys)
+        if file is None or self.untrusted_file is None or file != self.untrusted_file:
+            raise ConfigError(message, file=file, key=key, line=line)
+        self.warn(f"{key}: {message} (ignored: this workspace is not trusted)", line)
 
     def where(self, *keys: str) -> tuple[Path | None, int | None]:
         """The file and line that set ``keys`` (e.g. ``("tool_config", "fetch_url")``), best effort."""
@@ -114,15 +136,57 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
             merged = _merge_trusted(user_data, workspace_config.model_dump(exclude_unset=True))
             loaded.config = Config.model_validate(merged)
         else:
-            narrowed = merge_narrowing(user_config, workspace_config, "", loaded.warnings)
-            loaded.pending_tool_config = pending_tool_config(workspace_config)
-            loaded.config = Config.model_validate(narrowed.model_dump())
-            # Only the lines that took effect, at the index they landed on: an ignored line never decides.
-            applied = _applied_lines(lines, workspace_config, loaded.config, user_config)
-            loaded.locations.update({k: (workspace_path, v) for k, v in applied.items()})
-            for warning in loaded.warnings:
-                log.warning("%s: %s", workspace_path, warning)
+            _narrow_into(loaded, workspace_path, workspace_config, lines)
     return loaded
+
+
+def _narrow_into(loaded: LoadedConfig, path: Path, workspace: Config, lines: dict[tuple[str, ...], int]) -> None:
+    """The untrusted workspace's file applied over the user's config by each field's rule."""
+    user_config = loaded.config
+    loaded.untrusted_file = path
+    warnings: list[str] = []
+    narrowed = merge_narrowing(user_config, workspace, "", warnings)
+    loaded.pending_tool_config = pending_tool_config(workspace)
+    loaded.config = Config.model_validate(narrowed.model_dump())
+    # A user's line whose value the workspace changed no longer describes it: the workspace's line does.
+    user, merged = user_config.model_dump(), loaded.config.model_dump()
+    for key in [k for k in loaded.locations if _at(user, k) != _at(merged, k)]:
+        source = next((key[:d] for d in range(len(key), 0, -1) if key[:d] in lines), None)
+        if source is None:
+            del loaded.locations[key]
+        else:
+            loaded.locations[key] = (path, lines[source])
+    # Only the lines that took effect, at the index they landed on: an ignored line never decides.
+    applied = _applied_lines(lines, workspace, loaded.config, user_config)
+    loaded.locations.update({k: (path, v) for k, v in applied.items()})
+    # Tool settings wait for each tool's model (pending_tool_config): their lines name this file.
+    for key, line in lines.items():
+        pending = key[:1] == ("tool_config",) or (key[:1] == ("agents",) and key[2:3] == ("tool_config",))
+        if pending and len(key) > (1 if key[0] == "tool_config" else 3):
+            loaded.locations.setdefault(key, (path, line))
+    for warning in warnings:
+        loaded.warn(warning, _warning_line(warning, lines))
+
+
+_MISSING = object()
+
+
+def _at(data: Any, key: tuple[str, ...]) -> Any:
+    for part in key:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return _MISSING
+    return data
+
+
+def _warning_line(warning: str, lines: dict[tuple[str, ...], int]) -> int | None:
+    """The line of the key a narrowing warning quotes first (``'agents.x.tools'`` or ``'llm.max_turns: 90'``)."""
+    quoted = warning.split("'", 2)[1] if warning.count("'") >= 2 else ""
+    keys = tuple(quoted.split(":", 1)[0].strip().split("."))
+    return next((lines[keys[:d]] for d in range(len(keys), 0, -1) if keys[:d] in lines), None)
 
 
 def config_from(value: LoadedConfig | Config | dict[str, Any] | str | os.PathLike[str]) -> LoadedConfig:

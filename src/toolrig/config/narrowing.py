@@ -6,6 +6,9 @@ ignored with a warning that names the workspace's file, never turned into a sett
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from fnmatch import fnmatchcase
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -29,70 +32,135 @@ def _rule(model: type[BaseModel], name: str) -> Narrow | None:
 
 
 def _narrow_value(rule: Narrow, base: Any, proposed: Any, key: str, warnings: list[str], inherited: Any = None) -> Any:
-    if rule is Narrow.RESTRICTIVE:
-        added = [item for item in proposed if item not in base]
-        kept = [item for item in added if getattr(item, "verdict", "allow") != "allow"]
-        if len(kept) < len(added):
-            warnings.append(
-                f"'{key}': {len(added) - len(kept)} allow rule(s) ignored: this workspace is not trusted "
-                "(an untrusted workspace may only add rules that deny or ask; run `toolrig trust` to allow it)"
-            )
-        return [*base, *kept]
-    if rule is Narrow.UNION:
-        return [*base, *(item for item in proposed if item not in base)]
-    if rule is Narrow.GLOBS:
-        # A later '!pattern' un-matches an earlier one: from an untrusted file it would lift the user's own.
-        negations = [item for item in proposed if item.lstrip().startswith("!")]
-        if negations:
-            warnings.append(
-                f"'{key}': {', '.join(map(repr, negations))} ignored: an untrusted workspace may add patterns "
-                "but not '!' exceptions (run `toolrig trust` to allow it)"
-            )
-        return [*base, *(item for item in proposed if item not in base and item not in negations)]
+    """``proposed`` applied over ``base`` as ``rule`` allows; what it may not change is kept, with a warning."""
     if rule is Narrow.STRICTER:
-        levels = _LEVELS[key.rsplit(".", 1)[-1]]
-        effective = inherited if base is None else base  # an agent's unset mode is the global one
-        if proposed is None or effective is None or levels.index(proposed) >= levels.index(effective):
-            return base if proposed is None else proposed
+        return _stricter(base, proposed, key, warnings, inherited)
+    return _RULES[rule](base, proposed, key, warnings)
+
+
+def _restrictive(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    added = [item for item in proposed if item not in base]
+    kept = [item for item in added if getattr(item, "verdict", "allow") != "allow"]
+    if len(kept) < len(added):
         warnings.append(
-            f"'{key}: {proposed}' is ignored: it is less strict than {effective!r} and this workspace is not trusted"
+            f"'{key}': {len(added) - len(kept)} allow rule(s) ignored: this workspace is not trusted "
+            "(an untrusted workspace may only add rules that deny or ask; run `toolrig trust` to allow it)"
         )
+    return [*base, *kept]
+
+
+def _union(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    return [*base, *(item for item in proposed if item not in base)]
+
+
+def _globs(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    # A later '!pattern' un-matches an earlier one: from an untrusted file it would lift the user's own.
+    negations = [item for item in proposed if item.lstrip().startswith("!")]
+    if negations:
+        warnings.append(
+            f"'{key}': {', '.join(map(repr, negations))} ignored: an untrusted workspace may add patterns "
+            "but not '!' exceptions (run `toolrig trust` to allow it)"
+        )
+    return [*base, *(item for item in proposed if item not in base and item not in negations)]
+
+
+def _stricter(base: Any, proposed: Any, key: str, warnings: list[str], inherited: Any) -> Any:
+    levels = _LEVELS[key.rsplit(".", 1)[-1]]
+    effective = inherited if base is None else base  # an agent's unset mode is the global one
+    if proposed is None or effective is None or levels.index(proposed) >= levels.index(effective):
+        return base if proposed is None else proposed
+    warnings.append(
+        f"'{key}: {proposed}' is ignored: it is less strict than {effective!r} and this workspace is not trusted"
+    )
+    return base
+
+
+def _subset(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    if proposed is None:
         return base
-    if rule is Narrow.SUBSET:
-        if proposed is None:
-            return base
-        if base is None:
-            return list(proposed)
-        return [item for item in base if item in proposed] or [ALLOW_NOTHING]
-    if rule is Narrow.RATE:
-        if proposed is None:
-            return base
-        if base is None or per_second(proposed) <= per_second(base):
-            return proposed
-        warnings.append(f"'{key}: {proposed}' is ignored: it is higher than {base!r}")
+    if base is None:
+        return list(proposed)
+    return _intersection(base, proposed, key, warnings)
+
+
+def _intersect(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    if not proposed:
         return base
-    if rule is Narrow.RATES:
-        merged = dict(base)
-        for pattern, text in proposed.items():
-            if pattern not in merged or per_second(text) <= per_second(merged[pattern]):
-                merged[pattern] = text
-            else:
-                warnings.append(f"'{key}.{pattern}: {text}' is ignored: it is higher than {merged[pattern]!r}")
-        return merged
-    if rule is Narrow.INTERSECT:
-        if not proposed:
-            return base
-        if not base:
-            return list(proposed)
-        kept = [item for item in base if item in proposed]
-        # An empty allow list means "all": never let an intersection widen to that.
-        return kept or [ALLOW_NOTHING]
-    if rule is Narrow.MIN:
-        # None means "no bound" (a budget nobody set): any number narrows it.
-        if base is None or proposed is None:
-            return proposed if base is None else base
-        return min(base, proposed)
+    if not base:
+        return list(proposed)
+    return _intersection(base, proposed, key, warnings)
+
+
+def _intersection(base: list[str], proposed: list[str], key: str, warnings: list[str]) -> list[str]:
+    """What both lists admit; never empty, since an empty allow list means "all" (``ALLOW_NOTHING`` instead).
+
+    Tool name lists are globs (``matches_any``): the user's ``read_files`` survives a workspace's ``*``, and a
+    workspace's ``read_files`` survives the user's ``read_*``. Other lists (paths, domains, commands) have their
+    own matching, so only the entries both write alike survive there.
+    """
+    kept = [item for item in base if item in proposed]
+    if _TOOL_NAME_LISTS.fullmatch(key):
+        kept += [item for item in base if item not in kept and _covered(item, proposed)]
+        kept += [item for item in proposed if item not in kept and _covered(item, base)]
+    if kept:
+        return kept
+    warnings.append(
+        f"'{key}': shares no entry with {base!r}, so nothing is allowed here "
+        "(an untrusted workspace may only narrow this list; run `toolrig trust` to use its own)"
+    )
+    return [ALLOW_NOTHING]
+
+
+def _covered(name: str, patterns: list[str]) -> bool:
+    """A plain tool name that one of ``patterns`` (plain globs, not ``group:``) matches."""
+    if name.startswith("group:") or any(c in name for c in "*?[!"):
+        return False
+    return any(not p.startswith("group:") and p != ALLOW_NOTHING and fnmatchcase(name, p) for p in patterns)
+
+
+def _rate(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    if proposed is None:
+        return base
+    if base is None or per_second(proposed) <= per_second(base):
+        return proposed
+    warnings.append(f"'{key}: {proposed}' is ignored: it is higher than {base!r}")
+    return base
+
+
+def _rates(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    merged = dict(base)
+    for pattern, text in proposed.items():
+        if pattern not in merged or per_second(text) <= per_second(merged[pattern]):
+            merged[pattern] = text
+        else:
+            warnings.append(f"'{key}.{pattern}: {text}' is ignored: it is higher than {merged[pattern]!r}")
+    return merged
+
+
+def _min(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    # None means "no bound" (a budget nobody set): any number narrows it.
+    if base is None or proposed is None:
+        return proposed if base is None else base
+    return min(base, proposed)
+
+
+def _true_wins(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
     return bool(base or proposed)
+
+
+_RULES: dict[Narrow, Callable[[Any, Any, str, list[str]], Any]] = {
+    Narrow.RESTRICTIVE: _restrictive,
+    Narrow.UNION: _union,
+    Narrow.GLOBS: _globs,
+    Narrow.SUBSET: _subset,
+    Narrow.INTERSECT: _intersect,
+    Narrow.RATE: _rate,
+    Narrow.RATES: _rates,
+    Narrow.MIN: _min,
+    Narrow.TRUE_WINS: _true_wins,
+}
+# The keys whose lists hold tool name globs: the config's own, never a tool's settings (``tool_config.x.tools``).
+_TOOL_NAME_LISTS = re.compile(r"tools\.allow|agents\.[^.]+\.tools")
 
 
 UNTRUSTED = "this workspace is not trusted (run `toolrig trust` to allow it)"
