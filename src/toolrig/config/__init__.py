@@ -47,7 +47,7 @@ from toolrig.config.services import (
     StoresConfig,
     WorkersConfig,
 )
-from toolrig.config.source import read_yaml, validate_file
+from toolrig.config.source import file_problems, read_yaml, validate_file
 from toolrig.config.trust import TRUST_FILE, is_trusted, set_trust, trusted_directories
 
 __all__ = [
@@ -91,6 +91,7 @@ __all__ = [
     "WorkspaceConfig",
     "config_from",
     "defaults",
+    "file_problems",
     "is_trusted",
     "load_config",
     "narrow_settings",
