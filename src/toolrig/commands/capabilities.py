@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 command = ToolGroup("capabilities")
 command.help = "Show the capabilities summary (.toolrig/capabilities.md); --refresh rebuilds it from the policy."
 command.invoke_without_command = True
+command.no_args_is_help = False  # set from invoke_without_command at construction: the summary is the default
 
 
 command.params += [
