@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -297,3 +298,14 @@ def test_every_error_is_spelled_toolrig_error_whoever_raised_it(
     assert result.exit_code == code, result.output
     errors = [line for line in result.stderr.splitlines() if "rror:" in line]
     assert len(errors) == 1 and errors[0].startswith(f"toolrig: error: {message}"), result.stderr
+
+
+def test_no_command_writes_an_error_or_warning_prefix_of_its_own() -> None:
+    # The one spelling is `toolrig: error:` / `toolrig: warning:` (click's own errors are respelled by Root).
+    src = Path(__file__).resolve().parent.parent / "src" / "toolrig"
+    own = [
+        f"{path.name}: {match}"
+        for path in [src / "cli.py", *sorted((src / "commands").glob("*.py"))]
+        for match in re.findall(r"""echo\(f?["'](?!toolrig: )((?:error|warning|Error|Warning):)""", path.read_text())
+    ]
+    assert own == []

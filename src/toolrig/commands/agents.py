@@ -51,7 +51,7 @@ def list_agents(rig_root: Path, as_json: bool) -> None:
         else:
             click.echo(f"{kind.name:24} {kind.source:8} {_one_line(kind.description, 70)}  ({kind.location})")
     for warning in found.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"toolrig: warning: {warning}", err=True)
 
 
 def _one_line(text: str, width: int) -> str:

@@ -62,7 +62,7 @@ async def _refresh(rig: Rig) -> str:
         try:
             provider = make_provider(settings_from(rig.config.llm))
         except RunError as exc:
-            click.echo(f"warning: grouping by tool group: {exc.message}", err=True)
+            click.echo(f"toolrig: warning: grouping by tool group: {exc.message}", err=True)
         else:
             install_grouper(rig, provider)
     async with rig:
