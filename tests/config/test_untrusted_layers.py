@@ -137,7 +137,7 @@ def _check(trusted: dict[str, Any], untrusted: dict[str, Any], home: Path) -> No
 def test_an_untrusted_layer_never_makes_the_users_valid_config_fail(
     rule: Narrow, trusted: str, toolrig_home: Path
 ) -> None:
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(untrusted=_layer(rule))
     def run(untrusted: dict[str, Any]) -> None:
         _check(TRUSTED_LAYERS[trusted], untrusted, toolrig_home)
