@@ -266,7 +266,7 @@ class Rig:
         if strict is None:
             strict = os.environ.get("TOOLRIG_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
         for warning in self.warnings:
-            if strict:
+            if strict and warning.file != self.loaded.untrusted_file:  # a cloned repository's typo stops nothing
                 raise ConfigError(
                     f"{warning.message} (strict mode)", file=warning.file, key=warning.key, line=warning.line
                 )

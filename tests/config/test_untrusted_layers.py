@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from toolrig import Rig
 from toolrig.config import ALLOW_NOTHING, Config, load_config
 from toolrig.config.sections import AgentConfig
+from toolrig.errors import ConfigError
 from toolrig.narrowing import Narrow
 
 # Valid user files: every name in them names a real tool, so any warning can only come from the workspace.
@@ -182,3 +183,17 @@ def test_what_the_untrusted_workspace_names_wrongly_is_a_warning_on_its_line_not
         text = "\n".join(rig.loaded.warnings)
     assert f"{ws_file}:3: agents.new.tools[0]: no tool is named 'nosuch'" in text
     assert f"{ws_file}:5: agents.new.tool_config.nosuch: no tool has this name" in text
+
+
+def test_strict_mode_makes_the_users_typos_errors_not_the_untrusted_workspaces(
+    toolrig_home: Path, workspace: Path
+) -> None:
+    ws_file = workspace / ".toolrig" / "config.yaml"
+    ws_file.parent.mkdir()
+    ws_file.write_text("tools:\n  deny: [Bsh]\n")
+    with Rig(workspace, strict=True) as rig:
+        assert [(w.file, w.line) for w in rig.warnings] == [(ws_file, 2)]
+    (toolrig_home / "config.yaml").write_text("tools:\n  deny: [Bsh]\n")
+    ws_file.unlink()
+    with pytest.raises(ConfigError, match="strict mode"):
+        Rig(workspace, strict=True)
