@@ -24,6 +24,7 @@ from toolrig.config import ALLOW_NOTHING, Config, load_config
 from toolrig.config.sections import AgentConfig
 from toolrig.errors import ConfigError
 from toolrig.narrowing import Narrow
+from toolrig.registry import Registry
 
 # Valid user files: every name in them names a real tool, so any warning can only come from the workspace.
 TRUSTED_LAYERS: dict[str, dict[str, Any]] = {
@@ -37,6 +38,7 @@ TRUSTED_LAYERS: dict[str, dict[str, Any]] = {
     },
     "globs": {
         "agents": {"rep": {"tools": ["read_*"], "approvals": {"mode": "always"}}},
+        "tool_config": {"run_command": {"allow": ["git *"], "deny": ["rm *"]}, "fetch_url": {"max_bytes": 1000}},
         "tools": {"allow": ["group:files", "calc*"]},
         "workspace": {"deny_globs": [".env"], "read_only": False},
     },
@@ -92,6 +94,9 @@ def _fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tu
     if model is Config:
         for agent in ("rep", "new"):  # one the user configured, one only the workspace names
             yield from _fields(AgentConfig, ("agents", agent))
+        for tool in Registry.default(entry_points=False).list():  # a tool's settings narrow by the same rules
+            if tool.config_model is not None:
+                yield from _fields(tool.config_model, ("tool_config", tool.name))
 
 
 def _layer(rule: Narrow) -> st.SearchStrategy[dict[str, Any]]:
