@@ -21,7 +21,12 @@ from toolrig.narrowing import Narrow
 ALLOW_NOTHING = "!nothing"  # an allow pattern no tool name can match ('!' is not allowed in names)
 
 # The levels of STRICTER fields, least strict first.
-_LEVELS: dict[str, tuple[str, ...]] = {"mode": ("off", "smart", "always"), "fallback": ("allow", "deny")}
+_LEVELS: dict[str, tuple[str, ...]] = {
+    "mode": ("off", "smart", "always"),
+    "fallback": ("allow", "deny"),
+    "sandbox": ("off", "auto", "required"),  # tool_config.run_command.sandbox
+    "network": ("guarded", "none"),  # tool_config.run_command.network
+}
 
 
 def _rule(model: type[BaseModel], name: str) -> Narrow | None:

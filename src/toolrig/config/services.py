@@ -203,7 +203,10 @@ class McpServerConfig(Section):
     auth: McpAuthConfig | None = Field(default=None, description="OAuth 2.1 for a remote server (url only).")
     roots: list[str] | None = Field(
         default=None,
-        description="Directories the server is told it may work in (MCP roots); default: the workspace root.",
+        description=(
+            "Directories the server is told it may work in (MCP roots; '.' is the workspace); default: none, and "
+            "the server is not offered roots. What a server reads there is outside toolrig's rules."
+        ),
     )
     sampling: McpSamplingConfig | None = Field(
         default=None, description="Let the server use the run's model (off when absent); each request asks the user."
