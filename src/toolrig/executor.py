@@ -47,6 +47,7 @@ from toolrig.context import (
 from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
+from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult, ok_checked
 from toolrig.sandbox.paths import Workspace
@@ -101,6 +102,7 @@ class ToolCall:
     agent_id: str | None = None
     parent_agent_id: str | None = None
     session_id: str | None = None
+    agent: AgentView | None = None  # whose permissions judge the call, when the caller brings them (a subagent)
     input: BaseModel | None = None
     subjects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -309,9 +311,9 @@ class _ToolPlan:
 class Lookup(Protocol):
     """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
 
-    def offered_names(self, agent: str | None) -> list[str]: ...
+    def offered_names(self, agent: AgentView | str | None) -> list[str]: ...
 
-    def hidden(self, name: str, agent: str | None) -> tuple[str, str] | None:
+    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
         """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
         ...
 
@@ -338,7 +340,7 @@ class Executor:
         http: HttpAccess | None = None,
         events: EventSink | None = None,
         approvals: Approvals | None = None,
-        tool_config: Callable[[AnyTool, str | None], BaseModel | None] | None = None,
+        tool_config: Callable[[AnyTool, AgentView | str | None], BaseModel | None] | None = None,
         lookup: Lookup | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         output_cap: int = DEFAULT_OUTPUT_CAP,
@@ -377,6 +379,7 @@ class Executor:
         events: EventSink | None = None,
         offered: Collection[str] | None = None,
         called_as: str | None = None,
+        agent: AgentView | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
 
@@ -398,6 +401,8 @@ class Executor:
         )
         if called_as is not None:  # else the class's default, None
             call.called_as = called_as
+        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
+            call.agent = agent
         # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
         # cancellation leaves the inner ``try``, to be recorded by the outer one.
         try:
@@ -494,6 +499,7 @@ class Executor:
         agent_id: str | None = None,
         origin: str = "explain",
         called_as: str | None = None,
+        agent: AgentView | None = None,
     ) -> tuple[ToolCall, ToolResult | None]:
         """Stages 1 and 2 without side effects: the call as the gate judged it, and the refusal if any.
 
@@ -501,6 +507,7 @@ class Executor:
         """
         call = ToolCall.start(name, new_call_id(), origin, agent_id, None, None, time.perf_counter(), self.events)
         call.called_as = called_as
+        call.agent = agent
         call.dry_run = True
         try:
             self._prepare(call, args, None)
@@ -527,7 +534,7 @@ class Executor:
             raise ToolError(
                 ErrorType.DENIED,
                 f"Refused by policy: the tool '{call.name}' is not offered in this run.",
-                self._choices(call.agent_id, offered),
+                self._choices(call.agent or call.agent_id, offered),
             )
         plan = self._plans.get(tool.name)
         if (
@@ -555,7 +562,7 @@ class Executor:
             validated = plan.validate(repaired)
         except ValidationError as exc:
             raise explain_validation_error(plan.input_model, exc) from None
-        call.settings = self.tool_config(tool, call.agent_id)
+        call.settings = self.tool_config(tool, call.agent or call.agent_id)
         call.input = validated
         if plan.has_subjects:
             call.subjects = tool.subjects(validated)
@@ -632,7 +639,7 @@ class Executor:
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ok_checked(data, list(notes) if notes else [], meta, content)
 
-    def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
+    def _choices(self, agent: AgentView | str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
         names = self.lookup.offered_names(agent) if self.lookup is not None else self.registry.names()
         if offered is not None:
@@ -641,8 +648,8 @@ class Executor:
         return f"Call one of the available tools: {shown}." if names else "No tools are available."
 
     def _not_found(self, call: ToolCall, offered: Collection[str] | None) -> ToolError:
-        hint = self._choices(call.agent_id, offered)
-        hidden = self.lookup.hidden(call.name, call.agent_id) if self.lookup is not None else None
+        hint = self._choices(call.agent or call.agent_id, offered)
+        hidden = self.lookup.hidden(call.name, call.agent or call.agent_id) if self.lookup is not None else None
         if hidden is not None:
             call.verdict, call.decided_by = "deny", hidden[0]
             return ToolError(ErrorType.DENIED, f"Refused by policy: {hidden[1]}.", hint)

@@ -16,6 +16,7 @@ from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
+from toolrig.permissions import AgentView
 from toolrig.profiles import Profile, speaking
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -69,6 +70,7 @@ async def run_calls(
     agent_id: str | None = None,
     parent_agent_id: str | None = None,
     profile: Profile | None = None,
+    agent: AgentView | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
@@ -92,6 +94,7 @@ async def run_calls(
                 events=events,
                 offered=offered,
                 called_as=call.name if translated is not None else None,
+                agent=agent,
             )
         finally:
             speaking.reset(token)

@@ -38,6 +38,7 @@ from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.hooks import run_hooks as current_hooks
+from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -118,7 +119,7 @@ class _Run:
 
             self.system += prompt_sections(rig)
         self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
-        registry = rig.registry_for(self.agent_id).select(options.tools_allow, options.tools_deny)
+        registry = rig.registry_for(self.view).select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         if not options.tools_allow:  # llm.tools: a compact core set for small models (a caller's own list wins)
             from toolrig.agent.toolset import shown_tools
@@ -485,6 +486,7 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
+            agent=self.view,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
@@ -614,6 +616,8 @@ class _Run:
         from toolrig.agent.subagents.hub import install_hub
 
         self.agent_id: str | None = self.options.agent_id if self.options.agent_id is not None else self.rig.agent
+        # Whose permissions the run's calls are judged by: a child's come with it (never looked up by its id).
+        self.view: AgentView = self.lineage.view if self.lineage is not None else self.rig.agent_view(self.agent_id)
         self.hub = install_hub(self.rig)
         if self.lineage is not None:
             self.system += child_instructions(self.lineage.kind)
