@@ -25,13 +25,14 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
+from toolrig.approvals.channel import ApprovalChannel
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import (
@@ -103,6 +104,7 @@ class ToolCall:
     parent_agent_id: str | None = None
     session_id: str | None = None
     agent: AgentView | None = None  # whose permissions judge the call, when the caller brings them (a subagent)
+    channel: ApprovalChannel | None = None  # who answers its approvals: the caller's own (a run's), else the Rig's
     input: BaseModel | None = None
     subjects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -380,6 +382,7 @@ class Executor:
         offered: Collection[str] | None = None,
         called_as: str | None = None,
         agent: AgentView | None = None,
+        channel: ApprovalChannel | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
 
@@ -403,6 +406,8 @@ class Executor:
             call.called_as = called_as
         if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
             call.agent = agent
+        if channel is not None:
+            call.channel = channel
         # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
         # cancellation leaves the inner ``try``, to be recorded by the outer one.
         try:
@@ -575,7 +580,7 @@ class Executor:
             config=call.settings,
             http=self.http,
             events=call.events or self.events,
-            approvals=self.approvals,
+            approvals=self.approvals if call.channel is None else _through(self.approvals, call.channel),
             cancel=token,
             agent_id=call.agent_id,
             session_id=call.session_id,
@@ -804,6 +809,18 @@ class Executor:
             for index, (name, args) in enumerate(calls):
                 group.start_soon(run_one, index, name, args)
         return [r for r in results if r is not None]
+
+
+@runtime_checkable
+class Routable(Protocol):
+    """Approvals that can be asked through one caller's channel (the Rig's ``ToolApprovals``)."""
+
+    def through(self, channel: ApprovalChannel) -> Approvals: ...
+
+
+def _through(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
+    """A tool's own questions go where its call's approvals go."""
+    return approvals.through(channel) if isinstance(approvals, Routable) else approvals
 
 
 def _unrecorded(call: ToolCall, exc: Exception) -> ToolResult:

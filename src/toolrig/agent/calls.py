@@ -14,6 +14,7 @@ import anyio
 
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
+from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
 from toolrig.permissions import AgentView
@@ -71,6 +72,7 @@ async def run_calls(
     parent_agent_id: str | None = None,
     profile: Profile | None = None,
     agent: AgentView | None = None,
+    channel: ApprovalChannel | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
@@ -95,6 +97,7 @@ async def run_calls(
                 offered=offered,
                 called_as=call.name if translated is not None else None,
                 agent=agent,
+                channel=channel,
             )
         finally:
             speaking.reset(token)

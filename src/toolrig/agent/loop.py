@@ -29,10 +29,9 @@ from toolrig.agent.subagents.hub import UNSET, Lineage, RunNode
 from toolrig.agent.subagents.prompt import agent_types_section, child_instructions
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
-from toolrig.approvals.channel import QuestionsApart
+from toolrig.approvals.channel import ApprovalChannel, QuestionsApart
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
 from toolrig.approvals.questions import question_json
-from toolrig.approvals.routing import install_router
 from toolrig.config import AgentConfig
 from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
@@ -147,7 +146,7 @@ class _Run:
         self.hooks = HookChain()
         for hook in options.hooks:
             self.hooks.add(hook)
-        self.router = install_router(rig)
+        self.channel: ApprovalChannel | None = None  # who answers this run's approvals (``_guarded``); None: the Rig's
         self.pause = PauseChannel() if options.approvals == "pause" or options.questions == "pause" else None
         self.session_id = ""
         self._new_title: str | None = None
@@ -306,7 +305,7 @@ class _Run:
         questions = self.options.questions
         if questions == "ask":
             return channel
-        approvals = channel if channel is not None else self.router.fallback
+        approvals = channel if channel is not None else self.rig.governance.channel
         return QuestionsApart(questions=self.pause if questions == "pause" else None, approvals=approvals)
 
     def _resumed_questions(self) -> Any:
@@ -319,8 +318,7 @@ class _Run:
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
     async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
-        if channel is not None:
-            self.router.runs[self.session_id] = channel
+        self.channel = channel  # passed with each of the run's calls: nothing is registered on the Rig
         reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
         self.progress = progress
         node = None
@@ -360,7 +358,6 @@ class _Run:
         finally:
             if node is not None:
                 self.hub.leave(node)
-            self.router.runs.pop(self.session_id, None)
             current_hooks.reset(reset_hooks)
             if self.owns_provider:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
@@ -487,6 +484,7 @@ class _Run:
             steps=self.options.steps,
             profile=self.profile,
             agent=self.view,
+            channel=self.channel,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):

@@ -37,6 +37,12 @@ log = logging.getLogger("toolrig.policy")
 
 
 class Governance:
+    """The one gate's policy half, built once per Rig: admission, rules, rate limits, approvals, the audit row.
+
+    Every consumer's calls meet here, so a rule, a limit or an audit row cannot depend on who called; what does
+    depend on the caller (its agent's view, its approval channel) comes with each call, never stored here.
+    """
+
     def __init__(
         self,
         loaded: LoadedConfig,
@@ -167,7 +173,7 @@ class Governance:
             if own is not None:
                 self._refuse(call, *own)
         broker = self.broker
-        if (broker.channel is not None or broker.forward) and not call.dry_run:
+        if (broker.channel is not None or broker.forward or call.channel is not None) and not call.dry_run:
             # The broker counts calls on their way to the approval step (batching), so both steps that
             # tell it a call left that way walk from this call on.
             if self._approval_gate is not None and self._audit_sink is not None:
@@ -207,7 +213,7 @@ class Governance:
         return self._ask(call)
 
     async def _ask(self, call: ToolCall) -> None:
-        answer = await self.broker.decide(self.request_for(call), call.events or self.events)
+        answer = await self.broker.decide(self.request_for(call), call.events or self.events, call.channel)
         call.approval = answer.how
         decision = answer.decision
         if decision.verdict == "deny":
@@ -273,7 +279,9 @@ class Governance:
         except (OSError, ConfigError) as exc:
             log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
 
-    async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+    async def ask_in_call(
+        self, tool: str, subject: str, reason: str, *, call_id: str = "", channel: ApprovalChannel | None = None
+    ) -> bool:
         """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
 
         The request has an id of its own (an answer to the call's approval never answers it) and names the
@@ -291,7 +299,7 @@ class Governance:
             reason=reason,
             fingerprint=fingerprint(tool, args),
         )
-        answer = await self.broker.decide(request, self.events)
+        answer = await self.broker.decide(request, self.events, channel)
         return answer.decision.verdict != "deny"
 
     async def ask_user(
@@ -302,6 +310,7 @@ class Governance:
         session_id: str | None,
         agent_id: str | None,
         events: EventSink | None = None,
+        channel: ApprovalChannel | None = None,
     ) -> list[dict[str, Any]] | None:
         """``ask_user``: a question request through the same broker and channels as approvals.
 
@@ -331,7 +340,7 @@ class Governance:
             questions=parsed,
         )
         # The asking call's own sink: its front end hears the question (a chat stops its spinners first).
-        answer = await self.broker.decide(request, events or self.events)
+        answer = await self.broker.decide(request, events or self.events, channel)
         replies = answer.decision.answers
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
@@ -373,13 +382,20 @@ class Governance:
 
 
 class ToolApprovals:
-    """The ``Approvals`` a ToolContext carries, answered through the rig's governance."""
+    """The ``Approvals`` a ToolContext carries, answered through the rig's governance.
 
-    def __init__(self, governance: Governance) -> None:
+    ``through`` gives the same for one caller's channel (a run's): a tool's questions go where its call's do.
+    """
+
+    def __init__(self, governance: Governance, channel: ApprovalChannel | None = None) -> None:
         self.governance = governance
+        self.channel = channel
+
+    def through(self, channel: ApprovalChannel) -> ToolApprovals:
+        return ToolApprovals(self.governance, channel)
 
     async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
-        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id)
+        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id, channel=self.channel)
 
     async def ask_user(
         self,
@@ -391,7 +407,7 @@ class ToolApprovals:
         events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
         return await self.governance.ask_user(
-            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events
+            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events, channel=self.channel
         )
 
 

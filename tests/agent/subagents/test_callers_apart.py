@@ -103,5 +103,3 @@ def test_no_run_resume_child_or_call_changes_what_another_caller_may_do(
             raise
     finally:
         rig.close()
-
-
