@@ -51,7 +51,17 @@ log = logging.getLogger("toolrig.config")
 SchemaFormat = Literal["anthropic", "openai", "json"]
 # Keywords of Executor.invoke: with keyword-style arguments, these are options unless the tool has such a field.
 _EXECUTOR_OPTIONS = frozenset(
-    {"call_id", "origin", "agent_id", "parent_agent_id", "session_id", "timeout_seconds", "events", "offered"}
+    {
+        "call_id",
+        "origin",
+        "agent_id",
+        "parent_agent_id",
+        "session_id",
+        "timeout_seconds",
+        "events",
+        "offered",
+        "channel",
+    }
 )
 
 

@@ -225,11 +225,9 @@ class McpToolServer:
         self.rig = rig
         settings = rig.config.approvals
         fallback: Fallback = approval_fallback or ("allow" if settings.fallback == "allow" else "deny")
-        if rig.approval_channel is None:
-            rig.approval_channel = McpApprovalChannel(fallback)
-        channel = rig.approval_channel
-        # A program's own channel stays in charge; only ours is told which client asks for which call.
-        self.channel = channel if isinstance(channel, McpApprovalChannel) else None
+        # A program's own channel stays in charge; without one, each call brings a channel asking its client.
+        self.fallback = fallback
+        self.owns_approvals = rig.approval_channel is None
         self.approval_timeout = approval_timeout or settings.timeout_seconds
         self.session_id = new_session_id()  # stdio's one client; HTTP clients get one each (``sessions``)
         self.sessions = SessionIds(self.session_id)
@@ -325,10 +323,9 @@ class McpToolServer:
 
     async def _read_call(self, name: str, args: dict[str, Any]) -> ToolResult:
         """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
-        call_id = new_call_id()
-        with self._asking(call_id, None):
+        with self._asking(new_call_id(), None) as options:
             session_id = self.sessions.current()
-            return await self.rig.call(name, args, origin="mcp", session_id=session_id, call_id=call_id)
+            return await self.rig.call(name, args, origin="mcp", session_id=session_id, **options)
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
@@ -365,20 +362,25 @@ class McpToolServer:
         if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
             return await self._call_parked(ctx, params)
         call_id = new_call_id()
-        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None, _client_sampler(ctx)):
-            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
+        asker = ElicitingAsker(ctx) if _can_elicit(ctx) else None
+        with self._asking(call_id, asker, _client_sampler(ctx)) as options:
+            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, options)
         return call_tool_result(result, structured=self.structured(params.name))
 
     @contextmanager
-    def _asking(self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None) -> Iterator[None]:
-        """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
+    def _asking(
+        self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The call's options: its approvals and questions go to ``asker`` (the channel comes with the call).
+
+        Its sampling goes to ``sampler`` for as long as the call runs.
+        """
         models = self.rig.executor.models
-        with (
-            # No asker is what an absent one means (the configured fallback): nothing to register then.
-            self.channel.asking(call_id, asker) if self.channel is not None and asker is not None else nullcontext(),
-            models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
-        ):
-            yield
+        options: dict[str, Any] = {"call_id": call_id}
+        if self.owns_approvals:
+            options["channel"] = McpApprovalChannel(self.fallback, asker)
+        with models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext():
+            yield options
 
     async def _invoke(
         self,
@@ -386,14 +388,14 @@ class McpToolServer:
         name: str,
         args: dict[str, Any],
         report: Report,
-        call_id: str,
+        options: dict[str, Any],
         *,
         logs: bool = True,
     ) -> ToolResult:
         from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
         session_id = self.sessions.of(ctx)
-        call = partial(self.rig.call, name, args, origin="mcp", session_id=session_id, call_id=call_id)
+        call = partial(self.rig.call, name, args, origin="mcp", session_id=session_id, **options)
         progress = progress_token_from_params(ctx.params) is not None
         levels = self.log_levels.allowed(ctx) if logs else frozenset()
         if not progress and not levels:
@@ -424,10 +426,12 @@ class McpToolServer:
             parked = ParkedCall(bound, self.approval_timeout)
             if self._group is None:
                 raise RuntimeError("serve inside `async with server.running()`")
-            call_id = new_call_id()
+            options: dict[str, Any] = {"call_id": new_call_id()}
+            if self.owns_approvals:  # its questions are parked for the client's next round
+                options["channel"] = McpApprovalChannel(self.fallback, parked)
             # Log lines are not relayed: the round that started the call may be over before they come.
-            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id, logs=False)
-            self._group.start_soon(self._run_parked, parked, call_id, call)
+            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), options, logs=False)
+            self._group.start_soon(self._run_parked, parked, call)
         parked.report = ctx.session.report_progress
         try:
             outcome = await parked.next()
@@ -441,10 +445,9 @@ class McpToolServer:
             return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
         return call_tool_result(parked.result, structured=self.structured(params.name))
 
-    async def _run_parked(self, parked: ParkedCall, call_id: str, call: Callable[[], Awaitable[ToolResult]]) -> None:
+    async def _run_parked(self, parked: ParkedCall, call: Callable[[], Awaitable[ToolResult]]) -> None:
         try:
-            with self._asking(call_id, parked):
-                await parked.run(call)
+            await parked.run(call)
         finally:
             # Still parked when it ends: no round is waiting for it (its client went away). Forget it.
             if self._parked.get(parked.key) is parked:
@@ -486,8 +489,8 @@ class McpToolServer:
         """A call with no progress token from a client that cannot elicit: ``_call_tool`` minus the SDK."""
         call_id = new_call_id()
         try:
-            with self._asking(call_id, None):
-                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+            with self._asking(call_id, None) as options:
+                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, **options)
         finally:
             if self.resources.subscriptions.by_uri:
                 with anyio.CancelScope(shield=True):
