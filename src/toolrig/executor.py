@@ -39,9 +39,7 @@ from toolrig.context import (
     AllowAll,
     Approvals,
     HttpAccess,
-    Models,
     SkillAccess,
-    SubagentAccess,
     ToolCatalog,
     ToolContext,
 )
@@ -51,7 +49,9 @@ from toolrig.event_bus import EventSink, NullSink
 from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult, ok_checked
+from toolrig.sampling import CallModels
 from toolrig.sandbox.paths import Workspace
+from toolrig.scope import DEFAULT, CallScope
 from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
 from toolrig.worker_threads import run_sync
@@ -105,6 +105,7 @@ class ToolCall:
     session_id: str | None = None
     agent: AgentView | None = None  # whose permissions judge the call, when the caller brings them (a subagent)
     channel: ApprovalChannel | None = None  # who answers its approvals: the caller's own (a run's), else the Rig's
+    scope: CallScope = DEFAULT  # the rest of who is calling: its model, its run's subagents, its catalog
     input: BaseModel | None = None
     subjects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -361,8 +362,6 @@ class Executor:
         self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
         self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
         self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
-        self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
-        self.models: Models | None = None  # set by the rig: tools' sampling (toolrig.sampling)
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
         self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
@@ -383,8 +382,11 @@ class Executor:
         called_as: str | None = None,
         agent: AgentView | None = None,
         channel: ApprovalChannel | None = None,
+        scope: CallScope | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
+
+        ``scope`` says who is calling (``toolrig.scope``); a keyword given as well wins over its field.
 
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
@@ -392,6 +394,15 @@ class Executor:
         """
         if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
             raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
+        if scope is not None:
+            agent_id = agent_id if agent_id is not None else scope.agent_id
+            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
+            session_id = session_id if session_id is not None else scope.session_id
+            events = events or scope.events
+            offered = offered if offered is not None else scope.offered
+            agent = agent or scope.agent
+            channel = channel or scope.channel
+            origin = scope.origin if origin == "python" else origin
         call = ToolCall.start(
             name,
             call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
@@ -408,6 +419,8 @@ class Executor:
             call.agent = agent
         if channel is not None:
             call.channel = channel
+        if scope is not None:
+            call.scope = scope
         # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
         # cancellation leaves the inner ``try``, to be recorded by the outer one.
         try:
@@ -440,12 +453,12 @@ class Executor:
                         timed_out = False
                     elif tool.is_async:
                         limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        with anyio.move_on_after(limit) as scope:
+                        with anyio.move_on_after(limit) as deadline:
                             if direct is not None:
                                 output = await direct.fn(**validated.__dict__)
                             else:
                                 output = await tool.execute(validated, ctx)
-                        timed_out = scope.cancelled_caught
+                        timed_out = deadline.cancelled_caught
                     else:
                         # A worker thread; it inherits the bound token through the copied context.
                         limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
@@ -574,13 +587,15 @@ class Executor:
         return plan, validated
 
     def _context(self, call: ToolCall, tool_name: str, token: CancelToken) -> ToolContext:
+        scope = call.scope
+        approvals = self.approvals if call.channel is None else _through(self.approvals, call.channel)
         return ToolContext(
             workspace=self.workspace,
             stores=self.stores,
             config=call.settings,
             http=self.http,
             events=call.events or self.events,
-            approvals=self.approvals if call.channel is None else _through(self.approvals, call.channel),
+            approvals=approvals,
             cancel=token,
             agent_id=call.agent_id,
             session_id=call.session_id,
@@ -588,10 +603,10 @@ class Executor:
             tool_name=tool_name,
             output_cap=self.output_cap,
             durable=self.durable,
-            catalog=self.catalog,
+            catalog=scope.catalog or self.catalog,
             skills=self.skills,
-            subagents=self.subagents,
-            models=self.models,
+            subagents=scope.subagents,
+            models=CallModels(approvals, scope.models),
         )
 
     def _shape(

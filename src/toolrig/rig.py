@@ -167,9 +167,6 @@ class Rig:
 
         self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
         self.executor.durable = self._durable
-        from toolrig.sampling import ModelRouter
-
-        self.executor.models = ModelRouter(self.executor.approvals)  # ctx.sample: the client's model or the run's
         from toolrig.skills.binding import bind
 
         bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them

@@ -17,7 +17,7 @@ import threading
 import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,8 @@ from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgres
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
-from toolrig.sampling import ClientSampler, ModelRouter
+from toolrig.sampling import ClientSampler, ModelSource
+from toolrig.scope import CallScope
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -371,16 +372,13 @@ class McpToolServer:
     def _asking(
         self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None
     ) -> Iterator[dict[str, Any]]:
-        """The call's options: its approvals and questions go to ``asker`` (the channel comes with the call).
+        """The call's options: its scope, whose approvals and questions go to ``asker``, its sampling to ``sampler``.
 
-        Its sampling goes to ``sampler`` for as long as the call runs.
+        Made per request and passed with the call: nothing of the client is registered on the Rig.
         """
-        models = self.rig.executor.models
-        options: dict[str, Any] = {"call_id": call_id}
-        if self.owns_approvals:
-            options["channel"] = McpApprovalChannel(self.fallback, asker)
-        with models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext():
-            yield options
+        channel = McpApprovalChannel(self.fallback, asker) if self.owns_approvals else None
+        scope = CallScope(channel=channel, models=ModelSource(client=sampler, from_client=True), origin="mcp")
+        yield {"call_id": call_id, "scope": scope}
 
     async def _invoke(
         self,
@@ -426,9 +424,10 @@ class McpToolServer:
             parked = ParkedCall(bound, self.approval_timeout)
             if self._group is None:
                 raise RuntimeError("serve inside `async with server.running()`")
-            options: dict[str, Any] = {"call_id": new_call_id()}
-            if self.owns_approvals:  # its questions are parked for the client's next round
-                options["channel"] = McpApprovalChannel(self.fallback, parked)
+            # Its questions are parked for the client's next round.
+            channel = McpApprovalChannel(self.fallback, parked) if self.owns_approvals else None
+            scope = CallScope(channel=channel, models=ModelSource(from_client=True), origin="mcp")
+            options: dict[str, Any] = {"call_id": new_call_id(), "scope": scope}
             # Log lines are not relayed: the round that started the call may be over before they come.
             call = partial(self._invoke, ctx, params.name, args, _report_to(parked), options, logs=False)
             self._group.start_soon(self._run_parked, parked, call)

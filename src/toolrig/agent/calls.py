@@ -14,14 +14,13 @@ import anyio
 
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
-from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
-from toolrig.permissions import AgentView
 from toolrig.profiles import Profile, speaking
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.scope import CallScope
 
 PREVIEW_CHARS = 150
 
@@ -71,8 +70,7 @@ async def run_calls(
     agent_id: str | None = None,
     parent_agent_id: str | None = None,
     profile: Profile | None = None,
-    agent: AgentView | None = None,
-    channel: ApprovalChannel | None = None,
+    scope: CallScope | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
@@ -96,8 +94,7 @@ async def run_calls(
                 events=events,
                 offered=offered,
                 called_as=call.name if translated is not None else None,
-                agent=agent,
-                channel=channel,
+                scope=scope,
             )
         finally:
             speaking.reset(token)

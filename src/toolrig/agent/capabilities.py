@@ -1,6 +1,6 @@
 """What the agent loop adds for skills and capabilities: prompt sections and the model-written grouping.
 
-The seam in the loop is two calls (``prompt_sections`` when the system prompt is built, ``install_grouper``
+The seam in the loop is two calls (``prompt_sections`` when the system prompt is built, ``run_catalog``
 when the provider is known); everything else lives in ``toolrig.skills``.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolrig.agent.messages import Message
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
@@ -48,16 +48,16 @@ def prompt_sections(rig: Rig) -> str:
     return "\n\n" + "\n\n".join(parts)
 
 
-def install_grouper(rig: Rig, provider: Provider) -> None:
-    """Let capabilities_refresh ask this run's model to phrase the themes (one call per refresh)."""
+def run_catalog(rig: Rig, provider: Provider) -> Any:
+    """The catalog a run's tools see: capabilities_refresh may ask this run's model to phrase the themes."""
     catalog = rig.executor.catalog
     if not isinstance(catalog, RigCatalog):
-        return
+        return catalog
 
     async def group(themes: list[Theme]) -> list[Theme] | None:
         return await model_themes(rig, provider, themes)
 
-    catalog.grouper = group
+    return catalog.with_grouper(group)
 
 
 async def model_themes(rig: Rig, provider: Provider, themes: list[Theme]) -> list[Theme] | None:

@@ -42,6 +42,8 @@ from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.sampling import ModelSource
+from toolrig.scope import CallScope
 
 log = logging.getLogger("toolrig.agent")
 
@@ -152,12 +154,16 @@ class _Run:
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
         self.progress: _Progress | None = None
-        from toolrig.agent.capabilities import install_grouper
+        from toolrig.agent.capabilities import run_catalog
+        from toolrig.agent.mcp_sampling import RunModels
 
-        install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
-        from toolrig.agent.mcp_sampling import install_sampler
-
-        install_sampler(rig, self.provider)  # MCP servers with `sampling:` may ask this model (capped, approved)
+        self.models = RunModels(self.provider, self)  # tools' ctx.sample: this run's model, on its budget
+        self.catalog = run_catalog(rig, self.provider)  # capabilities_refresh may ask this model for themes
+        if rig.mcp_servers is not None:
+            # Remote MCP servers with `sampling:` ask the model of the run that last started (sources/ holds
+            # one sampler per server set); a tool's own ctx.sample goes with its call's scope instead.
+            rig.mcp_servers.use_model(self.models.for_server)
+        self.scope = CallScope()  # who this run is, for each of its calls: set when the run starts (``_guarded``)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
         """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
@@ -319,6 +325,20 @@ class _Run:
 
     async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
         self.channel = channel  # passed with each of the run's calls: nothing is registered on the Rig
+        self.scope = CallScope(
+            agent=self.view,
+            agent_id=self.agent_id,
+            parent_agent_id=self.lineage.parent.agent_id if self.lineage is not None else None,
+            session_id=self.session_id,
+            offered=self.offered,
+            events=self.sink,
+            channel=channel,
+            models=ModelSource(run=self.models.sample),
+            subagents=self.hub,
+            catalog=self.catalog,
+            profile=self.profile,
+            origin="agent",
+        )
         reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
         self.progress = progress
         node = None
@@ -483,8 +503,7 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
-            agent=self.view,
-            channel=self.channel,
+            scope=self.scope,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
@@ -611,12 +630,13 @@ class _Run:
         A child's ``lineage`` and narrowed profile are set by the hub before the child starts
         (``toolrig.agent.subagents.hub``); a root run has neither.
         """
-        from toolrig.agent.subagents.hub import install_hub
+        from toolrig.agent.subagents.hub import SubagentHub
 
         self.agent_id: str | None = self.options.agent_id if self.options.agent_id is not None else self.rig.agent
         # Whose permissions the run's calls are judged by: a child's come with it (never looked up by its id).
         self.view: AgentView = self.lineage.view if self.lineage is not None else self.rig.agent_view(self.agent_id)
-        self.hub = install_hub(self.rig)
+        # The runs of one tree share a hub (their lineage, budgets, results); a root run makes its own.
+        self.hub: SubagentHub = self.lineage.parent.run.hub if self.lineage is not None else SubagentHub(self.rig)
         if self.lineage is not None:
             self.system += child_instructions(self.lineage.kind)
 

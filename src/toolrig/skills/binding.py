@@ -49,11 +49,18 @@ AsyncGrouper = Callable[[list["Theme"]], Awaitable["list[Theme] | None"]]
 
 
 class RigCatalog:
-    """``grouper``, when set (by whoever holds a model: the agent loop, the CLI), phrases the themes."""
+    """``grouper``, when given (by whoever holds a model: an agent run, the CLI), phrases the themes.
 
-    def __init__(self, rig: Rig) -> None:
+    The Rig's own has none; a run passes ``with_grouper``'s copy in its call scope, so one run's model never
+    answers for another's calls.
+    """
+
+    def __init__(self, rig: Rig, grouper: AsyncGrouper | None = None) -> None:
         self._rig = rig
-        self.grouper: AsyncGrouper | None = None
+        self.grouper = grouper
+
+    def with_grouper(self, grouper: AsyncGrouper) -> RigCatalog:
+        return RigCatalog(self._rig, grouper)
 
     def offered(self, agent: str | None) -> list[Any]:
         """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""

@@ -6,8 +6,9 @@ other, audited with the child's agent id and task id. Ids are lineage: a root ru
 id, and a child's is its parent's task id plus ``.N`` (``20261124-010203-abc123.2.1``), so an audit row's
 session column names the task and, by its prefix, every ancestor.
 
-The hub is installed once per Rig as ``executor.subagents``: the tools reach it only through
-``ToolContext.subagents``, never by importing the runtime.
+A root run makes the hub its tree shares (children reach it through their lineage) and passes it in its
+calls' scope; the tools reach it only through ``ToolContext.subagents``, never by importing the runtime.
+Nothing of a run is kept on the Rig: two root runs on one Rig have two hubs.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ class Lineage:
 
 
 class SubagentHub:
-    """``ToolContext.subagents`` for every run on one Rig."""
+    """``ToolContext.subagents`` for the runs of one tree: a root run and its descendants."""
 
     def __init__(self, rig: Rig) -> None:
         self.rig = rig
@@ -637,13 +638,3 @@ def schema_problem(schema: dict[str, Any], value: Any) -> str | None:
         return None
     where = "/".join(str(p) for p in error.path) or "(the value)"
     return f"at {where}: {error.message[:300]}"
-
-
-def install_hub(rig: Rig) -> SubagentHub:
-    """The Rig's hub, created on its first agent run."""
-    hub = rig.executor.subagents
-    if isinstance(hub, SubagentHub):
-        return hub
-    hub = SubagentHub(rig)
-    rig.executor.subagents = hub
-    return hub
