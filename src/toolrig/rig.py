@@ -37,10 +37,11 @@ from toolrig.permissions import AgentView
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
-from toolrig.profiles import Profile, get_profile, speaking
+from toolrig.profiles import Profile, get_profile
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
+from toolrig.scope import DEFAULT
 from toolrig.stores import Stores
 
 if TYPE_CHECKING:
@@ -347,19 +348,16 @@ class Rig:
             options["agent_id"] = self.agent
         if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
-        from toolrig.adapters.faces import shape_result, speak, translate
+        from toolrig.adapters.faces import call_speaking
+        from toolrig.skills.binding import RigCatalog
 
-        token = speaking.set(chosen)
-        try:
-            if face is None:
-                return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
-            translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
-            result = await self.executor.invoke(
-                translated.name, translated.args, events=events, called_as=name, **options
-            )
-            return speak(chosen, shape_result(translated, result))
-        finally:
-            speaking.reset(token)
+        # The caller speaks ``chosen``: its scope says so, and its tools' catalog names tools as it does.
+        scope = options.pop("scope", None) or DEFAULT
+        catalog = scope.catalog or self.executor.catalog
+        if isinstance(catalog, RigCatalog):
+            catalog = catalog.for_caller(profile=chosen)
+        scope = scope.child(profile=chosen, catalog=catalog)
+        return await call_speaking(self.executor, chosen, name, args, events=events, scope=scope, **options)
 
     async def decide(
         self, name: str, args: dict[str, Any] | str | None = None, /, *, profile: str | Profile | None = None

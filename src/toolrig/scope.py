@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.context import SubagentAccess, ToolCatalog
@@ -22,6 +22,14 @@ from toolrig.event_bus import EventSink
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
+
+
+class HookRunner(Protocol):
+    """A run's own hooks (``toolrig.hooks.HookChain``), as the one hook gate runs them."""
+
+    def __len__(self) -> int: ...
+
+    async def run(self, event: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +40,8 @@ class CallScope:
     ``agent_id``: the label the audit, memory and tasks use; ``offered``: the run's own tool list, narrower
     than the agent's; ``channel``: who answers its approvals and questions; ``models``: the model its tools'
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
-    sees it; ``profile``: the names its model speaks; ``events``: its sink.
+    sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
+    ``events``: its sink.
     """
 
     agent: AgentView | None = None
@@ -46,6 +55,7 @@ class CallScope:
     subagents: SubagentAccess | None = None
     catalog: ToolCatalog | None = None
     profile: Profile | None = None
+    hooks: HookRunner | None = None
     origin: str = "python"
 
     def child(self, **changes: Any) -> CallScope:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolrig.agent.messages import Message
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
+from toolrig.profiles import Profile
 from toolrig.skills import capabilities, verdicts
 from toolrig.skills.binding import RigCatalog, skills_of
 from toolrig.skills.capabilities import Theme
@@ -48,8 +49,8 @@ def prompt_sections(rig: Rig) -> str:
     return "\n\n" + "\n\n".join(parts)
 
 
-def run_catalog(rig: Rig, provider: Provider) -> Any:
-    """The catalog a run's tools see: capabilities_refresh may ask this run's model to phrase the themes."""
+def run_catalog(rig: Rig, provider: Provider, profile: Profile | None = None) -> Any:
+    """The catalog a run's tools see: under its profile's names; its model may phrase the themes."""
     catalog = rig.executor.catalog
     if not isinstance(catalog, RigCatalog):
         return catalog
@@ -57,7 +58,7 @@ def run_catalog(rig: Rig, provider: Provider) -> Any:
     async def group(themes: list[Theme]) -> list[Theme] | None:
         return await model_themes(rig, provider, themes)
 
-    return catalog.with_grouper(group)
+    return catalog.for_caller(grouper=group, profile=profile)
 
 
 async def model_themes(rig: Rig, provider: Provider, themes: list[Theme]) -> list[Theme] | None:

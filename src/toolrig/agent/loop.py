@@ -36,7 +36,6 @@ from toolrig.config import AgentConfig
 from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
-from toolrig.hooks import run_hooks as current_hooks
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
@@ -158,7 +157,8 @@ class _Run:
         from toolrig.agent.mcp_sampling import RunModels
 
         self.models = RunModels(self.provider, self)  # tools' ctx.sample: this run's model, on its budget
-        self.catalog = run_catalog(rig, self.provider)  # capabilities_refresh may ask this model for themes
+        # capabilities_refresh may ask this model for themes; tool_search names tools as this model does.
+        self.catalog = run_catalog(rig, self.provider, self.profile)
         if rig.mcp_servers is not None:
             # Remote MCP servers with `sampling:` ask the model of the run that last started (sources/ holds
             # one sampler per server set); a tool's own ctx.sample goes with its call's scope instead.
@@ -337,9 +337,9 @@ class _Run:
             subagents=self.hub,
             catalog=self.catalog,
             profile=self.profile,
+            hooks=self.hooks if len(self.hooks) else None,
             origin="agent",
         )
-        reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
         self.progress = progress
         node = None
         try:
@@ -378,7 +378,6 @@ class _Run:
         finally:
             if node is not None:
                 self.hub.leave(node)
-            current_hooks.reset(reset_hooks)
             if self.owns_provider:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):

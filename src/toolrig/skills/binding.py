@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
-from toolrig.profiles import speaking
+from toolrig.profiles import Profile
 
 # What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
 # load on first use, not at every rig's start-up.
@@ -55,19 +55,21 @@ class RigCatalog:
     answers for another's calls.
     """
 
-    def __init__(self, rig: Rig, grouper: AsyncGrouper | None = None) -> None:
+    def __init__(self, rig: Rig, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> None:
         self._rig = rig
         self.grouper = grouper
+        self.profile = profile  # the names the calling model speaks (None: the tools' own)
 
-    def with_grouper(self, grouper: AsyncGrouper) -> RigCatalog:
-        return RigCatalog(self._rig, grouper)
+    def for_caller(self, *, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> RigCatalog:
+        """A copy for one caller's scope: its model phrases the themes, its profile names the tools."""
+        return RigCatalog(self._rig, grouper or self.grouper, profile or self.profile)
 
     def offered(self, agent: str | None) -> list[Any]:
         """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""
         from toolrig.skills import verdicts
 
         tools = verdicts.offered(self._rig, agent)
-        profile = speaking.get()
+        profile = self.profile
         if profile is None or profile.is_identity:
             return tools
         from toolrig.adapters.faces import faced
