@@ -251,11 +251,11 @@ class McpToolServer:
             "on_set_logging_level": self._set_logging_level,
             "on_list_resources": self.resources.list_resources,
             "on_list_resource_templates": self.resources.list_templates,
-            "on_read_resource": self.sessions.serving(self.resources.read),
+            "on_read_resource": self.resources.read,
             "on_subscribe_resource": self.resources.subscribe,
             "on_unsubscribe_resource": self.resources.unsubscribe,
             "on_list_prompts": self.resources.list_prompts,
-            "on_get_prompt": self.sessions.serving(self.resources.get_prompt),
+            "on_get_prompt": self.resources.get_prompt,
             "on_completion": self.resources.complete,
         }
 
@@ -322,11 +322,13 @@ class McpToolServer:
             raise MCPError(INVALID_PARAMS, "Unknown cursor: toolrig lists every tool in one page, with no cursor.")
         return self.listing()
 
-    async def _read_call(self, name: str, args: dict[str, Any]) -> ToolResult:
-        """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
+    async def _read_call(self, ctx: Any, name: str, args: dict[str, Any]) -> ToolResult:
+        """A resource or prompt read: the tool that reads it, through the same gate as a client's call.
+
+        It runs in the session of the request that asked (``ctx``), passed with the call.
+        """
         with self._asking(new_call_id(), None) as options:
-            session_id = self.sessions.current()
-            return await self.rig.call(name, args, origin="mcp", session_id=session_id, **options)
+            return await self.rig.call(name, args, origin="mcp", session_id=self.sessions.of(ctx), **options)
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
