@@ -96,7 +96,7 @@ class Rig:
 
         The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
         reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
-        setters do: ``approval_channel``, ``hooks``, ``governance.policy``/``limiter``). A subagent's narrowed
+        setters do: ``hooks``, ``governance.policy``/``limiter``). A subagent's narrowed
         permissions are never added here: they come with its calls (``AgentView``).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
@@ -224,11 +224,8 @@ class Rig:
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
+        """The Rig's own channel (given when it was built); a caller passes its own with its calls."""
         return self.governance.channel
-
-    @approval_channel.setter
-    def approval_channel(self, channel: ApprovalChannel | None) -> None:
-        self.governance.channel = channel
 
     @property
     def catalog(self) -> Registry:

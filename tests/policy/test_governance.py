@@ -140,9 +140,8 @@ async def test_approvals_turned_on_for_an_agent_after_calls_ask_from_its_next_ca
     rig, ran = _counting_rig(workspace)
     assert not (await rig.call("note_down", {"text": "a"})).is_error
     asked = _Asked("deny")
-    rig.approval_channel = asked
     careful = _as(rig, "careful", {"approvals": {"mode": "always"}})
-    refused = await rig.executor.invoke("note_down", {"text": "b"}, **careful)
+    refused = await rig.executor.invoke("note_down", {"text": "b"}, channel=asked, **careful)
     assert refused.error_type == "denied"
     assert [r.tool for r in asked.requests] == ["note_down"] and ran == ["a"]
     # `policy explain` walks the same gate: it reports the ask, and asks nobody.
@@ -172,13 +171,13 @@ async def test_approvals_turned_on_with_nobody_to_ask_fall_back_from_the_next_ca
 
 
 @pytest.mark.anyio
-async def test_a_channel_set_after_calls_hears_every_call_leave_the_way_to_approval(workspace: Path) -> None:
+async def test_a_channel_a_call_brings_hears_every_call_leave_the_way_to_approval(workspace: Path) -> None:
     """The broker counts calls between the policy and the approval step (to batch what they ask): a call
     refused on the way (by a rate limit) is told to it by the audit sink, which the channel put on the path."""
     rig, _ = _counting_rig(workspace)
     busy = _as(rig, "busy", {"rate_limit": "1/hour"})
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    rig.approval_channel = _Asked("allow_once")
+    busy["channel"] = _Asked("allow_once")  # the caller's channel, passed with its calls
     assert not (await rig.executor.invoke("note_down", {"text": "b"}, **busy)).is_error
     assert rig.governance.broker._arriving == set()
     assert (await rig.executor.invoke("note_down", {"text": "c"}, **busy)).error_type == "rate_limited"
@@ -239,8 +238,7 @@ async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Pat
     refused = await rig.call("note_down", {"text": "the secret"})  # nobody to ask: approvals.fallback (deny)
     assert refused.error_type == "denied" and ran == ["a"]
     asked = _Asked("allow_once")
-    rig.approval_channel = asked
-    assert not (await rig.call("note_down", {"text": "another secret"})).is_error
+    assert not (await rig.call("note_down", {"text": "another secret"}, channel=asked)).is_error
     assert [r.reason for r in asked.requests] == ["it mentions a secret"] and ran == ["a", "another secret"]
 
 

@@ -132,10 +132,6 @@ class Governance:
     def channel(self) -> ApprovalChannel | None:
         return self.broker.channel
 
-    @channel.setter
-    def channel(self, channel: ApprovalChannel | None) -> None:
-        self.broker.channel = channel
-
     # ------------------------------------------------------------------------------ gates
 
     def check_offered(self, call: ToolCall) -> None:
