@@ -333,6 +333,12 @@ def new_call_id() -> str:
 
 
 class Executor:
+    """The one call path, built once per Rig with every capability its tools reach (constructor arguments).
+
+    A caller's part of a call (its agent view, approval channel, model, run) comes with the call in its
+    ``CallScope``; nothing of a caller is set here, so concurrent runs and MCP clients share one executor.
+    """
+
     def __init__(
         self,
         registry: Registry,
@@ -347,6 +353,9 @@ class Executor:
         lookup: Lookup | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        durable: Durable | None = None,
+        catalog: ToolCatalog | None = None,
+        skills: SkillAccess | None = None,
     ) -> None:
         self.registry = registry
         self.workspace = workspace
@@ -359,9 +368,9 @@ class Executor:
         self.lookup = lookup
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
-        self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
-        self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
-        self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
+        self.durable = durable  # schedules and tasks (a durable run's rig binds its task)
+        self.catalog = catalog  # the offered tools, for tool_search (a caller's scope may bring its own view)
+        self.skills = skills  # the workspace's Agent Skills
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
         self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call

@@ -151,6 +151,10 @@ class Rig:
         self._validate_agents()
         self.warnings = unmatched_names(self.config, self.loaded, self._base_registry)
         self._report_warnings(strict)
+        from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
+        from toolrig.skills.binding import RigCatalog, RigSkills
+
+        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
         self.executor = Executor(
             self._available,
             self.workspace,
@@ -163,14 +167,10 @@ class Rig:
             lookup=self,
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
+            durable=self._durable,
+            catalog=RigCatalog(self),  # the offered-tool catalog, for the tools that list tools
+            skills=RigSkills(self),  # the workspace's skills, for the skill tools
         )
-        from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
-
-        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
-        self.executor.durable = self._durable
-        from toolrig.skills.binding import bind
-
-        bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them
 
     # ------------------------------------------------------------------------------ lifetime
 

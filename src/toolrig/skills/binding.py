@@ -1,6 +1,7 @@
 """What a rig hands the skill and catalog tools through their ToolContext (``ctx.skills``, ``ctx.catalog``).
 
-A rig binds these once; tools see only the narrow protocols in ``toolrig.context``, never the rig.
+A rig builds these once and hands them to its executor; tools see only the narrow protocols in
+``toolrig.context``, never the rig.
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
     from toolrig.skills.skill import Skill
 
 log = logging.getLogger("toolrig.skills")
-
-
-def bind(rig: Rig) -> None:
-    rig.executor.catalog = RigCatalog(rig)
-    rig.executor.skills = RigSkills(rig)
 
 
 def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
