@@ -248,17 +248,13 @@ class Rig:
         key = chosen.name if chosen.configured else None
         registry = cache.get(key)
         if registry is None:
-            available = self._available_tools()
+            available = self._available
             from toolrig.skills.binding import for_schemas
 
             policy = self.governance.policy
             registry = Registry(for_schemas(self, [t for t in available.list() if policy.offered(t, chosen)]))
             cache[key] = registry
         return registry
-
-    def _available_tools(self) -> Registry:
-        """The catalog narrowed by ``tools.allow`` / ``tools.deny``: what the executor serves at all."""
-        return self._available
 
     # The executor's Lookup: what a caller is offered, and why a known tool is hidden from it.
 
@@ -563,7 +559,7 @@ class Rig:
 
     def grant(self, name: str, args: dict[str, Any]) -> str:
         """Approve in advance one call of ``name`` with exactly these arguments (after validation)."""
-        tool = self._available_tools().get(name)
+        tool = self._available.get(name)
         validated = tool.input_model.model_validate(args).model_dump(mode="json")
         return self.governance.grant(name, validated)
 

@@ -419,7 +419,6 @@ class SubagentHub:
             child.done.set()
 
     def _child_run(self, parent: RunNode, child: Child, kind: AgentType) -> Any:
-        from toolrig.agent.loop import _Run
         from toolrig.agent.state import RunOptions
 
         prun = parent.run
@@ -456,7 +455,8 @@ class SubagentHub:
         if own.shared_memory:
             self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
         view = parent_view.child(child.agent_id, profile)  # handed to the child's run: nothing is registered
-        return _Run(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind, view))
+        # The same loop as its parent's run (its class: the hub never imports the loop above it).
+        return type(prun)(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind, view))
 
     def _forwarder(self, parent: RunNode, child: Child) -> Any:
         """The child's event sink: its tool events and text, tagged with its task id, go up to the parent."""
