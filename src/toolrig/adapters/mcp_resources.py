@@ -214,7 +214,7 @@ def resource_contents(uri: str, parts: list[ContentPart]) -> list[Any]:
     """
     from mcp.types import BlobResourceContents, TextResourceContents
 
-    from toolrig.adapters.mcp_server import mcp_content
+    from toolrig.adapters.mcp_content import mcp_content
 
     contents: list[Any] = []
     for part in parts:
@@ -533,7 +533,7 @@ class ServedResources:
 
     async def _embedded(self, ctx: Any, skill: Any) -> list[Any]:
         """The files the skill embeds, each read through the gate as ``read_skill_resource``, as MCP blocks."""
-        from toolrig.adapters.mcp_server import mcp_content
+        from toolrig.adapters.mcp_content import mcp_content
 
         paths = prompt_embeds(skill.extra)
         if len(paths) > MAX_EMBEDS:

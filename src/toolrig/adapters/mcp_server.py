@@ -26,6 +26,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic_core import to_json
 
+from toolrig.adapters.mcp_content import content_json, mcp_content
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.adapters.mcp_sessions import SessionIds, new_session_id
@@ -38,7 +39,6 @@ from toolrig.approvals.mcp import (
     ParkedCall,
     elicit_request,
 )
-from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
@@ -105,41 +105,6 @@ def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
     if result.is_error:
         return CallToolResult(content=text, is_error=True)
     return CallToolResult(content=text, structured_content=result.output if structured else None)
-
-
-def mcp_content(parts: list[ContentPart]) -> list[ContentBlock]:
-    """Content parts as MCP blocks: ``ImageContent``, ``AudioContent``, ``EmbeddedResource``, ``TextContent``."""
-    if not parts:
-        return []
-    from mcp.types import (
-        AudioContent,
-        BlobResourceContents,
-        EmbeddedResource,
-        ImageContent,
-        TextContent,
-        TextResourceContents,
-    )
-
-    blocks: list[ContentBlock] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            blocks.append(TextContent(text=part.text))
-        elif isinstance(part, ImagePart):
-            blocks.append(ImageContent(data=part.data, mime_type=part.media_type))
-        elif isinstance(part, AudioPart):
-            blocks.append(AudioContent(data=part.data, mime_type=part.media_type))
-        elif part.text is not None:
-            resource = TextResourceContents(uri=part.uri, mime_type=part.media_type, text=part.text)
-            blocks.append(EmbeddedResource(resource=resource))
-        else:
-            blob = BlobResourceContents(uri=part.uri, mime_type=part.media_type, blob=part.blob or "")
-            blocks.append(EmbeddedResource(resource=blob))
-    return blocks
-
-
-def content_json(parts: list[ContentPart]) -> list[dict[str, Any]]:
-    """``mcp_content`` as wire JSON, for the fast path that writes responses itself."""
-    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in mcp_content(parts)]
 
 
 class CallRelay:
