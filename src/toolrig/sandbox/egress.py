@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
+from toolrig.sandbox.egress_bridge import HANDOFF
 from toolrig.sandbox.egress_http import CONNECTED, BadRequest, ProxyRequest, answer, origin_head, parse_head, read_head
 from toolrig.sandbox.http import resolve
 from toolrig.sandbox.network import NetworkPolicy, ParsedUrl, Resolver, UrlDecision, check_addresses, check_host
@@ -43,7 +44,6 @@ from toolrig.sandbox.network import parse_url as parse_guarded_url
 from toolrig.sandbox.unixstream import UnixStream, listen
 from toolrig.sandbox.unixstream import accept as accept_unix
 
-HANDOFF = b"TOOLRIG-EGRESS-LISTEN\n"  # the first bytes of a message carrying listening sockets
 SOCKET_NAME = "egress.sock"
 _CHUNK = 64 * 1024
 _T = TypeVar("_T")
