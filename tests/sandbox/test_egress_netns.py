@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import shutil
 import signal
+import sys
+import zipfile
 from pathlib import Path
 
 import anyio
@@ -17,11 +21,13 @@ from toolrig.sandbox.egress_bridge import proxy_env
 from toolrig.sandbox.netns import BRIDGE, SessionNetwork, open_session_network
 from toolrig.sandbox.network import NetworkPolicy
 
-ALLOWED = NetworkPolicy(allowed_domains=("allowed.test",), allow_loopback=True)
-RESOLVER = static_resolver({"allowed.test": ["127.0.0.1"]})
+ALLOWED = NetworkPolicy(allowed_domains=("allowed.test", "pypi.test"), allow_loopback=True)
+RESOLVER = static_resolver({"allowed.test": ["127.0.0.1"], "pypi.test": ["127.0.0.1"]})
 PYTHON = "/usr/bin/python3"  # the system's: readable by the unprivileged user too
 NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
 BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+
+pytestmark = pytest.mark.slow  # every test starts bubblewrap and the commands in it
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +140,37 @@ async def test_an_unprivileged_user_holds_and_joins_a_session_namespace(bwrap: s
     uid, caps, rest = out.split("\n", 2)
     assert uid == "65534" and caps.split() == ["CapEff:", "0000000000000000"]
     _assert_only_the_proxy_led_out(rest, egress)
+
+
+def _tiny_wheel() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        wheel.writestr("tinypkg/__init__.py", "")
+        wheel.writestr("tinypkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n")
+        wheel.writestr("tinypkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n")
+        wheel.writestr("tinypkg-1.0.dist-info/RECORD", "")
+    return buffer.getvalue()
+
+
+@pytest.mark.anyio
+async def test_pip_downloads_from_an_allowed_index_through_the_proxy(
+    bwrap: str, http_server: HttpServer, tmp_path: Path
+) -> None:
+    wheel = _tiny_wheel()
+    name = "tinypkg-1.0-py3-none-any.whl"
+    link = f'<a href="/egress/files/{name}#sha256={hashlib.sha256(wheel).hexdigest()}">{name}</a>'
+    http_server.route("/egress/simple/tinypkg/", body=f"<html><body>{link}</body></html>", content_type="text/html")
+    http_server.route(f"/egress/files/{name}", body=wheel, content_type="application/octet-stream")
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check"]
+    pip += ["--index-url", f"http://pypi.test:{http_server.port}/egress/simple/", "--trusted-host", "pypi.test"]
+    async with open_egress(ALLOWED, resolver=RESOLVER) as egress:
+        argv = [
+            *_sandbox("--unshare-net", "--unshare-pid", "--die-with-parent"),
+            *("--bind", egress.directory, egress.directory, "--bind", str(tmp_path), str(tmp_path)),
+            *(PYTHON, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--", *pip, "-d", str(tmp_path), "tinypkg"),
+        ]
+        env = {**BASE_ENV, "PIP_CONFIG_FILE": "/dev/null", "TMPDIR": str(tmp_path)}
+        result = await anyio.run_process(argv, env=env, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / name).read_bytes() == wheel
+    assert egress.refusals == []
