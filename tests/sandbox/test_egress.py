@@ -323,3 +323,43 @@ def test_any_head_parses_or_is_a_bad_request(head: bytes) -> None:
         assert exc.status in (400, 431)
     else:
         assert " " not in request.target and request.method.isupper()
+
+
+@pytest.mark.anyio
+async def test_socks5_on_the_same_port_reaches_allowed_origins_and_is_refused_elsewhere(
+    proxy: tuple[Egress, int], http_server: HttpServer, tls_origin: TlsOrigin
+) -> None:
+    egress, port = proxy
+    http_server.route("/egress/socks", body="socks ok")
+    socks = ["curl", "-sS", "--max-time", "10", "--proxy", f"socks5h://127.0.0.1:{port}"]
+    plain = await anyio.run_process([*socks, http_server.url("/egress/socks", host="allowed.test")])
+    assert plain.stdout == b"socks ok"
+    tls = await anyio.run_process([*socks, "--cacert", tls_origin.ca_file, f"https://allowed.test:{tls_origin.port}/s"])
+    assert tls.stdout == b"tls /s"
+    refused = await anyio.run_process([*socks, http_server.url("/", host="127.0.0.1")], check=False)
+    assert refused.returncode != 0 and b"(2)" in refused.stderr  # reply 2: not allowed by ruleset
+    assert [r.target for r in egress.refusals] == [f"127.0.0.1:{http_server.port}"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"\x05\x01\x02", b"\x05\xff"),  # only username/password offered
+        (b"\x05\x01\x00\x05\x02\x00\x01\x7f\x00\x00\x01\x00\x50", b"\x05\x00\x05\x07"),  # BIND
+        (b"\x05\x01\x00\x05\x01\x00\x09", b"\x05\x00\x05\x08"),  # an unknown address type
+        (b"\x05\x01\x00\x05\x01\x00\x03\x03a\x00b\x00\x50", b"\x05\x00\x05\x01"),  # a NUL in the name
+        (b"\x05\x01\x00\x05\x01\x00\x01\xa9\xfe\xa9\xfe\x00\x50", b"\x05\x00\x05\x02"),  # metadata: refused
+    ],
+)
+async def test_socks5_requests_outside_connect_without_authentication_get_the_protocols_refusal(
+    data: bytes, expected: bytes
+) -> None:
+    async with (
+        open_egress(ALLOWED, resolver=RESOLVER) as egress,
+        await anyio.connect_unix(egress.socket_path) as stream,
+    ):
+        await stream.send(data)
+        with anyio.fail_after(10):
+            answer = await _read_all(stream)
+    assert answer.startswith(expected)

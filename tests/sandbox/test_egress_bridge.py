@@ -60,3 +60,5 @@ def test_the_proxy_environment_covers_the_common_clients() -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy"):
         assert env[name] == "http://127.0.0.1:3128"
     assert "127.0.0.1" in env["no_proxy"] and "localhost" in env["NO_PROXY"]
+    assert "ALL_PROXY" not in env  # httpx clients fail at creation on a SOCKS ALL_PROXY without socksio
+    assert proxy_env(3128, socks=True)["all_proxy"] == "socks5h://127.0.0.1:3128"

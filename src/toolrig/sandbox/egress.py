@@ -8,6 +8,9 @@ a 403 whose body names the rule and the setting that opens it; each refusal is a
 Every cost a client can cause is capped: connections at once, head size and headers, time to send a head,
 time to connect, idle time.
 
+SOCKS5 (CONNECT, no authentication) is spoken on the same sockets, told apart by its first byte, for tools
+that read ``ALL_PROXY``; a refusal there is the protocol's "not allowed by ruleset", recorded the same way.
+
 Interface (what the sandbox calls; one proxy per command, nothing kept after it)::
 
     async with open_egress(settings.policy(), resolver=None, settings="tool_config.run_command") as egress:
@@ -36,6 +39,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
+from toolrig.sandbox import egress_socks as socks
 from toolrig.sandbox.egress_bridge import HANDOFF
 from toolrig.sandbox.egress_http import CONNECTED, BadRequest, ProxyRequest, answer, origin_head, parse_head, read_head
 from toolrig.sandbox.http import resolve
@@ -157,6 +161,9 @@ class Egress:
         first = await self._first_bytes(stream)
         if first is None:
             return
+        if first[:1] == bytes((socks.VERSION,)):
+            await self._socks(stream, first)
+            return
         try:
             with anyio.fail_after(self.limits.head_seconds):
                 read = await read_head(stream, first, self.limits.max_head_bytes)
@@ -174,9 +181,12 @@ class Egress:
 
     async def _first_bytes(self, stream: anyio.abc.ByteStream) -> bytes | None:
         """The first chunk; on the unix socket it may carry listening sockets (a hand-off), taken here."""
-        if not isinstance(stream, UnixStream):
-            return b""
         with anyio.move_on_after(self.limits.head_seconds):
+            if not isinstance(stream, UnixStream):
+                try:
+                    return await stream.receive(self.limits.max_head_bytes)
+                except anyio.EndOfStream:
+                    return None
             data, fds = await stream.receive_fds(len(HANDOFF) + 64, 4)
             if not fds or not data.startswith(HANDOFF):
                 for fd in fds:
@@ -219,8 +229,9 @@ class Egress:
             refusal = self._refuse(shown, decision)
             await _answer(stream, answer(403, f"toolrig egress guard: {refusal.note()}"))
             return
-        upstream = await self._connect(stream, decision.addresses, parsed.port)
+        upstream, failure = await self._connect(decision.addresses, parsed.port)
         if upstream is None:
+            await _answer(stream, answer(502, f"toolrig egress proxy: {failure}"))
             return
         async with upstream:
             if request.method == "CONNECT":
@@ -246,21 +257,44 @@ class Egress:
             return parsed, UrlDecision(False, reason, (), parsed.host)
         return parsed, check_addresses(parsed.host, addresses, self.policy)
 
-    async def _connect(
-        self, stream: anyio.abc.ByteStream, addresses: tuple[str, ...], port: int
-    ) -> anyio.abc.SocketStream | None:
+    async def _socks(self, stream: anyio.abc.ByteStream, first: bytes) -> None:
+        try:
+            with anyio.fail_after(self.limits.head_seconds):
+                target = await socks.read_request(stream, first)
+        except socks.SocksError as exc:
+            if exc.code is not None:
+                await _answer(stream, socks.reply(exc.code))
+            return
+        except (TimeoutError, ValueError):
+            await _answer(stream, socks.reply(socks.GENERAL_FAILURE))
+            return
+        parsed, decision = await self._decide(target.url())
+        if parsed is None or not decision.allowed:
+            self._refuse(f"{target.host}:{target.port}", decision)
+            await _answer(stream, socks.reply(socks.NOT_ALLOWED))
+            return
+        upstream, _ = await self._connect(decision.addresses, parsed.port)
+        if upstream is None:
+            await _answer(stream, socks.reply(socks.HOST_UNREACHABLE))
+            return
+        async with upstream:
+            await stream.send(socks.reply(socks.SUCCEEDED))
+            if target.rest:
+                await upstream.send(target.rest)
+            await relay(stream, upstream, self.limits.idle_seconds)
+
+    async def _connect(self, addresses: tuple[str, ...], port: int) -> tuple[anyio.abc.SocketStream | None, str]:
         """A connection to one of the checked addresses, never to the name (so DNS cannot answer twice)."""
         failure = "no address"
         for address in addresses:
             try:
                 with anyio.fail_after(self.limits.connect_seconds):
-                    return await anyio.connect_tcp(address, port)
+                    return await anyio.connect_tcp(address, port), ""
             except TimeoutError:
                 failure = f"connecting to {address} port {port} timed out"
             except OSError as exc:
                 failure = f"connecting to {address} port {port} failed: {exc.strerror or exc}"
-        await _answer(stream, answer(502, f"toolrig egress proxy: {failure}"))
-        return None
+        return None, failure
 
 
 async def relay(a: anyio.abc.ByteStream, b: anyio.abc.ByteStream, idle_seconds: float) -> None:

@@ -18,7 +18,8 @@ Run as ``python3 -I -S egress_bridge.py MODE ...`` (quick: no site, no toolrig),
 
 ``proxy_env(port)`` is the environment a command gets: the variables curl, wget, pip, git, npm, Go and Python's
 urllib read (curl reads only the lower-case ``http_proxy``; wget only lower-case ones; Node's own fetch only
-with ``NODE_USE_ENV_PROXY=1``), and ``NO_PROXY`` for the namespace's own loopback, where a dev server lives.
+with ``NODE_USE_ENV_PROXY=1``), and ``NO_PROXY`` for the namespace's own loopback, where a dev server lives;
+``ALL_PROXY`` (SOCKS5 on the same port) only when asked.
 """
 
 from __future__ import annotations
@@ -77,12 +78,19 @@ def hand_off(socket_path: str, port: int = 0, timeout: float = 10.0) -> int:
             sock.close()
 
 
-def proxy_env(port: int) -> dict[str, str]:
-    """What a command's environment gets so that its tools send their traffic to the proxy on ``port``."""
+def proxy_env(port: int, *, socks: bool = False) -> dict[str, str]:
+    """What a command's environment gets so that its tools send their traffic to the proxy on ``port``.
+
+    ``socks`` adds ``ALL_PROXY=socks5h://...`` (the proxy speaks SOCKS5 on the same port). Off by default:
+    httpx builds a SOCKS transport for ``ALL_PROXY`` when a client is made and fails without ``socksio``,
+    which would break httpx programs (the model SDKs among them) that would have used ``HTTPS_PROXY``.
+    """
     url = f"http://127.0.0.1:{port}"
     env = dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), url)
     env.update(npm_config_proxy=url, npm_config_https_proxy=url, NODE_USE_ENV_PROXY="1")
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+    if socks:
+        env["ALL_PROXY"] = env["all_proxy"] = f"socks5h://127.0.0.1:{port}"
     return env
 
 
