@@ -363,3 +363,27 @@ async def test_socks5_requests_outside_connect_without_authentication_get_the_pr
         with anyio.fail_after(10):
             answer = await _read_all(stream)
     assert answer.startswith(expected)
+
+
+@pytest.mark.anyio
+async def test_new_connections_past_the_rate_wait_for_the_bucket_to_refill() -> None:
+    passed = 0
+    async with open_egress(ALLOWED, limits=EgressLimits(connections_per_second=1.0)) as egress:
+        with anyio.move_on_after(0.3):
+            for _ in range(3):
+                await egress._pace()
+                passed += 1
+    assert passed == 1  # a burst of one, then one a second: the second waits about a second
+
+
+@pytest.mark.anyio
+async def test_name_lookups_run_in_the_proxys_own_few_threads(http_server: HttpServer) -> None:
+    # No injected resolver: 'localhost' goes to the system's resolver (/etc/hosts), in this proxy's limiter.
+    policy = NetworkPolicy(allow_loopback=True)
+    request = f"CONNECT localhost:{http_server.port} HTTP/1.1\r\n\r\n".encode()
+    async with open_egress(policy, limits=EgressLimits(max_lookups=1)) as egress:
+        async with await anyio.connect_unix(egress.socket_path) as stream:
+            await stream.send(request)
+            with anyio.fail_after(10):
+                assert (await stream.receive()).startswith(b"HTTP/1.1 200 Connection established")
+        assert egress._lookups.total_tokens == 1 and egress._lookups.borrowed_tokens == 0

@@ -27,6 +27,7 @@ then accepts the command's TCP connections itself, and no forwarding process sta
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import socket
@@ -56,9 +57,16 @@ _STREAM_GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResour
 
 @dataclass(frozen=True, slots=True)
 class EgressLimits:
-    """What one command may cost the proxy: at most ``max_connections`` x (two 64 KiB chunks + one head)."""
+    """What one command may cost the proxy: at most ``max_connections`` x (two 64 KiB chunks + one head).
+
+    CPU follows the rate of new connections (``connections_per_second``, a burst of as many), and name lookups
+    run in at most ``max_lookups`` threads of the proxy's own, so a command cannot take the worker threads
+    toolrig's other tools share.
+    """
 
     max_connections: int = 32
+    connections_per_second: float = 200.0
+    max_lookups: int = 4
     max_head_bytes: int = 16 * 1024
     max_headers: int = 100
     head_seconds: float = 10.0
@@ -104,12 +112,15 @@ class Egress:
     limits: EgressLimits
     settings: str
     _slots: anyio.Semaphore = field(repr=False)
+    _lookups: anyio.CapacityLimiter = field(repr=False)
     directory: str = ""
     socket_path: str = ""
     refusals: list[Refusal] = field(default_factory=list)
     refused: int = 0  # every refusal, also those past ``limits.max_refusals``
     _group: anyio.abc.TaskGroup | None = field(default=None, repr=False)
     _listeners: int = 0
+    _tokens: float = 0.0
+    _filled_at: float = 0.0
 
     def adopt(self, listener: socket.socket) -> None:
         """Serve a listening TCP socket (made inside the command's namespace): its clients reach the guard."""
@@ -135,6 +146,7 @@ class Egress:
     async def _serve(self, accept: Callable[[], Awaitable[anyio.abc.ByteStream]]) -> None:
         while True:
             await self._slots.acquire()  # past the cap, clients wait in the kernel's backlog, not here
+            await self._pace()
             try:
                 stream = await accept()
             except (anyio.BrokenResourceError, OSError):
@@ -147,6 +159,17 @@ class Egress:
         if self._group is None:
             raise RuntimeError("the egress proxy is closed")
         self._group.start_soon(func, arg)
+
+    async def _pace(self) -> None:
+        """A token bucket over new connections: a command opening them in a loop waits, toolrig does not spin."""
+        rate = self.limits.connections_per_second
+        now = anyio.current_time()
+        self._tokens = min(max(rate, 1.0), self._tokens + (now - self._filled_at) * rate)
+        self._filled_at = now
+        if self._tokens < 1:
+            await anyio.sleep((1 - self._tokens) / rate)
+            self._tokens, self._filled_at = 1.0, anyio.current_time()
+        self._tokens -= 1
 
     async def _connection(self, stream: anyio.abc.ByteStream) -> None:
         try:
@@ -251,7 +274,7 @@ class Egress:
             return parsed, early
         try:
             with anyio.fail_after(self.limits.connect_seconds):
-                addresses = await resolve(parsed.host, self.resolver)
+                addresses = await self._lookup(parsed.host)
         except (LookupError, TimeoutError) as exc:
             reason = str(exc) or f"cannot resolve '{parsed.host}' in time"
             return parsed, UrlDecision(False, reason, (), parsed.host)
@@ -282,6 +305,20 @@ class Egress:
             if target.rest:
                 await upstream.send(target.rest)
             await relay(stream, upstream, self.limits.idle_seconds)
+
+    async def _lookup(self, host: str) -> list[str]:
+        """Every address of ``host``, looked up once, in one of this proxy's own few threads."""
+        if self.resolver is not None or _is_address(host):
+            return await resolve(host, self.resolver)
+        try:
+            infos = await anyio.to_thread.run_sync(
+                partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM),
+                limiter=self._lookups,
+                abandon_on_cancel=True,
+            )
+        except (OSError, UnicodeError) as exc:
+            raise LookupError(f"cannot resolve '{host}': {exc}") from None
+        return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
     async def _connect(self, addresses: tuple[str, ...], port: int) -> tuple[anyio.abc.SocketStream | None, str]:
         """A connection to one of the checked addresses, never to the name (so DNS cannot answer twice)."""
@@ -345,6 +382,14 @@ async def _answer(stream: anyio.abc.ByteStream, data: bytes) -> None:
                 await stream.receive(_CHUNK)
 
 
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_listener(sock: socket.socket) -> None:
     if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
         raise ValueError("only a TCP socket can be adopted")
@@ -389,7 +434,8 @@ async def open_egress(
     the private directory is made (default: the system temp dir; keep the path short, unix sockets cap at 107).
     """
     limits = limits or EgressLimits()
-    egress = Egress(policy, resolver, limits, settings, anyio.Semaphore(limits.max_connections))
+    slots, lookups = anyio.Semaphore(limits.max_connections), anyio.CapacityLimiter(limits.max_lookups)
+    egress = Egress(policy, resolver, limits, settings, slots, lookups)
     egress.directory = tempfile.mkdtemp(prefix="toolrig-egress-", dir=parent)
     egress.socket_path = os.path.join(egress.directory, SOCKET_NAME)
     listener = listen(egress.socket_path)
