@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
 import shutil
 import signal
+import subprocess
 import sys
+import threading
 import zipfile
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import anyio
@@ -47,6 +51,7 @@ def _probes(port: int) -> str:
     """A command trying every route: the allowed origin through the proxy, the host's loopback three ways."""
     return (
         f"curl -sS http://allowed.test:{port}/egress/ns; echo;"
+        f" wget -q -O - http://allowed.test:{port}/egress/ns; echo;"
         f" {PYTHON} -c \"import urllib.request as u; print(u.urlopen('http://allowed.test:{port}/egress/ns').read())\";"
         f" curl -s -o /dev/null -w 'proxied-loopback %{{http_code}}\\n' --noproxy '' --proxy $http_proxy http://127.0.0.1:{port}/;"
         f" curl -s -o /dev/null -w 'outside %{{http_code}}\\n' http://outside.test/;"
@@ -55,7 +60,7 @@ def _probes(port: int) -> str:
 
 
 def _assert_only_the_proxy_led_out(out: str, egress: Egress) -> None:
-    assert out.splitlines()[:2] == ["namespaced", "b'namespaced'"], out
+    assert out.splitlines()[:3] == ["namespaced", "namespaced", "b'namespaced'"], out
     assert "proxied-loopback 403" in out and "outside 403" in out
     assert "direct-refused" in out and "direct-open" not in out
     targets = {refusal.target.split(":")[0] for refusal in egress.refusals}
@@ -173,4 +178,41 @@ async def test_pip_downloads_from_an_allowed_index_through_the_proxy(
         result = await anyio.run_process(argv, env=env, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / name).read_bytes() == wheel
+    assert egress.refusals == []
+
+
+@pytest.mark.anyio
+async def test_git_clones_over_http_through_the_proxy(bwrap: str, tmp_path: Path) -> None:
+    served = tmp_path / "served"
+    work = tmp_path / "work"
+    work.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(work)], check=True)
+    (work / "README").write_text("cloned through the guard\n")
+    subprocess.run([*git, "-C", str(work), "add", "README"], check=True)
+    subprocess.run([*git, "-C", str(work), "commit", "-qm", "one"], check=True)
+    subprocess.run([*git, "clone", "-q", "--bare", str(work), str(served / "repo.git")], check=True)
+    subprocess.run(["git", "-C", str(served / "repo.git"), "update-server-info"], check=True)  # the dumb protocol
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://allowed.test:{server.server_address[1]}/repo.git"
+        clone = f"git clone -q {url} {tmp_path}/clone && cat {tmp_path}/clone/README"
+        async with open_egress(ALLOWED, resolver=RESOLVER) as egress:
+            argv = [
+                *_sandbox("--unshare-net", "--unshare-pid", "--die-with-parent"),
+                *("--bind", egress.directory, egress.directory, "--bind", str(tmp_path), str(tmp_path)),
+                *(PYTHON, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--", "bash", "-c", clone),
+            ]
+            result = await anyio.run_process(argv, env={**BASE_ENV, "HOME": str(tmp_path)}, check=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"cloned through the guard\n"
     assert egress.refusals == []
