@@ -387,3 +387,13 @@ async def test_name_lookups_run_in_the_proxys_own_few_threads(http_server: HttpS
             with anyio.fail_after(10):
                 assert (await stream.receive()).startswith(b"HTTP/1.1 200 Connection established")
         assert egress._lookups.total_tokens == 1 and egress._lookups.borrowed_tokens == 0
+
+
+@pytest.mark.anyio
+async def test_a_refused_target_is_recorded_shortened() -> None:
+    async with open_egress(ALLOWED, resolver=RESOLVER) as egress:
+        await _exchange(egress, b"GET http://a@" + b"b" * 5000 + b"/ HTTP/1.1\r\n\r\n")
+        answer = await _exchange(egress, b"CONNECT " + b"b" * 300 + b".test:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 403")
+    assert "credentials" in egress.refusals[0].reason
+    assert all(len(refusal.note()) < 800 for refusal in egress.refusals)

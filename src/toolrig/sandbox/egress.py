@@ -132,7 +132,10 @@ class Egress:
         self._spawn(self._serve_socket, listener)
 
     def _refuse(self, target: str, decision: UrlDecision) -> Refusal:
-        refusal = Refusal(target, decision.reason, hint_for(decision.reason, self.settings))
+        # A malformed target (and the reason quoting it) can be 8 KiB: the note is for a model to read.
+        reason = decision.reason if len(decision.reason) <= 300 else decision.reason[:300] + "..."
+        target = target if len(target) <= 200 else target[:200] + "..."
+        refusal = Refusal(target, reason, hint_for(decision.reason, self.settings))
         self.refused += 1
         if len(self.refusals) < self.limits.max_refusals and refusal not in self.refusals:
             self.refusals.append(refusal)
