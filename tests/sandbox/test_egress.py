@@ -397,3 +397,43 @@ async def test_a_refused_target_is_recorded_shortened() -> None:
     assert answer.startswith(b"HTTP/1.1 403")
     assert "credentials" in egress.refusals[0].reason
     assert all(len(refusal.note()) < 800 for refusal in egress.refusals)
+
+
+@pytest.mark.anyio
+async def test_a_tunnel_where_nothing_moves_is_closed_after_the_idle_time() -> None:
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel completes connections nobody accepts
+    port = silent.getsockname()[1]
+    limits = EgressLimits(idle_seconds=0.3)
+    with silent:
+        async with (
+            open_egress(ALLOWED, resolver=RESOLVER, limits=limits) as egress,
+            await anyio.connect_unix(egress.socket_path) as stream,
+        ):
+            await stream.send(f"CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n".encode())
+            with anyio.fail_after(10):
+                assert await _read_all(stream) == b"HTTP/1.1 200 Connection established\r\n\r\n"
+
+
+async def _fuzz_once(data: bytes) -> None:
+    limits = EgressLimits(head_seconds=0.5, connect_seconds=0.5)
+    async with open_egress(NetworkPolicy(), resolver=RESOLVER, limits=limits) as egress:
+        async with await anyio.connect_unix(egress.socket_path) as stream:
+            await stream.send(data)
+            await stream.send_eof()
+            with anyio.fail_after(10):
+                await _read_all(stream)
+        assert await _exchange(egress, b"CONNECT 10.0.0.1:80 HTTP/1.1\r\n\r\n") != b""  # still serving
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200).map(lambda b: b"\x05" + b),
+        st.binary(max_size=200).map(lambda b: b"CONNECT " + b),
+        st.binary(max_size=200).map(lambda b: b"GET http://" + b),
+        st.binary(max_size=200),
+    )
+)
+def test_any_bytes_a_client_sends_leave_the_proxy_answering(data: bytes) -> None:
+    # open_egress raises if any connection's task raised: nothing a client sends may escape as an exception.
+    anyio.run(_fuzz_once, data)
