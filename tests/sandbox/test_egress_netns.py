@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import static_resolver
 from tests.servers import HttpServer
+from toolrig.sandbox import command_net
 from toolrig.sandbox.egress import Egress, open_egress
 from toolrig.sandbox.egress_bridge import proxy_env
 from toolrig.sandbox.netns import BRIDGE, SessionNetwork, open_session_network
@@ -73,14 +74,26 @@ async def test_a_command_in_its_own_namespace_reaches_only_what_the_guard_allows
 ) -> None:
     http_server.route("/egress/ns", body="namespaced")
     async with open_egress(ALLOWED, resolver=RESOLVER) as egress:
-        argv = [
-            *_sandbox("--unshare-net", "--unshare-pid", "--die-with-parent"),
-            *("--bind", egress.directory, egress.directory),
-            *(PYTHON, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--", "bash", "-c", _probes(http_server.port)),
-        ]
-        result = await anyio.run_process(argv, env=BASE_ENV, check=False)
+        out = await _launch(command_net.private(egress, python=PYTHON), ["bash", "-c", _probes(http_server.port)])
+    _assert_only_the_proxy_led_out(out, egress)
+
+
+@pytest.mark.anyio
+async def test_an_offline_command_reaches_nothing(bwrap: str, http_server: HttpServer) -> None:
+    probe = f"(exec 3<>/dev/tcp/127.0.0.1/{http_server.port}) 2>/dev/null && echo open || echo refused"
+    probe += "; echo ${http_proxy:-none}"
+    out = await _launch(command_net.offline(), ["bash", "-c", probe])
+    assert out == "refused\nnone\n"
+
+
+async def _launch(network: command_net.CommandNetwork, command: list[str], *, run_as: tuple[str, ...] = ()) -> str:
+    """The launch command_net describes, around a minimal sandbox with a pid namespace of its own."""
+    sandbox = _sandbox(*network.bwrap_args, "--unshare-pid", "--die-with-parent")
+    argv = [*run_as, *network.before_bwrap, *sandbox, "--", *network.before_command, *command]
+    env = {**BASE_ENV, **network.env}
+    result = await anyio.run_process(argv, env=env, check=False, pass_fds=network.pass_fds)
     assert result.returncode == 0, result.stderr
-    _assert_only_the_proxy_led_out(result.stdout.decode(), egress)
+    return result.stdout.decode()
 
 
 @pytest.mark.anyio
@@ -100,10 +113,9 @@ async def test_the_forwarding_bridge_leads_to_the_same_proxy(bwrap: str, http_se
 
 
 async def _run_joined(net: SessionNetwork, egress: Egress, script: str, *, run_as: tuple[str, ...] = ()) -> str:
-    port = await net.serve(egress)
-    own_user = ("--unshare-user", "--uid", "65534", "--gid", "65534") if net.user_fd is not None else ()
-    argv = [*run_as, *net.join_prefix(), *_sandbox(*own_user), "--", "bash", "-c", script]
-    result = await anyio.run_process(argv, env={**BASE_ENV, **proxy_env(port)}, check=False, pass_fds=net.pass_fds())
+    network = await command_net.joined(net, egress, user=(65534, 65534) if run_as else None)
+    argv = [*run_as, *network.before_bwrap, *_sandbox(*network.bwrap_args), "--", "bash", "-c", script]
+    result = await anyio.run_process(argv, env={**BASE_ENV, **network.env}, check=False, pass_fds=network.pass_fds)
     assert result.returncode == 0, result.stderr
     return result.stdout.decode()
 
