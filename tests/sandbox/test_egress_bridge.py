@@ -4,6 +4,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 import anyio
 import pytest
@@ -62,3 +63,15 @@ def test_the_proxy_environment_covers_the_common_clients() -> None:
     assert "127.0.0.1" in env["no_proxy"] and "localhost" in env["NO_PROXY"]
     assert "ALL_PROXY" not in env  # httpx clients fail at creation on a SOCKS ALL_PROXY without socksio
     assert proxy_env(3128, socks=True)["all_proxy"] == "socks5h://127.0.0.1:3128"
+
+
+@pytest.mark.anyio
+async def test_exec_finds_the_command_on_path_and_sets_the_proxy_variables(tmp_path: Path) -> None:
+    async with open_egress(ALLOWED) as egress:
+        bridge = [sys.executable, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--"]
+        env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "KEPT": "yes"}
+        found = await anyio.run_process([*bridge, "sh", "-c", "echo $KEPT $http_proxy"], env=env)
+        missing = await anyio.run_process([*bridge, "no-such-command-here"], env=env, check=False)
+    kept, proxy = found.stdout.decode().split()
+    assert kept == "yes" and proxy.startswith("http://127.0.0.1:")
+    assert missing.returncode == 127 and b"cannot run no-such-command-here" in missing.stderr
