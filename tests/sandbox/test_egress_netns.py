@@ -228,3 +228,17 @@ async def test_git_clones_over_http_through_the_proxy(bwrap: str, tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"cloned through the guard\n"
     assert egress.refusals == []
+
+
+@pytest.mark.anyio
+async def test_with_allow_loopback_http_clients_reach_the_hosts_loopback_through_the_proxy(
+    bwrap: str, http_server: HttpServer
+) -> None:
+    http_server.route("/egress/host-loopback", body="the host's")
+    probe = f"curl -sS http://127.0.0.1:{http_server.port}/egress/host-loopback; echo; echo $ALL_PROXY"
+    async with open_egress(NetworkPolicy(allow_loopback=True)) as egress:
+        network = command_net.private(egress, python=PYTHON, socks=True, host_loopback=True)
+        out = await _launch(network, ["bash", "-c", probe])
+    said, all_proxy, _ = out.split("\n")
+    assert said == "the host's" and all_proxy.startswith("socks5h://127.0.0.1:")
+    assert egress.refusals == []

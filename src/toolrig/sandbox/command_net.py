@@ -41,6 +41,7 @@ async def joined(
     egress: Egress,
     *,
     socks: bool = False,
+    host_loopback: bool = False,
     fd_numbers: tuple[int, ...] | None = None,
     user: tuple[int, int] | None = None,
 ) -> CommandNetwork:
@@ -56,13 +57,20 @@ async def joined(
         uid, gid = user or (os.getuid(), os.getgid())
         user_args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
     prefix = net.join_prefix(numbers[0], numbers[1] if len(numbers) > 1 else None)
-    return CommandNetwork(proxy_env(port, socks=socks), prefix, user_args, [], net.pass_fds())
+    env = proxy_env(port, socks=socks, host_loopback=host_loopback)
+    return CommandNetwork(env, prefix, user_args, [], net.pass_fds())
 
 
-def private(egress: Egress, *, python: str = sys.executable) -> CommandNetwork:
-    """A namespace of the command's own, reaching the proxy through the hand-off bridge (which sets the env)."""
+def private(
+    egress: Egress, *, python: str = sys.executable, socks: bool = False, host_loopback: bool = False
+) -> CommandNetwork:
+    """A namespace of the command's own, reaching the proxy through the hand-off bridge (which sets the env).
+
+    ``socks`` and ``host_loopback`` are ``egress_bridge.proxy_env``'s: the bridge sets the variables itself.
+    """
     bind = ["--unshare-net", "--cap-drop", "ALL", "--bind", egress.directory, egress.directory]
-    return CommandNetwork({}, [], bind, [python, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--"])
+    flags = ["--socks"] * socks + ["--host-loopback"] * host_loopback
+    return CommandNetwork({}, [], bind, [python, "-I", "-S", BRIDGE, "exec", *flags, egress.socket_path, "--"])
 
 
 def offline() -> CommandNetwork:

@@ -10,9 +10,9 @@ Run as ``python3 -I -S egress_bridge.py MODE ...`` (quick: no site, no toolrig),
   namespace. It sends its namespace (``/proc/self/ns/net``) once, then answers each ``L`` with fresh listening
   sockets on 127.0.0.1 and ::1 (one port) that toolrig hands to ``Egress.adopt``: per command, one round trip
   and no process in the namespace. Ends when the control socket closes. ``toolrig.sandbox.netns`` drives it.
-- ``exec SOCKET -- COMMAND...`` (a namespace per command): make the listeners, hand them to the proxy through
-  its unix socket (``hand_off``), put ``proxy_env(port)`` into the environment and exec the command: nothing
-  stays running, the proxy accepts the command's connections itself.
+- ``exec [--socks] [--host-loopback] SOCKET -- COMMAND...`` (a namespace per command): make the listeners,
+  hand them to the proxy through its unix socket (``hand_off``), put ``proxy_env(port, ...)`` into the
+  environment and exec the command: nothing stays running, the proxy accepts the command's connections itself.
 - ``SOCKET PORT`` (or ``forward SOCKET PORT``): listen on 127.0.0.1:PORT (and ::1) and copy each connection to
   the unix socket: for a backend that cannot pass descriptors (a VM, a remote sandbox).
 
@@ -90,17 +90,19 @@ def hand_off(socket_path: str, port: int = 0, timeout: float = 10.0) -> int:
             sock.close()
 
 
-def proxy_env(port: int, *, socks: bool = False) -> dict[str, str]:
+def proxy_env(port: int, *, socks: bool = False, host_loopback: bool = False) -> dict[str, str]:
     """What a command's environment gets so that its tools send their traffic to the proxy on ``port``.
 
     ``socks`` adds ``ALL_PROXY=socks5h://...`` (the proxy speaks SOCKS5 on the same port). Off by default:
     httpx builds a SOCKS transport for ``ALL_PROXY`` when a client is made and fails without ``socksio``,
     which would break httpx programs (the model SDKs among them) that would have used ``HTTPS_PROXY``.
+    ``host_loopback`` (for a policy with ``allow_loopback``) leaves loopback out of ``NO_PROXY``: HTTP clients
+    then reach the *host's* 127.0.0.1 through the proxy, and no longer the namespace's own (a dev server).
     """
     url = f"http://127.0.0.1:{port}"
     env = dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), url)
     env.update(npm_config_proxy=url, npm_config_https_proxy=url, NODE_USE_ENV_PROXY="1")
-    env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
+    env["NO_PROXY"] = env["no_proxy"] = "" if host_loopback else "localhost,127.0.0.1,::1"
     if socks:
         env["ALL_PROXY"] = env["all_proxy"] = f"socks5h://127.0.0.1:{port}"
     return env
@@ -209,20 +211,32 @@ def execvpe(file: str, args: list[str], env: dict[bytes, bytes]) -> None:
     raise failure
 
 
+def run(socket_path: str, command: list[str], *, socks: bool, host_loopback: bool) -> int:
+    """Hand listeners to the proxy, then become ``command`` with the proxy variables; returns only on failure."""
+    port = hand_off(socket_path)
+    env = dict(posix.environ)
+    variables = proxy_env(port, socks=socks, host_loopback=host_loopback)
+    env.update((name.encode(), value.encode()) for name, value in variables.items())
+    try:
+        execvpe(command[0], command, env)
+    except OSError as exc:
+        print(f"egress_bridge: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+    return 126  # execvpe returns only by raising
+
+
 def main(argv: list[str]) -> int:
-    usage = "usage: egress_bridge.py hold FD | exec SOCKET -- COMMAND... | [forward] SOCKET PORT"
+    usage = "usage: egress_bridge.py hold FD | exec [--socks] [--host-loopback] SOCKET -- COMMAND..."
+    usage += " | [forward] SOCKET PORT"
     if argv[:1] == ["hold"] and len(argv) == 2 and argv[1].isdigit():
         hold(Socket(fileno=int(argv[1])))
         return 0
-    if argv[:1] == ["exec"] and len(argv) >= 4 and argv[2] == "--":
-        port = hand_off(argv[1])
-        env = dict(posix.environ)
-        env.update((name.encode(), value.encode()) for name, value in proxy_env(port).items())
-        try:
-            execvpe(argv[3], argv[3:], env)
-        except OSError as exc:
-            print(f"egress_bridge: cannot run {argv[3]}: {exc.strerror or exc}", file=sys.stderr)
-            return 127 if isinstance(exc, FileNotFoundError) else 126
+    if argv[:1] == ["exec"]:
+        rest, flags = argv[1:], set()
+        while rest and rest[0] in ("--socks", "--host-loopback"):
+            flags.add(rest.pop(0))
+        if len(rest) >= 3 and rest[1] == "--":
+            return run(rest[0], rest[2:], socks="--socks" in flags, host_loopback="--host-loopback" in flags)
     if argv[:1] == ["forward"]:
         argv = argv[1:]
     if len(argv) == 2 and argv[1].isdigit():
