@@ -5,8 +5,8 @@ Trust model: the command is hostile, and so are its requests and the DNS answers
 *caller's* policy, resolved once; the proxy then connects to an address it checked (no rebinding window).
 Loopback, private, link-local and metadata addresses and hosts outside ``allowed_domains`` are refused with
 a 403 whose body names the rule and the setting that opens it; each refusal is also recorded for the caller.
-Every cost a client can cause is capped: connections at once, head size and headers, time to send a head,
-time to connect, idle time.
+Every cost a client can cause is capped: connections at once and per second, head size and headers, time to
+send a head, time to connect, idle time, name-lookup threads (``EgressLimits``).
 
 SOCKS5 (CONNECT, no authentication) is spoken on the same sockets, told apart by its first byte, for tools
 that read ``ALL_PROXY``; a refusal there is the protocol's "not allowed by ruleset", recorded the same way.
@@ -22,6 +22,7 @@ Interface (what the sandbox calls; one proxy per command, nothing kept after it)
 
 A client may also hand listening sockets in through the unix socket (``egress_bridge.hand_off``): the proxy
 then accepts the command's TCP connections itself, and no forwarding process stays in the namespace.
+``toolrig.sandbox.command_net`` puts it together for a launch (a session's namespace, a private one, none).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ listening sockets the holder makes per command and toolrig serves (``Egress.adop
 (``egress_bridge.py hold``) runs under bubblewrap in its own pid namespace with an empty environment, so a
 command sees neither it nor toolrig; it holds no authority (it makes sockets that lead to the proxy only).
 
-Interface (for the sandbox; one per session and network view, closed with the session)::
+Interface (for the sandbox; one per session and network view, closed with the session; ``command_net.joined``
+wraps the per-command part)::
 
     async with open_session_network() as net:
         port = await net.serve(egress)          # per command: listeners in the namespace, adopted by egress
