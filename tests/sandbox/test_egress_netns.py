@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -121,27 +122,31 @@ async def _run_joined(net: SessionNetwork, egress: Egress, script: str, *, run_a
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("run_as", [(), NOBODY], ids=["root", "unprivileged"])
 async def test_a_dev_server_started_by_one_command_is_reached_by_the_next(
-    bwrap: str, http_server: HttpServer, tmp_path: Path
+    bwrap: str, http_server: HttpServer, run_as: tuple[str, ...]
 ) -> None:
     http_server.route("/egress/ns", body="namespaced")
-    pidfile = tmp_path / "server.pid"
+    shared = Path(tempfile.mkdtemp(prefix="toolrig-devserver-"))  # where an unprivileged command can write
+    shared.chmod(0o777)  # the unprivileged command writes its server's pid here
+    pidfile = shared / "server.pid"
     serve = (
         f"setsid -f sh -c 'echo $$ > {pidfile}; exec {PYTHON} -m http.server 8000 --bind 127.0.0.1' >/dev/null 2>&1;"
         " for i in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.05; done"
     )
-    async with open_session_network(python=PYTHON) as net:
+    async with open_session_network(python=PYTHON, prefix=run_as) as net:
         try:
             async with open_egress(ALLOWED, resolver=RESOLVER) as first:
-                await _run_joined(net, first, serve)
+                await _run_joined(net, first, serve, run_as=run_as)
             async with open_egress(ALLOWED, resolver=RESOLVER) as second:
                 reach = "curl -s -o /dev/null -w 'dev %{http_code}\\n' http://127.0.0.1:8000/; " + _probes(
                     http_server.port
                 )
-                out = await _run_joined(net, second, reach)
+                out = await _run_joined(net, second, reach, run_as=run_as)
         finally:
             if pidfile.exists():
                 os.kill(int(pidfile.read_text()), signal.SIGTERM)
+            shutil.rmtree(shared)
     assert out.startswith("dev 200\n"), out
     _assert_only_the_proxy_led_out(out.split("\n", 1)[1], second)
 
