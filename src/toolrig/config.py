@@ -34,7 +34,11 @@ ALLOW_NOTHING = "!nothing"  # an allow pattern no tool name can match ('!' is no
 
 
 # The levels of STRICTER fields, least strict first.
-_LEVELS: dict[str, tuple[str, ...]] = {"mode": ("off", "smart", "always"), "fallback": ("allow", "deny")}
+_LEVELS: dict[str, tuple[str, ...]] = {
+    "mode": ("off", "smart", "always"),
+    "fallback": ("allow", "deny"),
+    "sandbox": ("off", "auto", "required"),  # tool_config.run_command.sandbox
+}
 
 
 # ------------------------------------------------------------------------------------------ value formats

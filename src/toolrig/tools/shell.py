@@ -16,22 +16,46 @@ import weakref
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import anyio
+from pydantic import ConfigDict, Field, field_validator
 
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
+from toolrig.sandbox.allowed import AllowedPathsSettings
+from toolrig.sandbox.confine import SandboxUnavailable, View
+from toolrig.sandbox.confine.bwrap import setup_failure
+from toolrig.sandbox.confine.choose import Choice, choose
+from toolrig.sandbox.confine.notes import boundary_note
+from toolrig.sandbox.confine.tmpdir import session_tmp
+from toolrig.sandbox.confine.view import view_for
 from toolrig.sandbox.paths import StateDirectoryError
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
 
 
-class RunCommandConfig(BaseModel):
-    """Settings under ``tool_config.run_command``."""
+class RunCommandConfig(AllowedPathsSettings):
+    """Settings under ``tool_config.run_command``; ``allowed_paths`` narrows what commands see of the workspace."""
 
     model_config = ConfigDict(extra="forbid")
+
+    sandbox: Annotated[Literal["off", "auto", "required"], Narrow.STRICTER] = Field(
+        default="auto",
+        description=(
+            "auto: confine commands with the best mechanism this machine has (bubblewrap, else Landlock, else none; "
+            "each result's containment says which); required: refuse to run commands unconfined; off: no "
+            "confinement (toolrig already runs inside a container of your own)."
+        ),
+    )
+    write_paths: Annotated[list[str], Narrow.INTERSECT] = Field(
+        default_factory=list, description="More directories commands may write (~/.cache/pip); default: none."
+    )
+    hidden_paths: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="More paths commands may not see, beside ~/.ssh, ~/.aws and the other default secrets.",
+    )
 
     mode: Literal["shell", "argv"] = Field(
         default="shell", description="shell: bash -c; argv: shlex-split and run with no shell (stricter)."
@@ -104,11 +128,15 @@ class RunCommandOutput(ToolOutput):
     cwd: str = Field(description="The working directory after the command, relative to the workspace.")
     stopped: str | None = Field(default=None, description="Why toolrig stopped the command early, if it did.")
     containment: str = Field(
-        default="", description="What held the command (pids cgroup or subreaper keeper, process limit)."
+        default="",
+        description="What held the command: the sandbox (bwrap, landlock or none, and why), then the process tree.",
     )
     note: str | None = Field(
         default=None,
-        description="Why the command started somewhere else than where the last one ended, if it did.",
+        description=(
+            "What the sandbox refused the command (a hidden or read-only path, no network), or why it started "
+            "somewhere else than where the last one ended."
+        ),
     )
 
 
@@ -173,9 +201,11 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
                 "Run a different command that the policy allows, or ask the user.",
             )
         timeout = _timeout(input.timeout_seconds, config)
+        choice = _choose(config)
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        view: View | None = None
         try:
             env = scrub_env(os.environ, config.env_allow, config.env_set)
             env["PWD"] = str(cwd)
@@ -183,6 +213,10 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             script = (
                 ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
             )
+            if choice.backend.name != "none":
+                view = await anyio.to_thread.run_sync(_view, ctx, config, cwd, key[1])
+                env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
+                script = choice.backend.wrap(view, script)
             result = await run_contained(
                 script,
                 cwd=cwd,
@@ -199,6 +233,13 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             )
         finally:
             os.close(cwd_fd)
+        if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
+            raise ToolError(
+                ErrorType.DENIED,
+                f"The command was not run: its sandbox could not be set up ({why}); a path of the workspace changed "
+                "while it was (a symlink swapped in, a directory removed).",
+                "Run it again once nothing else is changing the workspace.",
+            )
         final = _remember(result.final_cwd, cwd, ctx)
         with _CWDS_LOCK:  # most recently used last; a session at the root needs no entry
             cwds.pop(key, None)
@@ -215,9 +256,43 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=result.containment,
-            note=note,
+            containment=f"{choice.backend.holds()}; {result.containment}",
+            note=_joined(note, boundary_note(view, result.stderr, result.exit_code) if view is not None else None),
         )
+
+
+def _choose(config: RunCommandConfig) -> Choice:
+    """The mechanism this call's commands run under (probed once per process); required and missing: an error."""
+    try:
+        return choose(config.sandbox)
+    except SandboxUnavailable as exc:
+        raise ToolError(
+            ErrorType.UNAVAILABLE,
+            f"The command was not run: tool_config.run_command.sandbox is 'required' and {exc}.",
+            "Ask the user to install bubblewrap or allow user namespaces (`toolrig sandbox check` says why).",
+            retryable=False,
+        ) from None
+
+
+def _view(ctx: ToolContext, config: RunCommandConfig, cwd: Path, session: str) -> View:
+    """The view of this call: its workspace and its own settings (an agent's narrower allowed_paths included)."""
+    try:
+        tmp = session_tmp(str(ctx.workspace.root), session)
+    except OSError as exc:
+        raise ToolError(ErrorType.UNAVAILABLE, f"The session's temp directory cannot be made: {exc}.") from None
+    return view_for(
+        ctx.workspace,
+        cwd=cwd,
+        tmp=tmp,
+        allowed_paths=config.allowed_paths,
+        write_paths=config.write_paths,
+        hidden_paths=config.hidden_paths,
+    )
+
+
+def _joined(*notes: str | None) -> str | None:
+    kept = [n for n in notes if n]
+    return " ".join(kept) if kept else None
 
 
 def _start(requested: str | None, remembered: Path | None, ctx: ToolContext) -> tuple[Path, int, str | None]:
