@@ -71,7 +71,9 @@ _MASK_LOCK = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _mask_dir() -> str:
-    return tempfile.mkdtemp(prefix="toolrig-mask-")
+    made = tempfile.mkdtemp(prefix="toolrig-mask-")
+    os.chmod(made, 0o711)  # noqa: S103 - searchable: a bind source must be reachable by the user bubblewrap runs as
+    return made
 
 
 def mask_file() -> str:

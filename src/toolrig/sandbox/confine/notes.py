@@ -18,7 +18,7 @@ _DENIED = re.compile(
 )
 _NETWORK = re.compile(
     r"network is unreachable|could not resolve host|temporary failure in name resolution|name or service not known"
-    r"|failed to establish a new connection|connection refused|errno 101|enetunreach",
+    r"|failed to establish a new connection|connection refused|couldn't connect to server|errno 101|enetunreach",
     re.I,
 )
 _QUOTED = re.compile(r"""['"`‘]([^'"`’\s]+)['"`’]|(/[^\s:'"]+)""")
