@@ -214,7 +214,13 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
                 ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
             )
             if choice.backend.name != "none":
-                view = await anyio.to_thread.run_sync(_view, ctx, config, cwd, key[1])
+                walks = ctx.workspace.deny_globs or ctx.workspace.read_only_globs or config.allowed_paths
+                # A walk of the roots goes to a thread; the default view is a few stat calls (a thread hop costs more).
+                view = (
+                    await anyio.to_thread.run_sync(_view, ctx, config, cwd, key[1])
+                    if walks
+                    else _view(ctx, config, cwd, key[1])
+                )
                 env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
                 script = choice.backend.wrap(view, script)
             result = await run_contained(

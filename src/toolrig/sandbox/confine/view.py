@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from toolrig.errors import ToolError
 from toolrig.sandbox.confine import View
 from toolrig.sandbox.paths import GIT_DIR_NAME, STATE_DIR_NAME, Workspace, is_within, toolrig_home
 from toolrig.sandbox.patterns import PatternSet, compiled
@@ -31,6 +33,7 @@ DEFAULT_SECRETS = (
     ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
     ".thunderbird", ".local/share/password-store",
 )  # fmt: skip
+_WALK_SECONDS = 30.0
 _MAX_WALK = 200_000  # entries looked at per root; past it the walk stops (a note says deny globs hold partly)
 
 
@@ -148,20 +151,57 @@ def _walk_globs(
     read_only: list[str],
     labels: dict[str, str],
 ) -> None:
+    """Hide what the deny globs match below ``root`` and freeze what the read-only globs match.
+
+    ripgrep lists the candidates (every file a glob could match, or that lies below a directory one could match:
+    one parallel walk in C, ~20x a Python walk of the same tree); each candidate is then judged by the same
+    ``PatternSet`` the file tools use, which names the file or the ancestor directory that is denied.
+    """
     deny = compiled(workspace.deny_globs) if workspace.deny_globs else None
     frozen = compiled(workspace.read_only_globs) if workspace.read_only_globs else None
-    base = str(root)
-    walker = _entries(root)
-    for path, is_dir, prune in walker:
-        rel = path[len(base) :].lstrip("/")
-        if deny is not None and deny.matches(rel, is_dir=is_dir):
-            (hidden_dirs if is_dir else hidden_files).append(path)
-            labels[path] = rel + ("/" if is_dir else "")
-            prune()
-        elif frozen is not None and frozen.matches(rel, is_dir=is_dir):
-            read_only.append(path)
-            labels[path] = rel + ("/" if is_dir else "")
-            prune()
+    seen: set[str] = set()
+    for rel in _candidates(root, (*workspace.deny_globs, *workspace.read_only_globs)):
+        for patterns, into in ((deny, None), (frozen, read_only)):
+            hit = patterns.matches_path_or_parent(rel) if patterns is not None else None
+            if hit is None:
+                continue
+            path = f"{root}/{hit}"
+            if path not in seen and not os.path.islink(path):
+                seen.add(path)
+                is_dir = hit != rel
+                target = into if into is not None else (hidden_dirs if is_dir else hidden_files)
+                target.append(path)
+                labels[path] = hit + ("/" if is_dir else "")
+            break
+
+
+def _candidates(root: Path, patterns: Sequence[str]) -> Iterator[str]:
+    """Workspace-relative names of the files below ``root`` that ``patterns`` could match (a superset)."""
+    globs: list[str] = []
+    for pattern in patterns:
+        body = pattern.strip().rstrip("/")
+        if not body or body.startswith("!"):
+            continue  # an exception only narrows what is matched: the candidates stay a superset
+        if "/" in body:
+            anchored = "/" + body.lstrip("/")
+            globs += [anchored, anchored + "/**"]
+        else:
+            globs += [body, f"**/{body}/**"]
+    from toolrig.sandbox.ripgrep import rg_binary
+
+    try:
+        argv = [rg_binary(), "--files", "--hidden", "--no-ignore", "--no-config", "--null", "--no-messages"]
+    except ToolError:  # no ripgrep: walk in Python (slower, same answer)
+        yield from (path[len(str(root)) + 1 :] for path, is_dir, _ in _entries(root) if not is_dir)
+        return
+    for glob in [*globs, f"!/{STATE_DIR_NAME}"]:
+        argv += ["--glob", glob]
+    done = subprocess.run(  # noqa: S603 - toolrig's own ripgrep, fixed flags, globs from trusted config
+        [*argv, "--", "."], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=_WALK_SECONDS, check=False
+    )
+    for name in done.stdout.split(b"\0"):
+        if name:
+            yield os.fsdecode(name).removeprefix("./")
 
 
 def _entries(root: Path) -> Iterator[tuple[str, bool, _Pruner]]:
