@@ -98,6 +98,8 @@ def analyse(command: str, *, _depth: int = 0) -> ShellAnalysis:
     except Exception as exc:  # bashlex raises several unrelated exception types for syntax it cannot read
         return ShellAnalysis(command, parsed=False, reasons=(f"bash syntax not understood: {exc}",))
     walk = _Walk(command, depth=_depth)
+    if evaluated := _evaluating(command):
+        walk.hide(evaluated)
     for tree in trees:
         _visit(tree, walk)
     if not walk.commands:
@@ -219,6 +221,44 @@ def _word(node: Any, walk: _Walk) -> _Word:
 
 def _literal(text: str) -> _Word:
     return _Word(text, text)
+
+
+_EVALUATING = (
+    ("${!", "an indirect expansion (${!name}), which evaluates a subscript in the variable's value as code"),
+    ("((", "arithmetic evaluation, which runs a command substitution in a variable's subscript"),
+    ("$[", "arithmetic evaluation, which runs a command substitution in a variable's subscript"),
+)
+_TRANSFORM = re.compile(r"@[PEAKak]\}")
+
+
+def _evaluating(source: str) -> str:
+    """Why an expansion in ``source`` can turn a variable's value into code ("" when none can).
+
+    ``${x@P}`` expands the value as a prompt, command substitutions included; ``${!x}`` and arithmetic (``((x))``,
+    ``$[x]``, ``let``) evaluate a subscript in the value (``a[$(cmd)]``), running it; ``${x@E}`` decodes escapes
+    bash later reads. The value comes from anywhere (``read``, a loop, the environment), so no reading of the
+    command line can see what runs: under a deny list such a command is opaque. Single-quoted text is literal.
+    """
+    quote = ""
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\":
+            i += 1
+        elif c == "'" and not quote:
+            quote = "'"
+        elif c == '"':
+            quote = "" if quote == '"' else '"'
+        else:
+            for opener, why in _EVALUATING:
+                if source.startswith(opener, i) and not (opener == "((" and quote):
+                    return why
+            if source.startswith("${", i) and _TRANSFORM.search(source, i, source.find("}", i) + 1 or n):
+                return "a ${name@P} or ${name@E} transformation, which expands the value as a prompt or escapes"
+        i += 1
+    return ""
 
 
 def _expansion(raw: str) -> str:
@@ -848,8 +888,10 @@ def _shell_state(name: str, words: list[_Word], walk: _Walk) -> None:
     declares = name in ("export", "declare", "typeset", "local", "readonly")
     if declares and not any("=" in a or (a.startswith("-") and "f" in a) for a in args):
         return
-    if name == "let" or (name == "printf" and not any(a.startswith("-v") for a in args)):
+    if name == "printf" and not any(a.startswith("-v") for a in args):
         return
+    if name == "let" and not any(re.search(r"[A-Za-z_\[]", a) for a in args):
+        return  # only numbers: a name's value would be evaluated (a subscript in it runs a command)
     walk.hide(f"'{name}' changes how the shell reads or runs later commands")
 
 

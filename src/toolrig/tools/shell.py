@@ -140,8 +140,29 @@ class RunCommandOutput(ToolOutput):
     )
 
 
-def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None) -> str | None:
-    """Why config refuses the command, or None. Every simple command inside it must pass."""
+# What an allow list no longer refuses where the kernel confines the command: each inner command of these is still
+# in the analysis (and must match an allowed pattern), and what they do beyond that is held by the sandbox (writes
+# only in the workspace, jobs killed with the command, startup files read-only).
+KERNEL_HELD = (
+    "runs a job in the background (&)",
+    "uses command substitution",
+    "uses process substitution",
+    "redirects output to a file",
+    "uses a here-document",
+    "starts a nested shell",
+    "reads the user's startup files",
+)
+
+
+def judge(
+    command: str, config: RunCommandConfig, argv: list[str] | None = None, *, confined: bool = False
+) -> str | None:
+    """Why config refuses the command, or None. Every simple command inside it must pass.
+
+    ``confined``: the command will run in a sandbox (``containment`` not "none"), so an allow list accepts the
+    constructs in ``KERNEL_HELD`` around allowed commands (``bash -lc 'make'``, ``make > log``, ``$(git rev-parse
+    HEAD)``, ``server &``) instead of asking for a plain command.
+    """
     if not config.allow and not config.deny:
         return None
     from toolrig.sandbox.shell_syntax import analyse, matches
@@ -149,8 +170,9 @@ def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None)
     analysis = analyse(shlex.join(argv) if argv is not None else command)
     if not analysis.parsed:
         return f"it cannot be read reliably ({'; '.join(analysis.reasons)})"
-    if config.allow and not analysis.plain:
-        return f"only plain commands are allowed here, and this one {'; '.join(analysis.reasons)}"
+    reasons = [r for r in analysis.reasons if not (confined and any(held in r for held in KERNEL_HELD))]
+    if config.allow and reasons:
+        return f"only plain commands are allowed here, and this one {'; '.join(reasons)}"
     if not analysis.readable:
         return f"it may run commands that cannot be checked ({'; '.join(analysis.opaque)})"
     for simple in analysis.commands:
@@ -158,6 +180,8 @@ def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None)
             for pattern in config.deny:
                 if matches(pattern, text):
                     return f"'{text}' matches the deny pattern '{pattern}'"
+        if confined and _reads_its_script(simple.argv):
+            continue  # `bash -lc 'make test'`: the script's own commands are judged, each on its own
         if config.allow and not any(matches(pattern, simple.text) for pattern in config.allow):
             return f"'{simple.text}' matches no allowed pattern ({', '.join(config.allow)})"
     return None
@@ -184,7 +208,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         if config is None or not (config.allow or config.deny):
             return None
         argv = _split(input.command) if config.mode == "argv" else None
-        why = judge(input.command, config, argv)
+        why = judge(input.command, config, argv, confined=_confined(config))
         if why is None:
             return None
         setting = "deny" if "deny pattern" in why or not config.allow else "allow"
@@ -193,7 +217,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
     async def execute(self, input: RunCommandInput, ctx: ToolContext) -> RunCommandOutput:
         config = ctx.settings(RunCommandConfig)
         argv = _split(input.command) if config.mode == "argv" else None
-        refusal = judge(input.command, config, argv)
+        refusal = judge(input.command, config, argv, confined=_confined(config))
         if refusal is not None:
             raise ToolError(
                 ErrorType.DENIED,
@@ -265,6 +289,26 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             containment=f"{choice.backend.holds()}; {result.containment}",
             note=_joined(note, boundary_note(view, result.stderr, result.exit_code) if view is not None else None),
         )
+
+
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
+
+
+def _reads_its_script(argv: tuple[str, ...]) -> bool:
+    """A shell given ``-c SCRIPT`` (its script was read as a nested command line; an unreadable one is opaque)."""
+    return (
+        bool(argv)
+        and os.path.basename(argv[0]) in _SHELLS
+        and any(a.startswith("-") and not a.startswith("--") and "c" in a for a in argv[1:4])
+    )
+
+
+def _confined(config: RunCommandConfig) -> bool:
+    """Whether this call's command will run in a sandbox (probed once per process; required and missing: False)."""
+    try:
+        return choose(config.sandbox).backend.name != "none"
+    except SandboxUnavailable:
+        return False
 
 
 def _choose(config: RunCommandConfig) -> Choice:
