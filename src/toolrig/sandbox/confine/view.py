@@ -68,17 +68,19 @@ def view_for(
         labels[str(state)] = f"{STATE_DIR_NAME}/"
         if state.is_dir() and not state.is_symlink():
             hidden_dirs.append(str(state))
-        elif not state.exists() and not state.is_symlink() and not workspace.read_only:
+        elif not state.exists() and not state.is_symlink() and not workspace.read_only and os.access(root, os.W_OK):
             sealed.append(str(state))  # made empty and read-only: a command cannot create toolrig's config
         git = root / GIT_DIR_NAME
         if git.is_dir() and not git.is_symlink():
-            _protect_git(git, read_only, sealed, labels, writable=not workspace.read_only)
+            _protect_git(git, read_only, sealed, labels, writable=not workspace.read_only and os.access(git, os.W_OK))
     if workspace.deny_globs or workspace.read_only_globs:
         for root in workspace.roots:
             _walk_globs(workspace, root, hidden_dirs, hidden_files, read_only, labels)
     start = str(cwd)
     if narrowed is not None and not any(is_within(cwd, Path(w)) for w in writable):
         start = str(workspace.root)
+    hidden_dirs = _outermost(hidden_dirs)
+    hidden_files = [f for f in hidden_files if not any(is_within(Path(f), Path(d)) for d in hidden_dirs)]
     return View(
         writable=tuple(writable),
         cwd=start,
@@ -90,6 +92,15 @@ def view_for(
         hidden_files=tuple(hidden_files),
         labels=labels,
     )
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """Each hidden directory once, none inside another: a mask mounted inside an unreadable one cannot be made."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(is_within(Path(path), Path(k)) for k in kept):
+            kept.append(path)
+    return kept
 
 
 def compiled_allowed(patterns: Sequence[str]) -> PatternSet | None:
