@@ -674,6 +674,7 @@ async def run_contained(
     on_progress: Callable[[float, str], None] | None = None,
     progress_interval: float = 1.0,
     retry: bool = True,
+    extra_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -682,7 +683,8 @@ async def run_contained(
     only its name), or else in ``cwd`` opened here: the keeper changes into a descriptor, never walks a path.
     With ``prelude`` the child must be bash: it applies the limits itself before the command starts and, with
     ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
-    ``progress_interval`` seconds while the command runs (MCP clients show it).
+    ``progress_interval`` seconds while the command runs (MCP clients show it). ``extra_fds`` (left open, the
+    caller's) reach the command as descriptors 5, 6, ...: a sandbox wrapper's (a session's namespaces).
     """
     if why := too_long(argv, env):
         raise ToolError(
@@ -707,12 +709,14 @@ async def run_contained(
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         fds.append(write_fd)
+    fds.extend(os.dup(fd) for fd in extra_fds)  # the caller keeps its own; these copies go with the request
     request = {
         "argv": list(argv),
         "env": child_env,
         "prelude": prelude,
         "pids_max": limits.max_processes + 1 if limits.max_processes and base else None,  # + 1: the keeper
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
+        "extra_fds": len(extra_fds),
     }
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())
@@ -817,7 +821,7 @@ async def run_contained(
         return await run_contained(
             argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
-            on_progress=on_progress, progress_interval=progress_interval, retry=False,
+            on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
         )  # fmt: skip
     if unstarted is not None:
         raise unstarted
