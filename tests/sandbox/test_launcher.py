@@ -28,6 +28,9 @@ from toolrig.sandbox.launcher import Board
 
 
 def shell(workspace: Path, **settings: Any) -> Rig:
+    # The launcher and keepers on their own: these commands reach their keeper's cgroup and pids, which the
+    # sandbox hides (a read-only /sys, a pid namespace); tests/sandbox/test_confined_routes.py covers the sandbox.
+    settings.setdefault("sandbox", "off")
     return Rig(workspace, config={"tool_config": {"run_command": settings}})
 
 

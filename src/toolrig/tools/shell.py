@@ -286,7 +286,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=f"{choice.backend.holds()}; {result.containment}",
+            containment=f"{result.containment}; {choice.backend.holds()}",
             note=_joined(note, boundary_note(view, result.stderr, result.exit_code) if view is not None else None),
         )
 

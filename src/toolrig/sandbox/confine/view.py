@@ -94,6 +94,21 @@ def view_for(
     )
 
 
+def hidden_below(workspace: Workspace, root: Path) -> list[str]:
+    """What ripgrep must not read below ``root`` either: toolrig's state and what the deny globs match there.
+
+    The same matching as a command's view (one ripgrep listing of candidates, judged by the file tools'
+    patterns), so code_search and glob are carved by the policy run_command is (``ripgrep.carve``).
+    """
+    hidden = [str(p) for p in (root / STATE_DIR_NAME, *workspace.protected) if is_within(p, root) and p.exists()]
+    if workspace.deny_globs:
+        dirs: list[str] = []
+        files: list[str] = []
+        _walk_globs(workspace, root, dirs, files, [], {})
+        hidden += _outermost(dirs) + files
+    return list(dict.fromkeys(hidden))
+
+
 def _outermost(paths: list[str]) -> list[str]:
     """Each hidden directory once, none inside another: a mask mounted inside an unreadable one cannot be made."""
     kept: list[str] = []
