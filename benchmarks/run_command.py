@@ -4,10 +4,11 @@ The tool runs every command under ``bash -c`` (started by the launcher's per-com
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
 ``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Every command runs confined by default
 (issue 31: bubblewrap, a mount, pid and network namespace per command): the *confined ratio*, ours / peer, has a
-target of <= 5x; the same with ``sandbox: off`` (the keeper alone) is shown beside it, whose target was 1.3x. The machine's load matters a great deal here (each command is three process hand-offs:
-toolrig -> keeper -> bash -> keeper -> toolrig), so note ``uptime`` with any figure. CPU per command over the
-whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by process: on a
-busy machine it moves far less than wall time.
+target of <= 5x; the same with ``sandbox: off`` (the keeper alone) is shown beside it, whose target was 1.3x.
+The machine's load matters a great deal here (each command is three process hand-offs: toolrig -> keeper ->
+bash -> keeper -> toolrig, and namespaces made and torn down), so note ``uptime`` with any figure. CPU per
+command over the whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by
+process: on a busy machine it moves far less than wall time.
 
     python benchmarks/run_command.py [--rounds N] [--per-round N] [--cpu-calls N]
 """
