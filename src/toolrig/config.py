@@ -38,6 +38,7 @@ _LEVELS: dict[str, tuple[str, ...]] = {
     "mode": ("off", "smart", "always"),
     "fallback": ("allow", "deny"),
     "sandbox": ("off", "auto", "required"),  # tool_config.run_command.sandbox
+    "network": ("guarded", "none"),  # tool_config.run_command.network
 }
 
 

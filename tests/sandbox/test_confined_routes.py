@@ -8,19 +8,22 @@ every command here (CI installs it; it runs as root, and one test runs as an unp
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import static_resolver
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.sandbox.http import GuardedHttp
 
 SECRET = "TOP-SECRET-7f3a"
 
@@ -149,22 +152,71 @@ def test_a_narrower_allowed_paths_narrows_the_commands_view(ws: Path) -> None:
     assert run(rig, "echo b > src/b.txt").output["exit_code"] == 0 and (ws / "src" / "b.txt").exists()
 
 
-def test_host_loopback_is_unreachable_and_the_note_says_so(ws: Path) -> None:
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    try:
-        rig = rig_for(ws)
-        for route in [
-            f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'",
-            f"exec 3<>/dev/tcp/127.0.0.1/{port}",
-            f"curl -sS -m 2 http://127.0.0.1:{port}/",
-            "curl -sS -m 2 http://169.254.169.254/latest/meta-data/",
-        ]:
-            result = run(rig, route)
-            assert result.output["exit_code"] != 0, (route, result.output)
-        assert "no network" in (result.output["note"] or ""), result.output
-    finally:
-        server.close()
+class _Origin(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"ORIGIN-OK"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def origin() -> Iterator[int]:
+    """A real HTTP server on the host's loopback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+NET_ROUTES = [
+    "curl -sS -m 5 {url}",
+    "wget -O - -T 5 -t 1 {url}",
+    "python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read())' {url}",
+]
+
+
+def test_host_loopback_metadata_and_unlisted_domains_are_refused_by_the_guard_and_named(ws: Path, origin: int) -> None:
+    resolver = static_resolver({"allowed.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
+    rig = Rig(
+        ws,
+        config={"tool_config": {"run_command": {"allowed_domains": ["allowed.test"]}}},
+        http=GuardedHttp(resolver=resolver),
+    )
+    for url, named in [
+        (f"http://127.0.0.1:{origin}/", "127.0.0.1"),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254"),
+        (f"http://other.test:{origin}/", "other.test"),
+        (f"http://allowed.test:{origin}/", "127.0.0.1"),  # allowed name, loopback address: the guard's first rule
+    ]:
+        for route in NET_ROUTES:
+            result = run(rig, route.format(url=url))
+            assert "ORIGIN-OK" not in result.output["stdout"], (route, result.output)
+            assert named in (result.output["note"] or ""), (route, result.output)
+    sock = f"import socket; socket.create_connection(('127.0.0.1', {origin}), 2)"
+    direct = run(rig, f'exec 3<>/dev/tcp/127.0.0.1/{origin}; python3 -c "{sock}"')
+    assert direct.output["exit_code"] != 0  # the namespace's loopback is its own: nothing of the host's
+
+
+def test_the_guard_lets_through_what_the_config_opens(ws: Path, origin: int) -> None:
+    resolver = static_resolver({"allowed.test": ["127.0.0.1"]})
+    settings = {"allowed_domains": ["allowed.test"], "allow_loopback": True}
+    rig = Rig(ws, config={"tool_config": {"run_command": settings}}, http=GuardedHttp(resolver=resolver))
+    for route in NET_ROUTES:
+        result = run(rig, route.format(url=f"http://allowed.test:{origin}/"))
+        assert "ORIGIN-OK" in result.output["stdout"], (route, result.output)
+
+
+def test_network_none_reaches_nothing_and_says_so(ws: Path, origin: int) -> None:
+    rig = Rig(ws, config={"tool_config": {"run_command": {"network": "none", "allow_loopback": True}}})
+    result = run(rig, f"curl -sS -m 2 http://127.0.0.1:{origin}/")
+    assert result.output["exit_code"] != 0 and "no network" in (result.output["note"] or ""), result.output
 
 
 ESCAPES = {

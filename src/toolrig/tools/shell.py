@@ -7,6 +7,8 @@ in it (an allowlist is the boundary, a denylist a tripwire); the process runs co
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import shlex
@@ -27,17 +29,23 @@ from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
+from toolrig.sandbox.confine.net import bridged, egress_for, refusal_notes
 from toolrig.sandbox.confine.notes import boundary_note
 from toolrig.sandbox.confine.tmpdir import session_tmp
 from toolrig.sandbox.confine.view import view_for
+from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import StateDirectoryError
-from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
+from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
 
 
-class RunCommandConfig(AllowedPathsSettings):
-    """Settings under ``tool_config.run_command``; ``allowed_paths`` narrows what commands see of the workspace."""
+class RunCommandConfig(AllowedPathsSettings, NetworkSettings):
+    """Settings under ``tool_config.run_command``.
+
+    ``allowed_paths`` narrows what commands see of the workspace, ``allowed_domains`` and the rest of the
+    network settings what they reach through the egress proxy.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -47,6 +55,14 @@ class RunCommandConfig(AllowedPathsSettings):
             "auto: confine commands with the best mechanism this machine has (bubblewrap, else Landlock, else none; "
             "each result's containment says which); required: refuse to run commands unconfined; off: no "
             "confinement (toolrig already runs inside a container of your own)."
+        ),
+    )
+    network: Annotated[Literal["guarded", "none"], Narrow.STRICTER] = Field(
+        default="guarded",
+        description=(
+            "guarded: commands reach the network only through toolrig's egress proxy, which applies fetch_url's "
+            "guard with these settings (allowed_domains, blocked_domains, allow_loopback, allow_networks); "
+            "none: no network at all (offline work). Needs the bwrap sandbox; elsewhere containment says so."
         ),
     )
     write_paths: Annotated[list[str], Narrow.INTERSECT] = Field(
@@ -229,38 +245,8 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
-        view: View | None = None
         try:
-            env = scrub_env(os.environ, config.env_allow, config.env_set)
-            env["PWD"] = str(cwd)
-            limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
-            script = (
-                ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
-            )
-            if choice.backend.name != "none":
-                walks = ctx.workspace.deny_globs or ctx.workspace.read_only_globs or config.allowed_paths
-                # A walk of the roots goes to a thread; the default view is a few stat calls (a thread hop costs more).
-                view = (
-                    await anyio.to_thread.run_sync(_view, ctx, config, cwd, key[1])
-                    if walks
-                    else _view(ctx, config, cwd, key[1])
-                )
-                env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
-                script = choice.backend.wrap(view, script)
-            result = await run_contained(
-                script,
-                cwd=cwd,
-                cwd_fd=cwd_fd,
-                env=env,
-                timeout=timeout,
-                limits=limits,
-                output_cap=config.max_output_chars,
-                max_output_bytes=config.max_output_bytes,
-                kill_grace=config.kill_grace_seconds,
-                report_cwd=argv is None,
-                on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
-                progress_interval=config.progress_interval_seconds,
-            )
+            result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
         if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
@@ -287,8 +273,68 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
             containment=f"{result.containment}; {choice.backend.holds()}",
-            note=_joined(note, boundary_note(view, result.stderr, result.exit_code) if view is not None else None),
+            note=_joined(
+                note,
+                refused,
+                boundary_note(view, result.stderr, result.exit_code, input.command) if view is not None else None,
+            ),
         )
+
+
+async def _run(
+    ctx: ToolContext,
+    config: RunCommandConfig,
+    choice: Choice,
+    command: str,
+    argv: list[str] | None,
+    cwd: Path,
+    cwd_fd: int,
+    timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline (run_contained)
+) -> tuple[ProcessResult, View | None, str | None]:
+    """Run the command in this call's view (and, guarded, behind its own egress proxy): result, view, refusals."""
+    env = scrub_env(os.environ, config.env_allow, config.env_set)
+    env["PWD"] = str(cwd)
+    limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
+    script = ["bash", "-c", command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
+    view: View | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        egress = None
+        if choice.backend.name != "none":
+            session = ctx.session_id or DEFAULT_SESSION
+            walks = ctx.workspace.deny_globs or ctx.workspace.read_only_globs or config.allowed_paths
+            # A walk of the roots goes to a thread; the default view is a few stat calls (a thread hop costs more).
+            view = (
+                await anyio.to_thread.run_sync(_view, ctx, config, cwd, session)
+                if walks
+                else _view(ctx, config, cwd, session)
+            )
+            env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
+            if choice.backend.name == "bwrap" and config.network == "guarded":
+                egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
+                view = dataclasses.replace(view, network="guarded", egress_dir=egress.directory)
+                script = bridged(egress, script)
+            script = choice.backend.wrap(view, script)
+        result = await run_contained(
+            script,
+            cwd=cwd,
+            cwd_fd=cwd_fd,
+            env=env,
+            timeout=timeout,
+            limits=limits,
+            output_cap=config.max_output_chars,
+            max_output_bytes=config.max_output_bytes,
+            kill_grace=config.kill_grace_seconds,
+            report_cwd=argv is None,
+            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+            progress_interval=config.progress_interval_seconds,
+        )
+        return result, view, refusal_notes(egress) if egress is not None else None
+
+
+def _resolver(ctx: ToolContext) -> Resolver | None:
+    """The resolver the call's guarded HTTP uses (a test's injected one), so the proxy decides as fetch_url does."""
+    resolver = getattr(ctx.http, "resolver", None)
+    return resolver if callable(resolver) else None
 
 
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})

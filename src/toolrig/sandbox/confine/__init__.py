@@ -58,7 +58,8 @@ class View:
     hidden_dirs: tuple[str, ...] = ()
     hidden_files: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-    network: Literal["none"] = "none"
+    network: Literal["none", "guarded"] = "none"
+    egress_dir: str | None = None  # guarded: the egress proxy's private directory, bound in at its own path
 
     def label(self, path: str) -> str:
         return self.labels.get(path, path)

@@ -36,7 +36,7 @@ class Bubblewrap:
 
     def holds(self) -> str:
         how = "user namespace" if self.userns else "root, no user namespace"
-        return f"bwrap ({how}): filesystem view, pid namespace, no network, no new privileges"
+        return f"bwrap ({how}): filesystem view, pid namespace, network only through the guard, no new privileges"
 
     def prefix(self) -> list[str]:
         args = [self.path, *_BASE]
@@ -49,6 +49,8 @@ class Bubblewrap:
         args = self.prefix()
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]  # noqa: S108
         args += ["--bind", view.tmp, "/tmp"]  # noqa: S108 - the session's private one, seen at /tmp
+        if view.egress_dir is not None:  # the proxy's socket: the only way out of the network namespace
+            args += ["--bind", view.egress_dir, view.egress_dir]
         for root in view.emptied:
             args += ["--perms", "0755", "--tmpfs", root]
         for path in view.writable:

@@ -21,22 +21,27 @@ _NETWORK = re.compile(
     r"|failed to establish a new connection|connection refused|couldn't connect to server|errno 101|enetunreach",
     re.I,
 )
+_LOOPBACK = re.compile(r"127\.0\.0\.\d+|localhost|\[?::1\]?")
 _QUOTED = re.compile(r"""['"`‘]([^'"`’\s]+)['"`’]|(/[^\s:'"]+)""")
 _MAX_LINES = 400
 
 
-def boundary_note(view: View, stderr: str, exit_code: int | None) -> str | None:
-    """What in the view the command ran into, in words the model can act on; None when nothing was hit."""
+def boundary_note(view: View, stderr: str, exit_code: int | None, command: str = "") -> str | None:
+    """What in the view the command ran into, in words the model can act on; None when nothing was hit.
+
+    ``command`` (its text) tells a refused connection to loopback from another when the error names no host.
+    """
     if exit_code == 0 and not stderr:
         return None
     hidden = {*view.hidden_dirs, *view.hidden_files}
     frozen = {*view.read_only, *view.sealed}
     names: list[str] = []
     read_only_hit: str | None = None
-    network = False
+    network = loopback = False
     for line in stderr.splitlines()[-_MAX_LINES:]:
         if _NETWORK.search(line):
             network = True
+            loopback = loopback or bool(_LOOPBACK.search(line) or _LOOPBACK.search(command))
         if not _DENIED.search(line):
             continue
         hit = _named(line, view, hidden | frozen)
@@ -58,6 +63,12 @@ def boundary_note(view: View, stderr: str, exit_code: int | None) -> str | None:
         )
     if network and view.network == "none":
         notes.append("commands have no network here (the sandbox gives them none); ask the user, or use fetch_url")
+    elif loopback and view.network == "guarded":
+        notes.append(
+            "127.0.0.1 inside a command is the sandbox's own loopback (a server an earlier command started is not "
+            "kept): the host's services are not reachable from commands, and the guard refuses loopback unless "
+            "the user sets tool_config.run_command.allow_loopback"
+        )
     return "; ".join(notes) + "." if notes else None
 
 
