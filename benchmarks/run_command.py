@@ -3,8 +3,9 @@
 The tool runs every command under ``bash -c`` (started by the launcher's per-command keeper, in a pids
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
 ``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Every command runs confined by default
-(issue 31: bubblewrap, a mount, pid and network namespace per command): the *confined ratio*, ours / peer, has a
-target of <= 5x; the same with ``sandbox: off`` (the keeper alone) is shown beside it, whose target was 1.3x.
+(issue 31: bubblewrap, a mount, pid and network namespace per command, and an egress proxy with its bridge):
+the *confined ratio*, ours / peer, has a target of <= 5x; the same with ``network: none`` (no proxy) and with
+``sandbox: off`` (the keeper alone, whose target was 1.3x) are shown beside it.
 The machine's load matters a great deal here (each command is three process hand-offs: toolrig -> keeper ->
 bash -> keeper -> toolrig, and namespaces made and torn down), so note ``uptime`` with any figure. CPU per
 command over the whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by
@@ -91,6 +92,7 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     rig = Rig(tempfile.mkdtemp(), config={})
     rig_no_cgroup = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"max_processes": None}}})
     rig_unconfined = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"sandbox": "off"}}})
+    rig_offline = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"network": "none"}}})
 
     async def toolrig_run_command() -> object:
         result = await rig.call("run_command", {"command": "true"})
@@ -103,6 +105,9 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     async def toolrig_unconfined() -> object:
         return await rig_unconfined.call("run_command", {"command": "true"})
 
+    async def toolrig_offline() -> object:
+        return await rig_offline.call("run_command", {"command": "true"})
+
     async def subprocess_bash() -> object:
         return subprocess.run(["bash", "-c", "true"], capture_output=True, stdin=subprocess.DEVNULL, check=True)
 
@@ -112,6 +117,7 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     contenders = {
         "subprocess.run(['bash', '-c', 'true'])": subprocess_bash,
         "toolrig run_command('true')": toolrig_run_command,
+        "toolrig run_command('true'), network none": toolrig_offline,
         "toolrig run_command('true'), sandbox off": toolrig_unconfined,
         "toolrig run_command('true'), max_processes off": toolrig_without_cgroup,
         "subprocess.run(['true'])": subprocess_true,
