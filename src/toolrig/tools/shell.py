@@ -29,12 +29,12 @@ from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
-from toolrig.sandbox.confine.net import bridged, egress_for, refusal_notes
+from toolrig.sandbox.confine.net import bridge_paths, bridged, egress_for, refusal_notes
 from toolrig.sandbox.confine.notes import boundary_note
 from toolrig.sandbox.confine.tmpdir import session_tmp
 from toolrig.sandbox.confine.view import view_for
 from toolrig.sandbox.network import NetworkSettings, Resolver
-from toolrig.sandbox.paths import StateDirectoryError
+from toolrig.sandbox.paths import StateDirectoryError, is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
@@ -311,7 +311,11 @@ async def _run(
             env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
             if choice.backend.name == "bwrap" and config.network == "guarded":
                 egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
-                view = dataclasses.replace(view, network="guarded", egress_dir=egress.directory)
+                # A narrowed view empties the roots: toolrig's own interpreter may live there (a venv in the repo).
+                kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in view.emptied))
+                view = dataclasses.replace(
+                    view, network="guarded", egress_dir=egress.directory, read_only=(*view.read_only, *kept)
+                )
                 script = bridged(egress, script)
             script = choice.backend.wrap(view, script)
         result = await run_contained(

@@ -32,6 +32,12 @@ def bridged(egress: Egress, argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--", *argv]
 
 
+def bridge_paths() -> tuple[str, ...]:
+    """What the bridge needs to run inside the view: toolrig's interpreter and the bridge's directory."""
+    paths = (sys.prefix, sys.base_prefix, str(Path(BRIDGE).parent))
+    return tuple(dict.fromkeys(str(Path(p).resolve()) for p in paths))
+
+
 def refusal_notes(egress: Egress) -> str | None:
     notes = [refusal.note() for refusal in egress.refusals]
     return " ".join(notes) if notes else None
