@@ -473,7 +473,9 @@ def test_a_keeper_or_launcher_changed_for_good_is_replaced_before_a_later_comman
 def test_a_command_that_killed_its_keeper_says_so_in_its_result(workspace: Path) -> None:
     """Its processes are killed with the keeper (cgroup or launcher): output after that is never seen, and the
     result had no exit code and no word of why (keeprev F5)."""
-    result = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after").output
+    called = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after")
+    result = called.output
+    assert result is not None, called
     assert result["stdout"] == "before\n", result
     assert result["exit_code"] is None and "keeper" in (result["stopped"] or ""), result
 

@@ -23,8 +23,18 @@ BRIDGE = str(Path(egress_bridge.__file__).resolve())
 
 @contextlib.asynccontextmanager
 async def egress_for(policy: NetworkPolicy, resolver: Resolver | None) -> AsyncIterator[Egress]:
-    async with open_egress(policy, resolver=resolver, settings="tool_config.run_command") as egress:
-        yield egress
+    """The command's proxy; an error of the command's own (``invalid_input``...) leaves it as itself.
+
+    The proxy serves in a task group, which wraps whatever leaves its block in an exception group: a refusal
+    raised while the command started would otherwise reach the caller as an unexpected (``internal``) error.
+    """
+    try:
+        async with open_egress(policy, resolver=resolver, settings="tool_config.run_command") as egress:
+            yield egress
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 def bridged(egress: Egress, argv: list[str]) -> list[str]:
