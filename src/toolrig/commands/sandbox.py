@@ -30,13 +30,27 @@ def check(as_json: bool, rig_root: Path) -> None:
 
     loaded = load_config(rig_root)
     raw = loaded.config.tool_config.get("run_command")
-    mode = RunCommandConfig.model_validate(raw or {}).sandbox
+    settings = RunCommandConfig.model_validate(raw or {})
+    mode = settings.sandbox
     findings = {}
     for name in ("bwrap", "landlock"):
         picked = choose("auto", force=name)
         findings[name] = "holds: " + picked.backend.holds() if picked.backend.name == name else picked.tried[0]
     chosen = choose("auto" if mode == "required" else mode)
-    report = {"mode": mode, "chosen": chosen.backend.name, "holds": chosen.backend.holds(), "backends": findings}
+    network = (
+        f"{settings.network} (egress proxy per command, fetch_url's guard)"
+        if chosen.backend.name == "bwrap" and settings.network == "guarded"
+        else "none (loopback only)"
+        if chosen.backend.name == "bwrap"
+        else "not confined (needs bwrap's network namespace)"
+    )
+    report = {
+        "mode": mode,
+        "chosen": chosen.backend.name,
+        "holds": chosen.backend.holds(),
+        "network": network,
+        "backends": findings,
+    }
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -44,5 +58,6 @@ def check(as_json: bool, rig_root: Path) -> None:
         for name, finding in findings.items():
             click.echo(f"  {name:9} {finding}")
         click.echo(f"commands run under: {chosen.backend.name} ({chosen.backend.holds()})")
+        click.echo(f"network: {network}")
     if chosen.backend.name == "none" and mode != "off":
         raise SystemExit(2 if mode == "required" else 1)
