@@ -272,7 +272,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=f"{result.containment}; {choice.backend.holds()}",
+            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice)}",
             note=_joined(
                 note,
                 refused,
@@ -333,6 +333,12 @@ async def _run(
             progress_interval=config.progress_interval_seconds,
         )
         return result, view, refusal_notes(egress) if egress is not None else None
+
+
+def _network_words(view: View | None, choice: Choice) -> str:
+    if view is None or choice.backend.name != "bwrap":
+        return ""
+    return "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
 
 
 def _resolver(ctx: ToolContext) -> Resolver | None:

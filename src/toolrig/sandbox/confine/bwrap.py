@@ -36,7 +36,7 @@ class Bubblewrap:
 
     def holds(self) -> str:
         how = "user namespace" if self.userns else "root, no user namespace"
-        return f"bwrap ({how}): filesystem view, pid namespace, network only through the guard, no new privileges"
+        return f"bwrap ({how}): filesystem view, pid and network namespaces, no new privileges"
 
     def prefix(self) -> list[str]:
         args = [self.path, *_BASE]
