@@ -475,7 +475,7 @@ def test_a_command_that_killed_its_keeper_says_so_in_its_result(workspace: Path)
     result had no exit code and no word of why (keeprev F5)."""
     called = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after")
     result = called.output
-    assert result is not None, called
+    assert result is not None, (called.error_type, called.message)
     assert result["stdout"] == "before\n", result
     assert result["exit_code"] is None and "keeper" in (result["stopped"] or ""), result
 

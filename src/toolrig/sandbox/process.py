@@ -409,7 +409,10 @@ async def run_contained(
                 "Run the command again.",
             )
         elif not lost:
-            if not keeper.pid and (keeper.error is not None or keeper.closed):
+            # A keeper gone without a word whose command wrote output did start it: the command killed its keeper
+            # before the keeper could say P (the spawned child may run first); the launcher kills what is left.
+            ran = keeper.error is None and bool(watch.out.bytes_seen or watch.err.bytes_seen)
+            if not keeper.pid and not ran and (keeper.error is not None or keeper.closed):
                 reason = keeper.error or "the launcher stopped before it started the command"
                 unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
             else:

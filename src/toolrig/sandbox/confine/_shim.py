@@ -1,7 +1,7 @@
-"""Apply Landlock rules, then exec the command: ``python -I -S _shim.py SPEC -- ARGV...`` (standard library only).
+"""Apply Landlock rules, then exec the command: ``python -I -S _shim.py SPEC_FILE -- ARGV...`` (stdlib only).
 
-SPEC is JSON: ``read`` (paths granted read and execute), ``write`` (granted every write right), ``abi``. A path that
-cannot be opened is skipped (it grants nothing). Any failure to confine ends the shim with 126 before the command
+SPEC_FILE holds JSON (removed once read): ``read`` (paths granted read and execute), ``write`` (granted every
+write right), ``abi``. A path that cannot be opened is skipped (it grants nothing). Any failure to confine ends the shim with 126 before the command
 runs: a command never runs less confined than its result will say.
 """
 
@@ -55,9 +55,18 @@ def main(spec: dict[str, object], argv: list[str]) -> None:
     os.execvp(argv[0], argv)  # noqa: S606 - the command, now confined
 
 
+def _spec(path: str) -> dict[str, object]:
+    """The rules toolrig wrote for this command (read once, then removed)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return dict(json.load(handle))
+    finally:
+        os.unlink(path)
+
+
 if __name__ == "__main__":
     try:
-        main(json.loads(sys.argv[1]), sys.argv[3:])
+        main(_spec(sys.argv[1]), sys.argv[3:])
     except OSError as exc:
         sys.stderr.write(f"toolrig: the command could not be confined: {exc}\n")
         sys.exit(126)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from toolrig.sandbox import landlock
@@ -45,7 +46,12 @@ class Landlocked:
         writes = [g for top in (*view.writable, view.tmp) for g in _grants(top, (*hidden, *view.read_only))]
         writes += [d for d in ("/dev/null", "/dev/zero", "/dev/full") if os.path.exists(d)]
         spec = json.dumps({"read": reads[:_MAX_GRANTS], "write": writes[:_MAX_GRANTS], "abi": landlock.abi()})
-        return [sys.executable, "-I", "-S", SHIM, spec, "--", *argv]
+        # In a file of the session's private temp directory, not an argument: a hidden path in a large directory
+        # (toolrig's home beside thousands of others) means a grant per sibling, past what one argument may hold.
+        fd, path = tempfile.mkstemp(prefix=".toolrig-landlock-", suffix=".json", dir=view.tmp)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(spec)
+        return [sys.executable, "-I", "-S", SHIM, path, "--", *argv]
 
 
 def _grants(top: str, excluded: tuple[str, ...]) -> list[str]:
