@@ -1,8 +1,8 @@
 """Apply Landlock rules, then exec the command: ``python -I -S _shim.py SPEC_FILE -- ARGV...`` (stdlib only).
 
 SPEC_FILE holds JSON (removed once read): ``read`` (paths granted read and execute), ``write`` (granted every
-write right), ``abi``. A path that cannot be opened is skipped (it grants nothing). Any failure to confine ends the shim with 126 before the command
-runs: a command never runs less confined than its result will say.
+write right), ``abi``. A path that cannot be opened is skipped (it grants nothing). Any failure to confine ends
+the shim with 126 before the command runs: a command never runs less confined than its result will say.
 """
 
 from __future__ import annotations
