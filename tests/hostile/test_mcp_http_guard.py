@@ -97,9 +97,11 @@ def test_no_token_serves_anyone_on_purpose_and_says_so_loudly(workspace: Path, t
     assert not (toolrig_home / "tokens").exists()
 
 
-def run_serve(workspace: Path, *extra: str, env_token: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_serve(
+    workspace: Path, *extra: str, env_token: str | None = None, **more_env: str
+) -> subprocess.CompletedProcess[str]:
     """A start that must fail before it binds anything."""
-    env = {k: v for k, v in os.environ.items() if k != "TOOLRIG_MCP_TOKEN"}
+    env = {**{k: v for k, v in os.environ.items() if k != "TOOLRIG_MCP_TOKEN"}, **more_env}
     if env_token is not None:
         env["TOOLRIG_MCP_TOKEN"] = env_token
     args = [toolrig_command(), "mcp", "serve", "--transport", "http", "--port", "0", "--root", str(workspace), *extra]
@@ -139,3 +141,18 @@ def test_a_request_from_a_foreign_origin_is_refused(workspace: Path, toolrig_hom
         port = url.split(":")[2].split("/")[0]
         refused_as_json_rpc(post(url, {"origin": "https://attacker.example"}), 403)
         assert post(url, {"origin": f"http://localhost:{port}"}).status_code == 200
+
+
+@pytest.mark.parametrize("spoil", ["a file where the tokens directory goes", "a home that cannot be made"])
+def test_a_token_that_cannot_be_kept_stops_the_start_with_a_message_not_a_traceback(
+    spoil: str, workspace: Path, toolrig_home: Path
+) -> None:
+    if spoil.startswith("a file"):
+        (toolrig_home / "tokens").write_text("not a directory")
+        home = toolrig_home
+    else:
+        home = Path("/proc/self/no-such-dir/home")  # mkdir fails there, even for root
+    done = run_serve(workspace, TOOLRIG_HOME=str(home))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "listening" not in done.stderr
+    assert "tokens" in done.stderr

@@ -148,7 +148,7 @@ def serve(
             anyio.run(partial(server.serve_stdio, max_message_bytes=max_message_bytes))
         return
 
-    from toolrig.adapters.http_auth import TokenError, choose_token, is_loopback
+    from toolrig.adapters.http_auth import TokenError, choose_token, is_loopback, token_file
     from toolrig.adapters.mcp_http import bind, serve_http
     from toolrig.errors import ToolError
 
@@ -158,6 +158,8 @@ def serve(
         choice = choose_token("mcp", env_var=token_env, no_token=no_token, rotate=rotate_token)
     except (TokenError, ToolError) as exc:
         fail(f"{exc}")
+    except OSError as exc:  # an unwritable toolrig home
+        fail(f"cannot keep the bearer token in {token_file('mcp')}: {exc.strerror or exc}; set {token_env} instead")
     try:
         sock = bind(host, port)
     except OSError as exc:
