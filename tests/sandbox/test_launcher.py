@@ -298,9 +298,14 @@ def test_a_stopped_launcher_whose_keepers_are_gone_fails_the_next_command_and_is
     launcher = int(run(rig, f"echo {LAUNCHER}").output["stdout"])
     handle = os.pidfd_open(launcher)
     try:
+        # Each step waits for its effect (kill only queues a signal): the launcher stopped, so it forks no keeper
+        # after the listing; every other keeper a zombie, so none takes the next request while it is dying.
         stop_all = (
-            f"L={LAUNCHER}; kill -STOP $L;"
-            " for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && kill -9 $k; done; kill -9 $PPID"
+            f"L={LAUNCHER}; kill -STOP $L; until grep -q ') T ' /proc/$L/stat; do :; done;"
+            " others=$(for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && echo $k; done);"
+            " for k in $others; do kill -9 $k; done;"
+            " for k in $others; do until grep -qs ') Z ' /proc/$k/stat || [ ! -e /proc/$k ]; do :; done; done;"
+            " kill -9 $PPID"
         )
         run(rig, stop_all)
 
