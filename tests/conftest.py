@@ -216,6 +216,7 @@ SLOW_FILES = frozenset(
         "tests/stores/test_nothing_lost.py",
         "tests/test_dependencies.py",
         "tests/stores/memory/test_semantic.py",  # loads an embedding model
+        "tests/test_servers.py",  # starts redis-server, BaseX and PostgreSQL on ports another process holds
     }
 )
 SLOW_TESTS = frozenset(
