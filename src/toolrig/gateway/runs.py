@@ -1,0 +1,196 @@
+"""Runs the gateway started: each one the same ``run_agent`` the CLI uses, with its own web approval channel.
+
+Every event a run emits (the JSON ``toolrig run --json`` prints, subagents' forwarded ones included) is kept in
+the run's own numbered list, so any number of SSE clients can follow it from the start or from the last id they
+saw. A run belongs to the gateway that started it; nothing of it is set on the Rig.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolrig.events import Event, event_to_json
+from toolrig.gateway.channel import WebChannel
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from toolrig.rig import Rig
+
+log = logging.getLogger("toolrig.gateway")
+
+KEEP_FINISHED = 200  # finished runs kept for late readers; the session store keeps everything else
+MAX_EVENTS = 50_000  # one run's kept events; beyond that the oldest text deltas are what a late reader misses
+
+
+class RunRefused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """One run: its events so far, how to stop it, and its parked approvals and questions."""
+
+    id: str
+    prompt: str
+    agent: str | None
+    session_id: str | None
+    started: float = field(default_factory=time.time)
+    status: str = "running"
+    error: dict[str, str] | None = None
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (sequence number, event JSON)
+    last_seq: int = 0
+    abort: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _loop_thread: int = field(default_factory=threading.get_ident)
+    channel: WebChannel = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.channel = WebChannel(self.publish)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    def on_event(self, event: Event) -> None:
+        data = event_to_json(event)
+        if data.get("type") == "init" and self.session_id is None:
+            self.session_id = str(data.get("session_id"))
+        self.publish(data)
+
+    def publish(self, data: dict[str, Any]) -> None:
+        """Keep the event and wake the followers; safe from a tool's worker thread too."""
+        with self._lock:
+            self.last_seq += 1
+            self.events.append((self.last_seq, data))
+            if len(self.events) > MAX_EVENTS:
+                self.events[: len(self.events) - MAX_EVENTS] = []
+        if threading.get_ident() == self._loop_thread:
+            self._wake()
+        else:
+            with contextlib.suppress(RuntimeError):  # not an anyio worker: the next event on the loop wakes them
+                anyio.from_thread.run_sync(self._wake)
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        """The events after sequence number ``after``, as they come, until the run has finished."""
+        while True:
+            waiter = self._changed
+            with self._lock:
+                fresh = [e for e in self.events if e[0] > after]
+            for event in fresh:
+                after = event[0]
+                yield event
+            if self.finished and not fresh:
+                return
+            if not fresh:
+                await waiter.wait()
+
+    def finish(self, status: str) -> None:
+        self.status = status
+        self.publish({"type": "run_end", "status": status})
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "prompt": self.prompt,
+            "status": self.status,
+            "started": self.started,
+            "events": self.last_seq,
+            "error": self.error,
+            "pending": self.channel.cards(),
+        }
+
+
+class RunManager:
+    """Starts runs in the server's task group; a slow or stuck run holds only its own task."""
+
+    def __init__(self, rig: Rig, tasks: TaskGroup, *, max_running: int = 64) -> None:
+        self.rig = rig
+        self.tasks = tasks
+        self.max_running = max_running
+        self.runs: dict[str, LiveRun] = {}
+
+    def get(self, run_id: str) -> LiveRun:
+        run = self.runs.get(run_id)
+        if run is None:
+            raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
+        return run
+
+    def running(self) -> list[LiveRun]:
+        return [r for r in self.runs.values() if not r.finished]
+
+    def start(self, prompt: str, *, session_id: str | None, agent: str | None) -> LiveRun:
+        live = self.running()
+        if len(live) >= self.max_running:
+            raise RunRefused(429, f"{len(live)} runs are going already: wait for one to end or cancel one")
+        if session_id is not None and any(r.session_id == session_id for r in live):
+            raise RunRefused(409, "a run is going on this session already: wait for it, or cancel it")
+        if session_id is not None and not self._session_exists(session_id):
+            raise RunRefused(404, "no session has this id (see GET /api/sessions)")
+        if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
+            raise RunRefused(422, "no agent of this name is configured (agents: in the config)")
+        run = LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id)
+        self._forget_old()
+        self.runs[run.id] = run
+        self.tasks.start_soon(self._drive, run, name=f"gateway run {run.id}")
+        return run
+
+    def cancel(self, run_id: str) -> LiveRun:
+        run = self.get(run_id)
+        run.abort.set()  # the loop stops where it is, subagents included, and records what it did
+        run.scope.cancel()  # and whatever still waits (a parked approval, a slow model) stops at once
+        return run
+
+    def _session_exists(self, session_id: str) -> bool:
+        from toolrig.agent.session import SessionStore
+
+        return SessionStore.shared(self.rig.workspace.state_dir).exists(session_id)
+
+    def _forget_old(self) -> None:
+        done = [r for r in self.runs.values() if r.finished]
+        for run in done[: max(0, len(done) - KEEP_FINISHED)]:
+            del self.runs[run.id]
+
+    async def _drive(self, run: LiveRun) -> None:
+        from toolrig.agent.errors import RunError
+        from toolrig.agent.loop import run_agent
+        from toolrig.agent.state import RunOptions
+
+        options = RunOptions(
+            session_id=run.session_id, abort=run.abort, approvals=run.channel, questions="ask", agent_id=run.agent
+        )
+        status = "aborted"
+        try:
+            with run.scope:
+                result = await run_agent(run.prompt, options, rig=self.rig, on_event=run.on_event)
+                status = result.stop_reason
+        except RunError as exc:  # the stream carries the error event already
+            run.error = {"kind": exc.kind, "message": exc.message}
+            status = "failed"
+        except Exception as exc:  # one run's bug must not take the server (and every other run) down
+            log.exception("gateway: run %s failed", run.id)
+            run.error = {"kind": "internal", "message": type(exc).__name__}
+            run.publish({"type": "error", "kind": "internal", "message": "the run failed inside toolrig (see the log)"})
+            status = "failed"
+        finally:
+            run.finish(status)
