@@ -138,11 +138,10 @@ class Gateway:
         run = self.runs.get(request.path_params["run_id"])
         body = await _body(request, m.Answer)
         pending_id = request.path_params["pending_id"]
-        decision = run.channel.answer(
+        answered = run.answer(
             pending_id, call_id=body.call_id, verdict=body.verdict, reason=body.reason, answers=body.answers
         )
-        call_id = next((e[1].get("call_id") for e in run.events if e[1].get("id") == pending_id), "")
-        return _answer(m.Answered, {"id": pending_id, "call_id": call_id or "", "verdict": decision.verdict})
+        return _answer(m.Answered, answered)
 
     async def events(self, request: Request) -> Response:
         run = self.runs.get(request.path_params["run_id"])

@@ -44,11 +44,10 @@ class Pending(BaseModel):
     kind: Literal["approval", "question"]
     call_id: str
     tool: str
-    args: dict[str, Any]
+    arguments: str = Field(description="The call's arguments exactly as the model sent them (JSON text).")
     subjects: list[str]
     reason: str
-    agent_id: str | None
-    suggested: list[str]
+    task_id: str | None = Field(description="Set when the call is a subagent's.")
     questions: list[Question]
 
 
@@ -62,7 +61,7 @@ class RunInfo(BaseModel):
     session_id: str | None
     agent: str | None
     prompt: str
-    status: str = Field(description="running, completed, terminal, max_turns, max_tokens, paused, aborted or failed")
+    status: str = Field(description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, paused, aborted or failed")
     started: float
     events: int = Field(description="How many events the run has sent so far (the last SSE id).")
     error: RunFailure | None
@@ -76,7 +75,9 @@ class RunList(BaseModel):
 class Answer(Strict):
     """A person's answer: a verdict for an approval; ``answers`` (one per question) for a question."""
 
-    verdict: Literal["allow_once", "allow_always", "deny"] = "allow_once"
+    verdict: Literal["allow_once", "deny"] = Field(
+        default="allow_once", description="For a question: allow_once with answers, or deny to skip it."
+    )
     call_id: str | None = Field(default=None, max_length=256, description="The call it answers; refused if another.")
     reason: str = Field(default="", max_length=2000)
     answers: list[Any] | None = Field(default=None, max_length=50)

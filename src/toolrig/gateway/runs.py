@@ -1,4 +1,4 @@
-"""Runs the gateway started: each one the same ``run_agent`` the CLI uses, with its own web approval channel.
+"""Runs the gateway started: each one the same ``run_agent`` the CLI uses; approvals pause it (see ``channel``).
 
 Every event a run emits (the JSON ``toolrig run --json`` prints, subagents' forwarded ones included) is kept in
 the run's own numbered list, so any number of SSE clients can follow it from the start or from the last id they
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolrig.events import Event, event_to_json
-from toolrig.gateway.channel import WebChannel
+from toolrig.gateway.channel import AnswerRefused, Waiting
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -57,14 +57,17 @@ class LiveRun:
     _changed: anyio.Event = field(default_factory=anyio.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _loop_thread: int = field(default_factory=threading.get_ident)
-    channel: WebChannel = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.channel = WebChannel(self.publish)
+    waiting: Waiting | None = None  # the open cards while the run is paused for a person
 
     @property
     def finished(self) -> bool:
-        return self.status != "running"
+        return self.status not in ("running", "waiting")
+
+    def answer(self, card_id: str, **answer: Any) -> dict[str, str]:
+        if self.waiting is None:
+            raise AnswerRefused(404, "this run waits for no answer now")
+        call = self.waiting.answer(card_id, **answer)
+        return {"id": card_id, "call_id": call.call_id, "verdict": answer["verdict"]}
 
     def on_event(self, event: Event) -> None:
         data = event_to_json(event)
@@ -117,7 +120,7 @@ class LiveRun:
             "started": self.started,
             "events": self.last_seq,
             "error": self.error,
-            "pending": self.channel.cards(),
+            "pending": self.waiting.open_cards() if self.waiting is not None else [],
         }
 
 
@@ -158,7 +161,7 @@ class RunManager:
     def cancel(self, run_id: str) -> LiveRun:
         run = self.get(run_id)
         run.abort.set()  # the loop stops where it is, subagents included, and records what it did
-        run.scope.cancel()  # and whatever still waits (a parked approval, a slow model) stops at once
+        run.scope.cancel()  # and whatever still waits (a slow model, a person's answer) stops at once
         return run
 
     def _session_exists(self, session_id: str) -> bool:
@@ -173,17 +176,11 @@ class RunManager:
 
     async def _drive(self, run: LiveRun) -> None:
         from toolrig.agent.errors import RunError
-        from toolrig.agent.loop import run_agent
-        from toolrig.agent.state import RunOptions
 
-        options = RunOptions(
-            session_id=run.session_id, abort=run.abort, approvals=run.channel, questions="ask", agent_id=run.agent
-        )
         status = "aborted"
         try:
             with run.scope:
-                result = await run_agent(run.prompt, options, rig=self.rig, on_event=run.on_event)
-                status = result.stop_reason
+                status = await self._go(run)
         except RunError as exc:  # the stream carries the error event already
             run.error = {"kind": exc.kind, "message": exc.message}
             status = "failed"
@@ -193,4 +190,49 @@ class RunManager:
             run.publish({"type": "error", "kind": "internal", "message": "the run failed inside toolrig (see the log)"})
             status = "failed"
         finally:
+            if run.waiting is not None:  # cancelled while it waited: its kept state goes too
+                run.waiting.withdraw()
+                self._drop_saved(run.waiting.state.session_id)
+                run.waiting = None
             run.finish(status)
+
+    async def _go(self, run: LiveRun) -> str:
+        """Run, and each time it pauses for a person: keep its state, show the cards, resume with the answers."""
+        from toolrig.agent.loop import resume_run, run_agent
+        from toolrig.commands import _paused_runs as paused_runs
+
+        state_dir = self.rig.workspace.state_dir
+        result = await run_agent(run.prompt, self._options(run, run.session_id), rig=self.rig, on_event=run.on_event)
+        while result.stop_reason == "paused" and result.state is not None:
+            state = result.state
+            paused_runs.save(state_dir, state)  # a restart keeps it: `toolrig run --resume` goes on from there
+            run.waiting = Waiting(state, run.publish)
+            run.status = "waiting"
+            await run.waiting.ready.wait()
+            waiting, run.waiting = run.waiting, None
+            paused_runs.take(state_dir, state.session_id)  # single use, across processes too
+            replies = paused_runs.replies_for(state, waiting.answers, waiting.decisions)
+            run.status = "running"
+            result = await resume_run(
+                state,
+                replies.decisions,
+                self._options(run, None),
+                rig=self.rig,
+                on_event=run.on_event,
+                answers=replies.answers,
+            )
+        return result.stop_reason
+
+    @staticmethod
+    def _options(run: LiveRun, session_id: str | None) -> Any:
+        from toolrig.agent.state import RunOptions
+
+        return RunOptions(
+            session_id=session_id, abort=run.abort, approvals="pause", questions="pause", agent_id=run.agent
+        )
+
+    def _drop_saved(self, session_id: str) -> None:
+        from toolrig.commands import _paused_runs as paused_runs
+
+        with contextlib.suppress(paused_runs.ResumeRefused, OSError):
+            paused_runs.take(self.rig.workspace.state_dir, session_id)
