@@ -34,7 +34,7 @@ class Served:
 
     def client(self, *, auth: bool = True, **options: Any) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if auth and self.token else {}
-        return httpx2.Client(base_url=self.base, headers=headers, timeout=30, **options)
+        return httpx2.Client(base_url=self.base, headers=headers, **{"timeout": 30, **options})
 
     def events(self, client: httpx2.Client, run_id: str, *, until: str = "run_end") -> Iterator[dict[str, Any]]:
         """The run's SSE events, parsed, up to and including the first of type ``until``."""

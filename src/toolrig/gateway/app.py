@@ -110,7 +110,10 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        from toolrig.gateway.runs import warm_provider
+
         async with anyio.create_task_group() as tasks:
+            tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
             self._runs = RunManager(self.rig, tasks)
             try:
                 yield

@@ -32,6 +32,17 @@ KEEP_FINISHED = 200  # finished runs kept for late readers; the session store ke
 MAX_EVENTS = 50_000  # one run's kept events; beyond that the oldest text deltas are what a late reader misses
 
 
+def warm_provider(provider: str) -> None:
+    """Import the provider's SDK in a worker thread: a cold ``import anthropic`` takes seconds on a loaded machine,
+    and on the event loop it would stall every request and every other run meanwhile."""
+    import importlib
+
+    sdk = ("anthropic", "anthropic.lib.streaming") if provider == "anthropic" else ("openai",)
+    with contextlib.suppress(ImportError):
+        for name in (f"toolrig.agent.providers.{'anthropic' if provider == 'anthropic' else 'openai'}", *sdk):
+            importlib.import_module(name)
+
+
 class RunRefused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -180,6 +191,7 @@ class RunManager:
         status = "aborted"
         try:
             with run.scope:
+                await anyio.to_thread.run_sync(warm_provider, self.rig.config.llm.provider)
                 status = await self._go(run)
         except RunError as exc:  # the stream carries the error event already
             run.error = {"kind": exc.kind, "message": exc.message}
