@@ -23,7 +23,7 @@ def test_without_the_token_the_api_answers_401_and_the_page_still_loads(serve: A
         wrong = client.get("/api/sessions", headers={"Authorization": "Bearer " + "y" * 40})
         assert wrong.status_code == 401
         page = client.get("/")
-        assert page.status_code == 200 and "<script src=\"/static/app.js\"" in page.text
+        assert page.status_code == 200 and '<script src="/static/app.js"' in page.text
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert "default-src 'none'" in page.headers["content-security-policy"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -53,11 +54,16 @@ def send(page: Page, prompt: str) -> None:
     page.click("#send")
 
 
-def test_a_person_chats_approves_a_call_from_its_card_and_sees_the_answer(serve: Any, browser: Browser, shots: Path) -> None:
+def test_a_person_chats_approves_a_call_from_its_card_and_sees_the_answer(
+    serve: Any, browser: Browser, shots: Path
+) -> None:
     gw = serve(**SMART)
     gw.llm.script(
         reply(Text("I will wipe ", "the cache."), Call("c1", "wipe", '{"target": "cache"}')),
-        reply(Text("The cache ", "is wiped."), Call("f1", "suggest_followups", '{"followups": ["Check disk usage", "Wipe the logs"]}')),
+        reply(
+            Text("The cache ", "is wiped."),
+            Call("f1", "suggest_followups", '{"followups": ["Check disk usage", "Wipe the logs"]}'),
+        ),
         reply(Text("All set.")),
         reply(Text("Disk usage is fine.")),
     )
@@ -99,7 +105,7 @@ def test_a_question_card_is_answered_by_picking_an_option(serve: Any, browser: B
 def test_hostile_model_text_and_tool_results_are_shown_as_text_and_never_run(serve: Any, browser: Browser) -> None:
     gw = serve()
     gw.llm.script(
-        reply(Text(HOSTILE), Call("n1", "note", '{"name": %s}' % __import__("json").dumps(HOSTILE))),
+        reply(Text(HOSTILE), Call("n1", "note", json.dumps({"name": HOSTILE}))),
         reply(Text("after " + HOSTILE)),
     )
     page = signed_in(browser, gw.base, gw.token)

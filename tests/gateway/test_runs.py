@@ -115,7 +115,7 @@ def test_two_runs_at_once_on_two_sessions_keep_their_events_apart(serve: Any) ->
         prompt = str(body["messages"][0]["content"])
         tag = "A" if "run A" in prompt else "B"
         if len(body["messages"]) == 1:
-            return reply(Call(f"call{tag}", "wipe", '{"target": "%s"}' % tag))
+            return reply(Call(f"call{tag}", "wipe", json.dumps({"target": tag})))
         return reply(Text(f"answer {tag}"))
 
     gw.llm.responder = responder

@@ -33,7 +33,9 @@ TOKEN_ENV = "TOOLRIG_GATEWAY_TOKEN"  # noqa: S105 - the variable's name
     is_flag=True,
     help="Loopback only: no token. Any program of any user on this machine can then run agents as you.",
 )
-@click.option("--allow-host", multiple=True, help="Another Host header value to accept (name:port), e.g. behind a proxy.")
+@click.option(
+    "--allow-host", multiple=True, help="Another Host header value to accept (name:port), e.g. behind a proxy."
+)
 @click.option("--allow-origin", multiple=True, help="Another browser Origin to accept.")
 def command(
     rig_root: Path,

@@ -61,7 +61,9 @@ class RunInfo(BaseModel):
     session_id: str | None
     agent: str | None
     prompt: str
-    status: str = Field(description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, paused, aborted or failed")
+    status: str = Field(
+        description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, aborted or failed"
+    )
     started: float
     events: int = Field(description="How many events the run has sent so far (the last SSE id).")
     error: RunFailure | None

@@ -48,9 +48,12 @@ OPERATIONS = (
     Operation("get", "/api/sessions/{session_id}", "One session: its messages and tool calls", m.SessionDetail),
     Operation("get", "/api/sessions/{session_id}/notes", "A session's todo list and follow-ups", m.Notes),
     Operation(
-        "get", "/api/tasks", "Durable tasks (toolrig tasks list)", m.Rows,
+        "get",
+        "/api/tasks",
+        "Durable tasks (toolrig tasks list)",
+        m.Rows,
         query=(("status", "string", "Only tasks with this status."), LIMIT),
-    ),  # fmt: skip
+    ),
     Operation("get", "/api/schedules", "Scheduled jobs (toolrig cron list)", m.Rows),
     Operation(
         "get",

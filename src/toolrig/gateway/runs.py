@@ -29,12 +29,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.gateway")
 
 KEEP_FINISHED = 200  # finished runs kept for late readers; the session store keeps everything else
-MAX_EVENTS = 50_000  # one run's kept events; beyond that the oldest text deltas are what a late reader misses
+MAX_EVENTS = 50_000  # one run's kept events; a reader that comes later misses the oldest (the session has them)
 
 
 def warm_provider(provider: str) -> None:
-    """Import the provider's SDK in a worker thread: a cold ``import anthropic`` takes seconds on a loaded machine,
-    and on the event loop it would stall every request and every other run meanwhile."""
+    """Import the provider's SDK in a worker thread, once.
+
+    A cold ``import anthropic`` takes seconds on a loaded machine; on the event loop it would stall every request
+    and every other run meanwhile.
+    """
     import importlib
 
     sdk = ("anthropic", "anthropic.lib.streaming") if provider == "anthropic" else ("openai",)
