@@ -31,6 +31,15 @@ class Served:
     token: str | None
     llm: FakeLLM
     rig: Rig
+    server: Any = None
+    thread: threading.Thread | None = None
+
+    def stop(self) -> None:
+        """Stop the server as a shutdown does (its runs are stopped; paused ones stay kept)."""
+        self.server.should_exit = True
+        assert self.thread is not None
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the gateway did not stop"
 
     def client(self, *, auth: bool = True, **options: Any) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if auth and self.token else {}
@@ -77,11 +86,10 @@ def serve(workspace: Path, llm: FakeLLM) -> Iterator[Any]:
 
         thread = threading.Thread(target=anyio.run, args=(main,), name="gateway", daemon=True)
         thread.start()
-        started.append((server, thread))
-        return Served(base, token, llm, rig)
+        served = Served(base, token, llm, rig, server, thread)
+        started.append(served)
+        return served
 
     yield start
-    for server, thread in started:
-        server.should_exit = True
-        thread.join(20)
-        assert not thread.is_alive(), "the gateway did not stop"
+    for served in started:
+        served.stop()

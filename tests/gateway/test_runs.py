@@ -140,3 +140,29 @@ def test_two_runs_at_once_on_two_sessions_keep_their_events_apart(serve: Any) ->
             assert _until(gw.events(client, again.json()["id"]), "done")["session_id"] == done_a["session_id"]
     finally:
         gw.llm.responder = None
+
+
+def test_a_run_paused_for_approval_is_answered_after_the_server_restarts(serve: Any) -> None:
+    first = serve(**SMART)
+    first.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')), reply(Text("wiped after the restart")))
+    with first.client() as client:
+        run = client.post("/api/runs", json={"prompt": "wipe x"}).json()
+        card = _until(first.events(client, run["id"]), "pending")
+        session_id = client.get(f"/api/runs/{run['id']}").json()["session_id"]
+    first.stop()
+    second = serve(**SMART)
+    with second.client() as client:
+        runs = client.get("/api/runs").json()["runs"]
+        assert [(r["status"], [p["call_id"] for p in r["pending"]]) for r in runs] == [("waiting", ["c1"])]
+        restored = runs[0]
+        assert restored["session_id"] == session_id
+        old = client.post(f"/api/runs/{restored['id']}/pending/{card['id']}", json={"verdict": "allow_once"})
+        assert old.status_code == 404  # the card ids of the stopped server are spent
+        fresh = restored["pending"][0]["id"]
+        assert (
+            client.post(f"/api/runs/{restored['id']}/pending/{fresh}", json={"verdict": "allow_once"}).status_code
+            == 200
+        )
+        events = list(second.events(client, restored["id"]))
+        assert _until(iter(events), "tool_result")["name"] == "wipe"
+        assert _until(iter(events), "done")["response"] == "wiped after the restart"

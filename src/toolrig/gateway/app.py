@@ -115,11 +115,12 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
             self._runs = RunManager(self.rig, tasks)
+            self._runs.restore()
             try:
                 yield
             finally:
                 for run in self._runs.running():
-                    self._runs.cancel(run.id)
+                    run.scope.cancel()  # a paused run's state stays kept for the next start
                 self._runs = None
 
     async def start(self, request: Request) -> Response:

@@ -24,6 +24,8 @@ from toolrig.gateway.channel import AnswerRefused, Waiting
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
+    from toolrig.agent.state import RunState
+
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.gateway")
@@ -72,6 +74,7 @@ class LiveRun:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _loop_thread: int = field(default_factory=threading.get_ident)
     waiting: Waiting | None = None  # the open cards while the run is paused for a person
+    cancelled: bool = False  # by a person (a shutdown stops runs too, and keeps their paused state)
 
     @property
     def finished(self) -> bool:
@@ -174,6 +177,7 @@ class RunManager:
 
     def cancel(self, run_id: str) -> LiveRun:
         run = self.get(run_id)
+        run.cancelled = True
         run.abort.set()  # the loop stops where it is, subagents included, and records what it did
         run.scope.cancel()  # and whatever still waits (a slow model, a person's answer) stops at once
         return run
@@ -188,14 +192,14 @@ class RunManager:
         for run in done[: max(0, len(done) - KEEP_FINISHED)]:
             del self.runs[run.id]
 
-    async def _drive(self, run: LiveRun) -> None:
+    async def _drive(self, run: LiveRun, state: RunState | None = None) -> None:
         from toolrig.agent.errors import RunError
 
         status = "aborted"
         try:
             with run.scope:
                 await anyio.to_thread.run_sync(warm_provider, self.rig.config.llm.provider)
-                status = await self._go(run)
+                status = await self._go(run, state)
         except RunError as exc:  # the stream carries the error event already
             run.error = {"kind": exc.kind, "message": exc.message}
             status = "failed"
@@ -205,22 +209,27 @@ class RunManager:
             run.publish({"type": "error", "kind": "internal", "message": "the run failed inside toolrig (see the log)"})
             status = "failed"
         finally:
-            if run.waiting is not None:  # cancelled while it waited: its kept state goes too
+            if run.waiting is not None:
                 run.waiting.withdraw()
-                self._drop_saved(run.waiting.state.session_id)
+                if run.cancelled:  # a person cancelled it: its kept state goes too (a shutdown keeps it)
+                    self._drop_saved(run.waiting.state.session_id)
                 run.waiting = None
             run.finish(status)
 
-    async def _go(self, run: LiveRun) -> str:
+    async def _go(self, run: LiveRun, state: RunState | None) -> str:
         """Run, and each time it pauses for a person: keep its state, show the cards, resume with the answers."""
         from toolrig.agent.loop import resume_run, run_agent
         from toolrig.commands import _paused_runs as paused_runs
 
         state_dir = self.rig.workspace.state_dir
-        result = await run_agent(run.prompt, self._options(run, run.session_id), rig=self.rig, on_event=run.on_event)
-        while result.stop_reason == "paused" and result.state is not None:
+        if state is None:
+            options = self._options(run, run.session_id)
+            result = await run_agent(run.prompt, options, rig=self.rig, on_event=run.on_event)
+            if result.stop_reason != "paused" or result.state is None:
+                return result.stop_reason
             state = result.state
-            paused_runs.save(state_dir, state)  # a restart keeps it: `toolrig run --resume` goes on from there
+        while True:
+            paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
             run.waiting = Waiting(state, run.publish)
             run.status = "waiting"
             await run.waiting.ready.wait()
@@ -236,7 +245,31 @@ class RunManager:
                 on_event=run.on_event,
                 answers=replies.answers,
             )
-        return result.stop_reason
+            if result.stop_reason != "paused" or result.state is None:
+                return result.stop_reason
+            state = result.state
+
+    def restore(self) -> list[LiveRun]:
+        """Runs paused in this workspace (before a restart, or by `toolrig run`) wait here for their answers again.
+
+        They resume as the server's agent: a saved state does not say which agent paused it.
+        """
+        from toolrig.commands import _paused_runs as paused_runs
+
+        folder = self.rig.workspace.state_dir / "paused"
+        restored = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            try:
+                state = paused_runs.claim(self.rig.workspace.state_dir, path.stem)
+            except paused_runs.ResumeRefused as exc:
+                log.warning("gateway: a paused run is not restored: %s", exc)
+                continue
+            run = LiveRun(secrets.token_urlsafe(12), "(paused before this server started)", None, state.session_id)
+            run.publish({"type": "init", "session_id": state.session_id})
+            self.runs[run.id] = run
+            self.tasks.start_soon(self._drive, run, state, name=f"gateway run {run.id}")
+            restored.append(run)
+        return restored
 
     @staticmethod
     def _options(run: LiveRun, session_id: str | None) -> Any:
