@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from toolrig.agent.state import RunState
-
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.gateway")
