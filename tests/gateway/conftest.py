@@ -65,8 +65,10 @@ def llm() -> Iterator[FakeLLM]:
 
 
 def gateway_rig(workspace: Path, llm: FakeLLM, **config: Any) -> Rig:
+    from toolrig.tools.agents import TOOLS
+
     registry = Registry([*sample_tools.agent_tools(), AskUser(), WriteTodos(), SuggestFollowups()])
-    return Rig(workspace, config={**agent_config(llm, "anthropic"), **config}, registry=registry)
+    return Rig(workspace, config={**agent_config(llm, "anthropic"), **config}, registry=registry, tools=TOOLS)
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ SMART = {"approvals": {"mode": "smart", "fallback": "deny"}}
 expect.set_options(timeout=30_000)  # a loaded machine: the first run imports the provider SDK
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
+pytestmark = [pytest.mark.slow, pytest.mark.servers]
+
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
@@ -85,6 +87,12 @@ def test_a_person_chats_approves_a_call_from_its_card_and_sees_the_answer(
     page.locator("#followups button").first.click()  # a follow-up is a prompt in the same session
     expect(page.locator("#log")).to_contain_text("Disk usage is fine.")
     assert "Check disk usage" in str(gw.llm.bodies()[-1]["messages"][-1])
+    page.get_by_role("button", name="Audit").click()  # the approved call is in the audit view
+    expect(page.locator("#audit tbody")).to_contain_text("wipe")
+    page.fill("#audit-tool", "suggest_*")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#audit tbody tr")).to_have_count(1)
+    page.screenshot(path=str(shots / "audit.png"))
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -114,6 +122,29 @@ def test_hostile_model_text_and_tool_results_are_shown_as_text_and_never_run(ser
     assert page.evaluate("window.__pwned") is None, "no script the model or a tool wrote ran"
     assert page.locator("#log img, #log script").count() == 0
     expect(page.locator("#log .tool").last).to_contain_text("<script>window.__pwned=2</script>")
+
+
+def test_a_subagent_has_a_live_line_that_ends_done_and_its_calls_show_indented(serve: Any, browser: Browser) -> None:
+    from tests.agent.subagents.conversations import install
+
+    gw = serve()
+    spawn = json.dumps({"agents": [{"agent_type": "general", "prompt": "job ALPHA"}], "background": False})
+    install(
+        gw.llm,
+        {
+            "PARENT": [reply(Call("p1", "spawn_agents", spawn)), reply(Text("the child is done"))],
+            "ALPHA": [reply(Call("a1", "note", '{"name": "alpha"}')), reply(Text("alpha finished"))],
+        },
+    )
+    try:
+        page = signed_in(browser, gw.base, gw.token)
+        send(page, "PARENT: delegate this")
+        expect(page.locator("#log")).to_contain_text("the child is done")
+        expect(page.locator("#log .subagent")).to_contain_text("general")
+        expect(page.locator("#log .subagent")).to_contain_text(": done")
+        expect(page.locator("#log .tool.sub").first).to_contain_text("note")
+    finally:
+        gw.llm.responder = None
 
 
 def test_the_page_without_its_cookie_says_how_to_sign_in(serve: Any, browser: Browser) -> None:

@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 import yaml
 
 from tests.agent.conftest import agent_config
 from tests.support.fake_llm import FakeLLM, Text, reply
+
+pytestmark = [pytest.mark.slow]
 
 
 def test_toolrig_serve_prints_its_url_and_login_link_and_answers_with_the_kept_token(
