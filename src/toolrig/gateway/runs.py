@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from toolrig.events import Event, event_to_json
 from toolrig.gateway.channel import AnswerRefused, Waiting
@@ -71,7 +72,8 @@ class LiveRun:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     _changed: anyio.Event = field(default_factory=anyio.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _loop_thread: int = field(default_factory=threading.get_ident)
+    _loop_thread: int = field(default_factory=threading.get_ident)  # made on the event loop, in a handler
+    _loop: Any = field(default_factory=anyio.lowlevel.current_token)
     waiting: Waiting | None = None  # the open cards while the run is paused for a person
     cancelled: bool = False  # by a person (a shutdown stops runs too, and keeps their paused state)
 
@@ -100,9 +102,9 @@ class LiveRun:
                 self.events[: len(self.events) - MAX_EVENTS] = []
         if threading.get_ident() == self._loop_thread:
             self._wake()
-        else:
-            with contextlib.suppress(RuntimeError):  # not an anyio worker: the next event on the loop wakes them
-                anyio.from_thread.run_sync(self._wake)
+        else:  # a sync tool's worker thread (write_todos, suggest_followups emit from there)
+            with contextlib.suppress(anyio.RunFinishedError):
+                anyio.from_thread.run_sync(self._wake, token=self._loop)
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
