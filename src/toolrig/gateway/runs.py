@@ -194,7 +194,7 @@ class RunManager:
             del self.runs[run.id]
 
     async def _drive(self, run: LiveRun, state: RunState | None = None) -> None:
-        from toolrig.agent.errors import RunError
+        from toolrig.agent import RunError
 
         status = "aborted"
         try:
@@ -219,7 +219,7 @@ class RunManager:
 
     async def _go(self, run: LiveRun, state: RunState | None) -> str:
         """Run, and each time it pauses for a person: keep its state, show the cards, resume with the answers."""
-        from toolrig.agent.loop import resume_run, run_agent
+        from toolrig.agent import resume_run, run_agent
         from toolrig.commands import _paused_runs as paused_runs
 
         state_dir = self.rig.workspace.state_dir
@@ -274,7 +274,7 @@ class RunManager:
 
     @staticmethod
     def _options(run: LiveRun, session_id: str | None) -> Any:
-        from toolrig.agent.state import RunOptions
+        from toolrig.agent import RunOptions
 
         return RunOptions(
             session_id=session_id, abort=run.abort, approvals="pause", questions="pause", agent_id=run.agent
