@@ -147,6 +147,26 @@ def test_a_subagent_has_a_live_line_that_ends_done_and_its_calls_show_indented(s
         gw.llm.responder = None
 
 
+def test_a_run_paused_before_a_restart_is_approved_from_the_page_after_it(
+    serve: Any, browser: Browser, shots: Path
+) -> None:
+    first = serve(**SMART)
+    first.llm.script(reply(Call("c1", "wipe", '{"target": "logs"}')), reply(Text("Logs wiped after the restart.")))
+    with first.client() as client:
+        run = client.post("/api/runs", json={"prompt": "wipe the logs"}).json()
+        next(e for e in first.events(client, run["id"]) if e["type"] == "pending")
+    first.stop()
+    second = serve(**SMART)
+    page = signed_in(browser, second.base, second.token)
+    page.locator("#runs li", has_text="waits for you").click()
+    card = page.locator(".card.approval")
+    expect(card.locator("pre")).to_have_text('{"target": "logs"}')
+    page.screenshot(path=str(shots / "restored-run.png"))
+    card.get_by_role("button", name="Approve once").click()
+    expect(page.locator("#log")).to_contain_text("Logs wiped after the restart.")
+    expect(page.locator("#runs li")).to_have_count(0)
+
+
 def test_the_page_without_its_cookie_says_how_to_sign_in(serve: Any, browser: Browser) -> None:
     gw = serve()
     page = browser.new_page()

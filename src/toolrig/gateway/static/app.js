@@ -93,6 +93,7 @@ function endRun(status) {
   $("send").disabled = false;
   $("cancel").disabled = true;
   loadSessions();
+  loadRuns();
 }
 
 // ------------------------------------------------------------------ cards: approvals and questions
@@ -197,6 +198,32 @@ async function loadSessions() {
   } catch (error) { say(String(error.message)); }
 }
 
+async function loadRuns() {
+  try {
+    const data = await api("/api/runs");
+    const live = data.runs.filter((r) => r.status === "running" || r.status === "waiting");
+    $("runs").replaceChildren(...live.map((r) => {
+      const item = el("li", r.id === state.run ? "current" : "", `${r.status === "waiting" ? "waits for you" : "running"} · ${r.session_id || r.id}`);
+      item.title = r.prompt;
+      item.addEventListener("click", () => watchRun(r));
+      return item;
+    }));
+  } catch (error) { say(String(error.message)); }
+}
+
+function watchRun(run) {
+  state.run = run.id;
+  state.session = run.session_id;
+  state.bubble = null;
+  $("session-title").textContent = `Session ${run.session_id || ""}`;
+  $("log").replaceChildren();
+  $("cards").replaceChildren();
+  $("send").disabled = true;
+  $("cancel").disabled = false;
+  say(run.status === "waiting" ? "waiting for your answer" : "running…");
+  follow(run.id);  // the stream starts from the run's first event: its open cards come back too
+}
+
 async function openSession(id) {
   const data = await api(`/api/sessions/${encodeURIComponent(id)}`);
   state.session = id;
@@ -228,6 +255,7 @@ async function send(prompt) {
     $("cancel").disabled = false;
     say("running…");
     follow(run.id);
+    loadRuns();
   } catch (error) {
     logLine(el("div", "error-line", String(error.message)));
     $("send").disabled = false;
@@ -294,4 +322,5 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));
   $("audit-filters").addEventListener("submit", (event) => { event.preventDefault(); loadAudit(); });
   loadSessions();
+  loadRuns();
 });
