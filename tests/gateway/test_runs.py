@@ -59,6 +59,9 @@ def test_an_approved_call_runs_once_and_its_id_cannot_be_replayed(serve: Any) ->
         assert replay.status_code == 404  # single use
         forged = client.post(f"/api/runs/{run['id']}/pending/made-up", json={"verdict": "allow_once"})
         assert forged.status_code == 404
+        refused = [r for r in client.get("/api/audit").json()["rows"] if str(r["approval"]).startswith("refused:")]
+        shown = [(r["tool"], r["call_id"]) for r in refused]
+        assert shown == [("wipe", "c1"), ("(unknown request)", ""), ("(unknown request)", "")]  # each one audited
 
 
 def test_a_denied_call_does_not_run(serve: Any) -> None:

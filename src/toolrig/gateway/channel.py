@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("toolrig.gateway")
 
 Publish = Callable[[dict[str, Any]], None]
+OnRefused = Callable[[str, "PendingCall | None", str], None]  # why, the card's call (if the id named one), card id
 VERDICTS = ("allow_once", "deny")
 
 
@@ -57,9 +58,10 @@ def card(card_id: str, call: PendingCall) -> dict[str, Any]:
 class Waiting:
     """The cards of one pause; ``ready`` is set when every one has its answer."""
 
-    def __init__(self, state: RunState, publish: Publish) -> None:
+    def __init__(self, state: RunState, publish: Publish, on_refused: OnRefused | None = None) -> None:
         self.state = state
         self._publish = publish
+        self._on_refused = on_refused
         self.cards: dict[str, PendingCall] = {
             secrets.token_urlsafe(18): call for call in state.pending if call.needs_approval or call.questions
         }
@@ -79,10 +81,10 @@ class Waiting:
     ) -> PendingCall:
         call = self.cards.get(card_id)
         if call is None:
-            log.warning("gateway: refused an answer for %r: no open card (stale, replayed or forged)", card_id[:40])
+            self.refuse("no open card has this id (stale, replayed or forged)", None, card_id)
             raise AnswerRefused(404, "no open approval or question has this id (answered, withdrawn, or never asked)")
         if call_id is not None and call_id != call.call_id:
-            log.warning("gateway: refused an answer naming call %r for the card of call %r", call_id[:80], call.call_id)
+            self.refuse(f"the answer named another call ({call_id[:80]!r})", call, card_id)
             raise AnswerRefused(409, "this answer names another call than the one this card is for")
         if verdict not in VERDICTS:
             raise AnswerRefused(422, "here a call is approved once or denied (allow_once or deny)")
@@ -95,6 +97,11 @@ class Waiting:
         if not self.cards:
             self.ready.set()
         return call
+
+    def refuse(self, why: str, call: PendingCall | None, card_id: str) -> None:
+        log.warning("gateway: refused an answer for card %r: %s", card_id[:40], why)
+        if self._on_refused is not None:
+            self._on_refused(why, call, card_id)
 
     def withdraw(self) -> None:
         for card_id, call in list(self.cards.items()):

@@ -25,7 +25,7 @@ from toolrig.gateway.channel import AnswerRefused, Waiting
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from toolrig.agent.state import RunState
+    from toolrig.agent.state import PendingCall, RunState
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.gateway")
@@ -76,6 +76,7 @@ class LiveRun:
     _loop: Any = field(default_factory=anyio.lowlevel.current_token)
     waiting: Waiting | None = None  # the open cards while the run is paused for a person
     cancelled: bool = False  # by a person (a shutdown stops runs too, and keeps their paused state)
+    on_refused: Any = None  # (why, call, card id) -> None: the audit row for a refused answer
 
     @property
     def finished(self) -> bool:
@@ -83,6 +84,9 @@ class LiveRun:
 
     def answer(self, card_id: str, **answer: Any) -> dict[str, str]:
         if self.waiting is None:
+            log.warning("gateway: refused an answer for card %r: run %s waits for none", card_id[:40], self.id)
+            if self.on_refused is not None:
+                self.on_refused("the run waits for no answer (stale or replayed)", None, card_id)
             raise AnswerRefused(404, "this run waits for no answer now")
         call = self.waiting.answer(card_id, **answer)
         return {"id": card_id, "call_id": call.call_id, "verdict": answer["verdict"]}
@@ -170,9 +174,7 @@ class RunManager:
             raise RunRefused(404, "no session has this id (see GET /api/sessions)")
         if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
             raise RunRefused(422, "no agent of this name is configured (agents: in the config)")
-        run = LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id)
-        self._forget_old()
-        self.runs[run.id] = run
+        run = self._new(LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id))
         self.tasks.start_soon(self._drive, run, name=f"gateway run {run.id}")
         return run
 
@@ -181,6 +183,12 @@ class RunManager:
         run.cancelled = True
         run.abort.set()  # the loop stops where it is, subagents included, and records what it did
         run.scope.cancel()  # and whatever still waits (a slow model, a person's answer) stops at once
+        return run
+
+    def _new(self, run: LiveRun) -> LiveRun:
+        self._forget_old()
+        run.on_refused = lambda why, call, card_id: self._audit_refusal(run.session_id or "", why, call, card_id)
+        self.runs[run.id] = run
         return run
 
     def _session_exists(self, session_id: str) -> bool:
@@ -231,7 +239,7 @@ class RunManager:
             state = result.state
         while True:
             paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
-            run.waiting = Waiting(state, run.publish)
+            run.waiting = Waiting(state, run.publish, run.on_refused)
             run.status = "waiting"
             await run.waiting.ready.wait()
             waiting, run.waiting = run.waiting, None
@@ -267,7 +275,7 @@ class RunManager:
                 continue
             run = LiveRun(secrets.token_urlsafe(12), "(paused before this server started)", None, state.session_id)
             run.publish({"type": "init", "session_id": state.session_id})
-            self.runs[run.id] = run
+            self._new(run)
             self.tasks.start_soon(self._drive, run, state, name=f"gateway run {run.id}")
             restored.append(run)
         return restored
@@ -279,6 +287,17 @@ class RunManager:
         return RunOptions(
             session_id=session_id, abort=run.abort, approvals="pause", questions="pause", agent_id=run.agent
         )
+
+    def _audit_refusal(self, session_id: str, why: str, call: PendingCall | None, card_id: str) -> None:
+        """A forged, replayed or mismatched answer: one audit row, as for the remote approval channels."""
+        from toolrig.approvals.model import ApprovalRequest, RefusedAnswer
+
+        request = None
+        if call is not None:
+            request = ApprovalRequest(
+                call.call_id, call.tool, {}, session_id=session_id, agent_id=call.task_id, fingerprint=call.fingerprint
+            )
+        self.rig.governance.refused_answer(RefusedAnswer("web", why, request, f"card {card_id[:40]!r}"))
 
     def _drop_saved(self, session_id: str) -> None:
         from toolrig.commands import _paused_runs as paused_runs
