@@ -12,8 +12,6 @@ import click
 
 from toolrig.cli import root_option
 
-TOKEN_ENV = "TOOLRIG_GATEWAY_TOKEN"  # noqa: S105 - the variable's name
-
 
 @click.command()
 @root_option()
@@ -22,7 +20,7 @@ TOKEN_ENV = "TOOLRIG_GATEWAY_TOKEN"  # noqa: S105 - the variable's name
 @click.option("--agent", help="The agent profile (agents: in config) runs use unless a request names another.")
 @click.option(
     "--token-env",
-    default=TOKEN_ENV,
+    default="TOOLRIG_GATEWAY_TOKEN",
     show_default=True,
     help="Environment variable holding the token; unset, toolrig keeps its own (0600 in "
     "~/.toolrig/tokens/gateway.token, printed at start).",
