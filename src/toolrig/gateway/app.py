@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_BODY = 1_000_000
 MAX_LIMIT = 1000
+HEARTBEAT = 15.0  # seconds of silence before an SSE comment line keeps the stream (and its proxies) awake
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 Model = TypeVar("Model", bound=BaseModel)
 Handler = Callable[[Request], Awaitable[Response]]
@@ -155,7 +156,11 @@ class Gateway:
         after = int(after_text)
 
         async def stream() -> AsyncIterator[bytes]:
-            async for seq, event in run.follow(after):
+            async for item in run.follow(after, heartbeat=HEARTBEAT):
+                if item is None:
+                    yield b": keep-alive\n\n"
+                    continue
+                seq, event = item
                 yield f"id: {seq}\ndata: {json.dumps(event, ensure_ascii=False, default=str)}\n\n".encode()
             yield b"event: end\ndata: {}\n\n"
 

@@ -114,8 +114,14 @@ class LiveRun:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
-    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
-        """The events after sequence number ``after``, as they come, until the run has finished."""
+    async def follow(
+        self, after: int = 0, *, heartbeat: float | None = None
+    ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
+        """The events after sequence number ``after``, as they come, until the run has finished.
+
+        With ``heartbeat``, ``None`` comes whenever that many seconds pass without an event (a run waiting for a
+        person can be quiet for hours; proxies cut streams that say nothing).
+        """
         while True:
             waiter = self._changed
             with self._lock:
@@ -126,7 +132,10 @@ class LiveRun:
             if self.finished and not fresh:
                 return
             if not fresh:
-                await waiter.wait()
+                with anyio.move_on_after(heartbeat if heartbeat is not None else float("inf")) as waited:
+                    await waiter.wait()
+                if waited.cancelled_caught:
+                    yield None
 
     def finish(self, status: str) -> None:
         self.status = status
