@@ -169,3 +169,21 @@ def test_a_run_paused_for_approval_is_answered_after_the_server_restarts(serve: 
         events = list(second.events(client, restored["id"]))
         assert _until(iter(events), "tool_result")["name"] == "wipe"
         assert _until(iter(events), "done")["response"] == "wiped after the restart"
+
+
+def test_a_pause_another_process_resumed_first_ends_the_run_with_a_state_error(serve: Any) -> None:
+    from toolrig.commands import _paused_runs as paused_runs
+
+    gw = serve(**SMART)
+    gw.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')))
+    with gw.client() as client:
+        run = client.post("/api/runs", json={"prompt": "wipe x"}).json()
+        events = gw.events(client, run["id"])
+        card = _until(events, "pending")
+        session_id = client.get(f"/api/runs/{run['id']}").json()["session_id"]
+        paused_runs.take(gw.rig.workspace.state_dir, session_id)  # as `toolrig run --resume` elsewhere would
+        client.post(f"/api/runs/{run['id']}/pending/{card['id']}", json={"verdict": "allow_once"})
+        error = _until(events, "error")
+        assert error["kind"] == "state" and "already resumed" in error["message"]
+        assert _until(events, "run_end")["status"] == "failed"
+    assert len(gw.llm.requests) == 1  # the call did not run twice

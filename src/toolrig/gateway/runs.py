@@ -212,6 +212,7 @@ class RunManager:
 
     async def _drive(self, run: LiveRun, state: RunState | None = None) -> None:
         from toolrig.agent import RunError
+        from toolrig.commands._paused_runs import ResumeRefused
 
         status = "aborted"
         try:
@@ -220,6 +221,10 @@ class RunManager:
                 status = await self._go(run, state)
         except RunError as exc:  # the stream carries the error event already
             run.error = {"kind": exc.kind, "message": exc.message}
+            status = "failed"
+        except ResumeRefused as exc:  # another process resumed (or removed) the paused state first
+            run.error = {"kind": "state", "message": str(exc)}
+            run.publish({"type": "error", "kind": "state", "message": str(exc)})
             status = "failed"
         except Exception as exc:  # one run's bug must not take the server (and every other run) down
             log.exception("gateway: run %s failed", run.id)
