@@ -22,8 +22,10 @@ HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</scrip
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Playwright's sync API keeps an asyncio loop running on the main thread while it is open: held for the session,
+    every later test in that worker that runs its own loop (asyncio.run, anyio.run) failed. Closed with the module."""
     if not os.path.exists(CHROMIUM):
         raise RuntimeError("the page tests need Chromium: apt-get install -y chromium (and pip install playwright)")
     with sync_playwright() as p:
