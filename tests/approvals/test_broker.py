@@ -291,3 +291,29 @@ async def test_a_tool_can_ask_mid_call_through_the_same_channel(workspace: Path)
     )
     assert (await on.call("ask_first", {"text": "deep"})).output == {"text": "stayed"}
     assert [r.subjects for b in desk.batches for r in b] == [("deep",)]
+
+
+async def test_a_caller_waiting_on_its_person_does_not_hold_back_another_callers_question(workspace: Path) -> None:
+    """Two runs on one Rig (a gateway's), each with its own channel: B is asked while A's person is still away.
+
+    The broker led one batch at a time for the whole Rig, so B's question waited until A's was answered.
+    """
+    away, desk = Silent(), Desk()
+    rig = make_rig(workspace)
+    outcome: dict[str, Any] = {}
+    b_done = anyio.Event()
+
+    async def caller(name: str, channel: Any) -> None:
+        outcome[name] = await rig.call("shell", {"command": name}, channel=channel)
+        b_done.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(caller, "a", away)
+            await away.asked.wait()
+            group.start_soon(caller, "b", desk)
+            await b_done.wait()
+            group.cancel_scope.cancel()
+    assert not outcome["b"].is_error and "a" not in outcome
+    assert [[r.args["command"] for r in b] for b in desk.batches] == [["b"]]
+    assert Shell.log == ["b"]

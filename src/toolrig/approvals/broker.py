@@ -41,13 +41,19 @@ class _Slot:
     channel: ApprovalChannel | None = None  # the caller's own (its run's), else the Rig's
     answer: Answer | None = None
 
+    @property
+    def key(self) -> int:
+        """Whose person is asked: requests with one key are asked together, one batch at a time."""
+        return id(self.channel)
+
 
 class ApprovalBroker:
     """One per Rig: the requests of every caller meet here so that calls that ask at once are asked at once.
 
     Who is asked comes with each request (its caller's channel, passed with the call), the Rig's own channel
-    otherwise; a batch that gathers several callers' requests is split by channel. Nothing of a run is kept
-    here beyond the requests waiting in the batch.
+    otherwise. Batches are led per channel: a caller whose person has not answered yet holds back only the
+    requests for that same person, never another caller's (a gateway's runs each have their own). Nothing of a
+    run is kept here beyond the requests waiting in a batch.
     """
 
     def __init__(
@@ -65,7 +71,7 @@ class ApprovalBroker:
         self.fallback = fallback
         self.batch_window = batch_window
         self._queue: list[_Slot] = []
-        self._leading = False
+        self._leading: set[int] = set()  # the channels (by identity) a batch is being asked of right now
         self._changed: anyio.Event | None = None
         self._arriving: set[str] = set()
         self._holds = 0
@@ -121,14 +127,14 @@ class ApprovalBroker:
         self._notify()
         try:
             while slot.answer is None:
-                if self._leading:
+                if slot.key in self._leading:
                     await self._wait()
                     continue
-                self._leading = True
+                self._leading.add(slot.key)
                 try:
-                    await self._lead()
+                    await self._lead(slot.key)
                 finally:
-                    self._leading = False
+                    self._leading.discard(slot.key)
                     self._notify()
         finally:
             if slot in self._queue:
@@ -142,7 +148,7 @@ class ApprovalBroker:
         channels = [c for c in (own or self.channel, *self.forward) if c is not None]
         return channels[0] if len(channels) == 1 else FirstAnswer(channels)
 
-    async def _lead(self) -> None:
+    async def _lead(self, key: int) -> None:
         from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent
 
         deadline = anyio.current_time() + self.batch_window
@@ -153,21 +159,16 @@ class ApprovalBroker:
                 break
             with anyio.move_on_after(left):
                 await self._wait()
-        batch, self._queue = self._queue, []
+        batch = [slot for slot in self._queue if slot.key == key]  # one question, to this channel's person
+        self._queue = [slot for slot in self._queue if slot.key != key]
         try:
             for slot in batch:
                 request = slot.request
                 slot.events.emit(
                     ApprovalRequestEvent(request.id, request.tool, request.args, list(request.subjects), request.reason)
                 )
-            groups: dict[int, list[_Slot]] = {}
-            for slot in batch:  # one question per channel: each caller's requests go to its own
-                groups.setdefault(id(slot.channel), []).append(slot)
-            answered: list[tuple[_Slot, Answer]] = []
-            for slots in groups.values():
-                answers = await self._ask(self._asking(slots[0].channel), [slot.request for slot in slots])
-                answered += zip(slots, answers, strict=True)
-            for slot, answer in answered:
+            answers = await self._ask(self._asking(batch[0].channel), [slot.request for slot in batch])
+            for slot, answer in zip(batch, answers, strict=True):
                 slot.answer = answer
                 decision = answer.decision
                 slot.events.emit(
