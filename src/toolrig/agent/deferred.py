@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from toolrig.profiles import Profile
+from toolrig.profiles import Profile, capability_of
 from toolrig.registry import AnyTool, builtin_group_names
 from toolrig.result import ToolResult
 
@@ -24,21 +24,23 @@ class DeferredTools:
         self.all = list(tools)
         groups, names = set(core_groups), set(core_names)
         self._names = {name: t for t in tools for name in (t.name, t.display_name) if name}
-        # Terminal tools stay shown: a task run cannot end without complete_task / fail_task.
+        # Terminal tools stay shown: a task run cannot end without complete_task / fail_task. A core name brings
+        # its capability's other tools (spawn_agents: Claude's Agent), of which the profile shows one.
         self.shown = {
-            t.name for t in tools if t.group in groups or t.name in names or t.name in LOOKUP_TOOLS or t.terminal
+            t.name
+            for t in tools
+            if t.group in groups or capability_of(t.name) in names or t.name in LOOKUP_TOOLS or t.terminal
         }
 
     def visible(self) -> list[AnyTool]:
         return [t for t in self.all if t.name in self.shown]
 
-    def hidden(self, profile: Profile | None = None) -> list[str]:
-        """The names not shown yet (callable all the same) under ``profile``, for the line naming them."""
-        names: list[str] = []
-        for tool in (t for t in self.all if t.name not in self.shown):
-            faces = profile.faces_of(tool.name) if profile is not None else ()
-            names.extend(face.name for face in faces) if faces else names.append(tool.display_name or tool.name)
-        return list(dict.fromkeys(names))
+    def hidden(self, profile: Profile) -> list[str]:
+        """The names not shown yet (callable all the same) under ``profile``, each capability once."""
+        from toolrig.adapters.faces import faced, shown_capability
+
+        shown = {shown_capability(t) for t in faced(self.visible(), profile)}
+        return [t.name for t in faced(self.all, profile) if shown_capability(t) not in shown]
 
     def reveal(self, name: str, result: ToolResult | None) -> bool:
         """Show the tools a lookup call found from the next turn on; True when the list grew."""
@@ -78,7 +80,7 @@ def deferral(tools: Sequence[AnyTool], enabled: bool, core: Sequence[str] | None
     return DeferredTools(tools, builtin_group_names())
 
 
-def deferred_note(deferred: DeferredTools | None, profile: Profile | None = None) -> str:
+def deferred_note(deferred: DeferredTools | None, profile: Profile) -> str:
     """A system-prompt line naming the tools not shown yet, so the model knows to look them up."""
     names = deferred.hidden(profile) if deferred is not None else []
     if not names:

@@ -164,9 +164,7 @@ class _Run:
         install_sampler(rig, self.provider)  # MCP servers with `sampling:` may ask this model (capped, approved)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
-        """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
-        if self.profile.is_identity:
-            return tools
+        """The tools under the run's profile, each capability once; a face's name also finds its tool in ``offered``."""
         from toolrig.adapters.faces import faced
 
         shown = faced(tools, self.profile)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
-from toolrig.profiles import speaking
+from toolrig.profiles import get_profile, speaking
 
 # What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
 # load on first use, not at every rig's start-up.
@@ -60,12 +60,9 @@ class RigCatalog:
         from toolrig.skills import verdicts
 
         tools = verdicts.offered(self._rig, agent)
-        profile = speaking.get()
-        if profile is None or profile.is_identity:
-            return tools
         from toolrig.adapters.faces import faced
 
-        return faced(tools, profile)
+        return faced(tools, speaking.get() or get_profile(None))  # each capability once, as the model is shown
 
     async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
         from toolrig.skills import capabilities
