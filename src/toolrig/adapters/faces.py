@@ -49,15 +49,16 @@ class FaceTool(Tool[BaseModel, BaseModel]):
         return None  # the face's results follow the foreign system's shape, which toolrig does not publish
 
 
-def faced(tools: Iterable[AnyTool], profile: Profile) -> list[AnyTool]:
+def faced(tools: Iterable[AnyTool], profile: Profile, *, once: bool = True) -> list[AnyTool]:
     """The tools as ``profile`` shows them: each capability once, under its face or its own name.
 
     A tool that no face stands for is left out when the profile has no ``extras``, or when its own name is
-    taken by a face (codebuff's ``write_file`` is toolrig's, reshaped).
+    taken by a face (codebuff's ``write_file`` is toolrig's, reshaped). ``once=False``: every face (the
+    docs list the names a model may call, not only those it is shown).
     """
     tools = list(tools)
     if profile.is_identity:
-        return once_per_capability(tools, profile)
+        return once_per_capability(tools, profile) if once else tools
     out: list[AnyTool] = []
     face_names = {face.name for face in profile.faces}
     for tool in tools:
@@ -66,7 +67,7 @@ def faced(tools: Iterable[AnyTool], profile: Profile) -> list[AnyTool]:
             out.extend(FaceTool(face, tool) for face in faces)
         elif profile.extras and tool.name not in face_names:
             out.append(tool)
-    return once_per_capability(out, profile)
+    return once_per_capability(out, profile) if once else out
 
 
 def shown_capability(tool: AnyTool) -> str:
