@@ -310,7 +310,10 @@ class HookGate:
 
     async def _before(self, call: ToolCall) -> None:
         chains = self._chains()
-        event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
+        # The arguments as the tool will read them (a model's `file_path` for write_file is its `path`), so a
+        # hook that checks `path` cannot be passed by another spelling; raw only when validation never ran.
+        args = call.input.model_dump(mode="json", exclude_unset=True) if call.input is not None else call.raw_args
+        event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=args)
         for chain in chains:
             try:
                 await chain.run(event)
