@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
@@ -125,4 +126,6 @@ class RigSkills:
         spellings = [shown, str(resolved)]
         if resolved.is_relative_to(self._rig.workspace.root.resolve()):
             spellings.append(str(resolved.relative_to(self._rig.workspace.root.resolve())))
+        elif resolved.is_relative_to(Path.home().resolve()):  # a user skill: load_skill shows ~/...
+            spellings.append("~/" + resolved.relative_to(Path.home().resolve()).as_posix())
         return list(dict.fromkeys(spellings))
