@@ -260,6 +260,12 @@ class WorkersConfig(Section):
     model_job_days: float = Field(
         default=7.0, gt=0, description="Jobs a model creates expire after this unless renewed."
     )
+    model_min_interval_seconds: float = Field(  # trusted-only: no mark lets an untrusted layer lower the floor
+        default=60.0, ge=1, description="A schedule a model creates fires at most this often (each firing is a run)."
+    )
+    model_max_jobs: Annotated[int, Narrow.MIN] = Field(
+        default=10, ge=1, le=10_000, description="Live jobs one agent's model may have created at once."
+    )
 
 
 class SkillsConfig(Section):
