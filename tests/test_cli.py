@@ -239,11 +239,12 @@ def test_tools_list_with_an_unknown_group_exits_two_naming_the_groups(workspace:
 
 
 def test_tools_list_is_one_line_per_tool_each_the_first_sentence_cut_at_a_word(workspace: Path) -> None:
-    from toolrig.registry import Registry
+    from toolrig.rig import Rig
 
     _, out, _ = run("tools", "list", root=workspace)
     lines = out.splitlines()
-    assert len(lines) == len(Registry.default().list())
+    with Rig(workspace) as rig:
+        assert len(lines) == len(rig.tools())  # each capability once: Agent/Task are spawn_agents
     assert all(len(line) <= 110 for line in lines)
     by_name = {line.split()[0]: line for line in lines}
     assert "e.g" not in by_name["librarian_query"] or "e.g." in by_name["librarian_query"]

@@ -344,3 +344,20 @@ async def test_a_hook_chain_that_arrives_whole_wakes_the_hook_gates(
     arrived = pickle.loads(sent) if travel == "pickle" else copy.deepcopy(chain)  # noqa: S301 # our own bytes
     refused = await rig.call("echo", {"text": "a"}, scope=scope_with_hooks(arrived))
     assert refused.error_type == "denied" and refused.message == "the travelling hook blocked it"
+
+
+async def test_a_before_tool_hook_sees_the_names_the_tool_reads_not_the_spelling_sent(workspace: Path) -> None:
+    """A hook guarding write_file's `path` must not be passed by `file_path`, which the argument repair accepts."""
+    seen: list[object] = []
+
+    class Guard(Hooks):
+        async def before_tool(self, event: HookEvent) -> None:
+            seen.append(event.tool_args)
+            if event.tool_args and str(event.tool_args.get("path", "")).startswith("secret"):
+                raise ToolError(ErrorType.DENIED, "not there")
+
+    rig = Rig(workspace, config={}, hooks=[Guard()])
+    result = await rig.call("write_file", {"file_path": "secret.txt", "content": "x"})
+    assert result.error_type == "denied"
+    assert seen == [{"path": "secret.txt", "content": "x"}]
+    assert not (workspace / "secret.txt").exists()

@@ -182,3 +182,72 @@ def test_a_selection_stays_lazy_and_still_narrows() -> None:
     assert chosen.find("calculate") is None
     assert chosen.find("run_command") is not None
     assert "calculate" not in chosen.names() and "glob" in chosen.names()
+
+
+def test_every_entry_point_form_loads_and_a_clashing_name_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """docs/plugins.md's table, one distribution made in a temp dir: nothing is installed."""
+    (tmp_path / "forms_plugin_demo.py").write_text(
+        textwrap.dedent(
+            """
+            from toolrig import Tool, ToolInput, ToolOutput
+
+            class In(ToolInput):
+                word: str
+
+            class Out(ToolOutput):
+                word: str
+
+            def made(name):
+                class Made(Tool[In, Out]):
+                    group = "forms"
+                    description = "Echo a word."
+
+                    def execute(self, input, ctx):
+                        return Out(word=f"{self.name}:{input.word}")
+
+                Made.name = name
+                return Made
+
+            AsClass = made("as_class")
+            as_instance = made("as_instance")()
+            as_list = [made("in_list")()]
+
+            def as_function():
+                return [made("from_function")()]
+
+            clash = made("calculate")()  # a built-in's name: skipped, the built-in stays
+            TOOLS = [made("from_module")()]
+            """
+        )
+    )
+    dist = tmp_path / "forms_plugin_demo-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: forms-plugin-demo\nVersion: 1.0\n")
+    points = {
+        "clash": "forms_plugin_demo:clash",  # first, so that only the ordering rule can keep the built-in
+        "module": "forms_plugin_demo",
+        "cls": "forms_plugin_demo:AsClass",
+        "instance": "forms_plugin_demo:as_instance",
+        "list": "forms_plugin_demo:as_list",
+        "function": "forms_plugin_demo:as_function",
+    }
+    (dist / "entry_points.txt").write_text("[toolrig.tools]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+    code = textwrap.dedent(
+        """
+        import tempfile
+        from toolrig import Rig
+        rig = Rig(tempfile.mkdtemp())
+        print(sorted(t.name for t in rig.tools() if t.group == "forms"))
+        print(rig.call_sync("calculate", {"expression": "1 + 1"}).output)
+        print(rig.call_sync("from_function", {"word": "w"}).output)
+        """
+    )
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "TOOLRIG_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    lines = out.stdout.splitlines()
+    assert lines == [
+        "['as_class', 'as_instance', 'from_function', 'from_module', 'in_list']",
+        "{'result': 2}",
+        "{'word': 'from_function:w'}",
+    ], out.stderr
+    assert "a tool plugin was skipped: tool name 'calculate' is taken twice" in out.stderr

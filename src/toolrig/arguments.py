@@ -4,7 +4,9 @@ Repairs cover the slips models make most; they are applied before validation and
 
 Only repairs that cannot change meaning are made: an object or list sent as a JSON string is decoded, a
 single value where a list is expected is wrapped, and a ``null`` for an optional field that does not
-accept null means "use the default" (that is how strict-mode schemas spell an omitted field).
+accept null means "use the default" (that is how strict-mode schemas spell an omitted field). A parameter
+sent under a name models commonly guess (``path`` where the tool says ``file_path``, ``filePath``) is taken
+as the tool's own when it can mean nothing else (``toolrig.argnames``); two names for one field are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from toolrig.argnames import NamePlan, name_plan
 from toolrig.errors import ErrorType, ToolError
 from toolrig.schema import json_kind, json_kinds, model_schema
 
@@ -169,6 +172,11 @@ class RepairPlan:
 
     fields: dict[str, FieldKinds]  # fields that take an object or a list: decode and wrap apply
     drops_nulls: bool  # some optional field, at any depth, does not accept null
+    names: NamePlan | None = None  # other spellings of the fields' names that are accepted (argnames)
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.fields) or self.drops_nulls or self.names is not None
 
 
 def _has_optional_without_null(node: Any, defs: dict[str, Any]) -> bool:
@@ -190,12 +198,14 @@ def _has_optional_without_null(node: Any, defs: dict[str, Any]) -> bool:
 def repair_plan(model: type[BaseModel]) -> RepairPlan:
     schema = model_schema(model)
     fields = {name: info for name, info in field_kinds(model).items() if info.kinds & {"object", "array"}}
-    return RepairPlan(fields, _has_optional_without_null(schema, schema.get("$defs", {})))
+    return RepairPlan(fields, _has_optional_without_null(schema, schema.get("$defs", {})), name_plan(schema))
 
 
 def repair_arguments(model: type[BaseModel], args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     plan = repair_plan(model)
     notes: list[str] = []
+    if plan.names is not None:
+        args = plan.names.apply(args, notes)
     fixed: dict[str, Any] | None = None
     for name, info in plan.fields.items():
         if name not in args:

@@ -302,7 +302,7 @@ class _ToolPlan:
             output_model=tool.output_model,
             validate=tool.input_model.__pydantic_validator__.validate_python,
             dump=tool.output_model.__pydantic_serializer__.to_python,
-            repairs=bool(repair.fields) or repair.drops_nulls,
+            repairs=repair.needed,
             needs_token=tool.reads_context or not one_step,
             has_subjects=tool.has_subjects,
             attaches=issubclass(tool.output_model, ToolOutput),

@@ -305,7 +305,7 @@ class HookGate:
 
     async def _before(self, call: ToolCall) -> None:
         chains = self._chains(call)
-        event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
+        event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=_args_read(call))
         for chain in chains:
             try:
                 await chain.run(event)
@@ -327,9 +327,18 @@ class HookGate:
                 call.session_id,
                 call.agent_id,
                 tool=call.name,
-                tool_args=call.raw_args,
+                tool_args=_args_read(call),
                 tool_result=result,
             )
             for chain in chains:
                 await chain.run(event)
         return result
+
+
+def _args_read(call: ToolCall) -> dict[str, Any]:
+    """The arguments as the tool reads them (a model's ``file_path`` for write_file is its ``path``).
+
+    A hook that checks ``path`` cannot be passed by another spelling the argument repair accepts; the raw
+    arguments only when validation never ran.
+    """
+    return call.input.model_dump(mode="json", exclude_unset=True) if call.input is not None else call.raw_args

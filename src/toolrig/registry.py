@@ -23,6 +23,7 @@ log = logging.getLogger("toolrig.registry")
 
 BUILTIN_PACKAGE = "toolrig.tools"
 ENTRY_POINT_GROUP = "toolrig.tools"
+ENTRY_POINTS_KEY = "entry-points"  # the lazy group of every installed plugin's tools
 
 AnyTool = Tool[Any, Any]
 
@@ -81,7 +82,7 @@ class Registry:
         for group in builtin_group_names():
             registry.add_lazy_group(f"builtin:{group}", _builtin_loader(group))
         if entry_points:
-            registry.add_lazy_group("entry-points", _entry_point_loader)
+            registry.add_lazy_group(ENTRY_POINTS_KEY, _entry_point_loader)
         return registry
 
     # ------------------------------------------------------------------------------------ building
@@ -123,10 +124,19 @@ class Registry:
         return any(key in self._remote for key in self._pending)
 
     def _load(self, key: str) -> None:
+        if key == ENTRY_POINTS_KEY:  # built-ins first: a plugin never takes a built-in's name, whatever the order
+            for builtin in [k for k in self._pending if k.startswith("builtin:")]:
+                self._load(builtin)
         loader = self._pending.pop(key, None)
         if loader is not None:
             for item in loader():
-                self.add(item, origin=key)
+                try:
+                    self.add(item, origin=key)
+                except DefinitionError as exc:
+                    if key != ENTRY_POINTS_KEY:
+                        raise
+                    # One plugin's clash must not take the catalog down, nor replace the tool it clashes with.
+                    log.error("toolrig: a tool plugin was skipped: %s", exc)
 
     # ------------------------------------------------------------------------------------ reading
 

@@ -285,12 +285,9 @@ class Rig:
     ) -> list[AnyTool]:
         """The tools ``agent`` is offered, under ``profile``'s names and schemas (default: the rig's profile)."""
         tools = self.registry_for(agent or self.agent).list(group)
-        chosen = self._profile(profile)
-        if chosen.is_identity:
-            return tools
         from toolrig.adapters.faces import faced
 
-        return faced(tools, chosen)
+        return faced(tools, self._profile(profile))  # each capability once, under the profile's names
 
     def _profile(self, profile: str | Profile | None) -> Profile:
         if isinstance(profile, Profile):

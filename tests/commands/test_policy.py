@@ -74,7 +74,7 @@ def test_explain_refuses_bad_arguments_and_unknown_tools(
     workspace: Path, user_config: Callable[[str], Path], governed_catalog: None
 ) -> None:
     user_config(CONFIG)
-    code, _, err = explain(workspace, "shell", "--json", '{"cmd": "ls"}')
+    code, _, err = explain(workspace, "shell", "--json", '{"comand": "ls"}')  # a typo: `cmd` is read as command
     assert code == 2 and "command" in err
     code, _, err = explain(workspace, "nope")
     assert code == 2 and "no tool named 'nope'" in err

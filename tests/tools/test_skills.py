@@ -261,3 +261,30 @@ def test_a_skill_folder_with_glob_characters_is_matched_literally() -> None:
     moved = patterns[1].split(":", 1)[1]
     assert fnmatchcase("python3 /s/we[ir]d*dir/scripts/x.py", moved)
     assert not fnmatchcase("python3 /s/wei-anything-dir/scripts/x.py", moved)
+
+
+def test_load_skill_shows_a_workspace_skills_folder_from_the_workspace(skills_rig: Rig) -> None:
+    out = call(skills_rig, "load_skill", name="pdf-forms").output
+    assert out["directory"] == ".agents/skills/pdf-forms"
+    assert str(skills_rig.workspace.root) not in str(out)
+
+
+def test_load_skill_shows_a_user_skills_folder_under_tilde_never_the_home(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = isolate_home(tmp_path, monkeypatch)
+    install_samples(home, ".agents/skills", trusted=False)
+    with Rig(workspace, {"approvals": {"mode": "off"}}) as rig:
+        out = call(rig, "load_skill", name="pdf-forms").output
+    assert out["directory"] == "~/.agents/skills/pdf-forms"
+    assert str(home) not in str(out)
+
+
+def test_the_shown_folder_is_relative_whichever_spelling_the_paths_have(tmp_path: Path) -> None:
+    from toolrig.tools.skills import shown_folder
+
+    root = tmp_path / "ws"
+    (root / "skills" / "a").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(root)
+    assert shown_folder(root / "skills" / "a", tmp_path / "link") == "skills/a"  # the root by a symlink
+    assert shown_folder(root, root) == "."

@@ -31,7 +31,7 @@ def test_parameter_descriptions_are_searched_too(rig: Rig) -> None:
 
 def test_an_empty_query_lists_every_offered_tool_and_the_aliases_work(rig: Rig) -> None:
     listed = call(rig, "mcp_list_tools")
-    assert listed["total"] == len(rig.registry.list())
+    assert listed["total"] == len(rig.tools())  # each capability once (Agent/Task are spawn_agents' names)
     assert call(rig, "mcp_search", query="arithmetic")["tools"][0]["name"] == "calculate"
 
 

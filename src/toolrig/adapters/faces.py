@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from toolrig.definition import Tool
 from toolrig.errors import ErrorType, ToolError
 from toolrig.executor import Executor
-from toolrig.profiles import Face, Profile, Shaped
+from toolrig.profiles import PREFERRED, Face, Profile, Shaped, capability_of
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.schema import json_kinds, schema_checker
@@ -50,15 +50,16 @@ class FaceTool(Tool[BaseModel, BaseModel]):
         return None  # the face's results follow the foreign system's shape, which toolrig does not publish
 
 
-def faced(tools: Iterable[AnyTool], profile: Profile) -> list[AnyTool]:
-    """The tools as ``profile`` shows them: each tool once per face, tools without one under their own name.
+def faced(tools: Iterable[AnyTool], profile: Profile, *, once: bool = True) -> list[AnyTool]:
+    """The tools as ``profile`` shows them: each capability once, under its face or its own name.
 
     A tool that no face stands for is left out when the profile has no ``extras``, or when its own name is
-    taken by a face (codebuff's ``write_file`` is toolrig's, reshaped).
+    taken by a face (codebuff's ``write_file`` is toolrig's, reshaped). ``once=False``: every face (the
+    docs list the names a model may call, not only those it is shown).
     """
     tools = list(tools)
     if profile.is_identity:
-        return tools
+        return once_per_capability(tools, profile) if once else tools
     out: list[AnyTool] = []
     face_names = {face.name for face in profile.faces}
     for tool in tools:
@@ -67,7 +68,31 @@ def faced(tools: Iterable[AnyTool], profile: Profile) -> list[AnyTool]:
             out.extend(FaceTool(face, tool) for face in faces)
         elif profile.extras and tool.name not in face_names:
             out.append(tool)
-    return out
+    return once_per_capability(out, profile) if once else out
+
+
+def shown_capability(tool: AnyTool) -> str:
+    """The capability a shown tool offers: a face's tool's, else the tool's own (``Task`` is spawn_agents)."""
+    return capability_of(tool.canonical.name if isinstance(tool, FaceTool) else tool.name)
+
+
+def once_per_capability(tools: list[AnyTool], profile: Profile) -> list[AnyTool]:
+    """``tools`` with each capability offered once: two names for one thing cost tokens and split the choice.
+
+    Which name stays: the profile's preferred one (Claude's ``Agent``), else the capability's own tool, else the
+    first face (Claude's ``Read`` over ``NotebookRead``). The others stay callable: a run and ``Rig.call``
+    still find them by name; only the list a model is shown loses them.
+    """
+    preferred = PREFERRED.get(profile.name, ())
+    groups: dict[str, list[AnyTool]] = {}
+    for tool in tools:
+        groups.setdefault(shown_capability(tool), []).append(tool)
+    keep: set[int] = set()
+    for capability, group in groups.items():
+        chosen = next((t for t in group if t.name in preferred), None)
+        chosen = chosen or next((t for t in group if t.name == capability), None) or group[0]
+        keep.add(id(chosen))
+    return [t for t in tools if id(t) in keep]
 
 
 @dataclass(slots=True)

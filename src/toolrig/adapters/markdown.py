@@ -105,7 +105,7 @@ def profiles_section(tools: list[AnyTool]) -> str:
         parts.append("| " + " | ".join([cells[0], cells[0], *cells[1:]]) + " |\n")
     for profile in profiles[1:]:
         parts.append(f"\n## {profile.name}\n\n{profile.description}\n\n")
-        for shown in faced(tools, profile):
+        for shown in faced(tools, profile, once=False):
             if isinstance(shown, FaceTool):
                 parts.append(f"### `{shown.name}` (toolrig's `{shown.canonical.name}`)\n\n")
                 parts.append(shown.description.strip() + "\n\n")

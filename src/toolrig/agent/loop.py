@@ -17,7 +17,7 @@ import anyio
 from toolrig.agent.budget import Ledger
 from toolrig.agent.calls import CallOutcome, run_calls
 from toolrig.agent.context import tool_list_warning
-from toolrig.agent.deferred import deferral
+from toolrig.agent.deferred import deferral, deferred_note
 from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, TextBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
@@ -106,24 +106,28 @@ class _Run:
         self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
         registry = rig.registry_for(self.view).select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
-        if not options.tools_allow:  # llm.tools: a compact core set for small models (a caller's own list wins)
-            from toolrig.agent.toolset import shown_tools
+        search_core = None
+        if not options.tools_allow:  # llm.tools: a core set, core plus search, ... (a caller's own list wins)
+            from toolrig.agent.toolset import SEARCH_CORE, resolved, shown_tools
 
             profile = rig.config.agents.get(rig.agent) if rig.agent else None
-            self.tools = shown_tools(
-                self.tools,
+            choice = resolved(
                 agent.tools,
                 model=self.provider.settings.model,
                 configured_window=agent.context_window,
                 agent_lists_tools=profile is not None and profile.tools is not None,
             )
+            self.tools = shown_tools(self.tools, choice, model=self.provider.settings.model)
+            search_core = SEARCH_CORE if choice == "search" else None
         self.offered = {t.name: t for t in self.tools}
         self.system += self._delegation_section()
-        # tools.deferred: the model is shown the core tools and tool_search; what it finds is shown next turn.
-        self.deferred = deferral(self.tools, rig.config.tools.deferred)
+        # llm.tools: search / tools.deferred: the model is shown a core set and tool_search; what a lookup
+        # finds is shown from the next turn (every offered tool is callable from the first).
+        self.deferred = deferral(self.tools, rig.config.tools.deferred, search_core)
         if self.deferred is not None:
             self.tools = self.deferred.visible()
         self.profile = run_profile(rig, options, lineage)
+        self.system += deferred_note(self.deferred, self.profile)
         self.tools = self._faced(self.tools)
         warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
         if warning is not None:
@@ -151,9 +155,7 @@ class _Run:
         self.scope = CallScope()  # who this run is, for each of its calls: set when the run starts (``_guarded``)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
-        """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
-        if self.profile.is_identity:
-            return tools
+        """The tools under the run's profile, each capability once; a face's name also finds its tool in ``offered``."""
         from toolrig.adapters.faces import faced
 
         shown = faced(tools, self.profile)

@@ -46,11 +46,12 @@ class LlmConfig(Section):
     context_window: int | None = Field(
         default=None, ge=1, description="The model's context in tokens, for models toolrig does not know (local ones)."
     )
-    tools: Literal["auto", "all", "core"] | list[str] = Field(
+    tools: Literal["auto", "all", "core", "search"] | list[str] = Field(
         default="auto",
         description="Which of the allowed tools the model is shown: all; core (a compact set for small models: "
-        "read, search, edit, run); a list of tool name globs; auto (core when the model's context is 32k tokens "
-        "or less, else all). An agent's own `tools:` list wins.",
+        "read, search, edit, run); search (a wider core set plus tool_search: the rest is listed once a lookup "
+        "finds it, and callable throughout); a list of tool name globs; auto (core when the model's context is "
+        "32k tokens or less, else search). An agent's own `tools:` list wins.",
     )
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
@@ -258,6 +259,12 @@ class WorkersConfig(Section):
     max_jobs: int = Field(default=50, ge=1, le=10_000, description="Cap on runtime jobs.")
     model_job_days: float = Field(
         default=7.0, gt=0, description="Jobs a model creates expire after this unless renewed."
+    )
+    model_min_interval_seconds: float = Field(  # trusted-only: no mark lets an untrusted layer lower the floor
+        default=60.0, ge=1, description="A schedule a model creates fires at most this often (each firing is a run)."
+    )
+    model_max_jobs: Annotated[int, Narrow.MIN] = Field(
+        default=10, ge=1, le=10_000, description="Live jobs one agent's model may have created at once."
     )
 
 

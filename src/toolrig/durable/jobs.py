@@ -14,6 +14,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from toolrig.durable.api import DurableError
@@ -113,7 +114,10 @@ class JobBook:
         if not prompt.strip() or len(prompt) > MAX_PROMPT:
             raise DurableError("invalid", f"A job needs a prompt of 1 to {MAX_PROMPT} characters.")
         parsed = self._parse(schedule, zone, now)
-        runtime = [j for j in self.live(now) if j["source"] == "runtime"]
+        live = self.live(now)
+        if by == "model":
+            self._model_limits(parsed, live, agent, now)
+        runtime = [j for j in live if j["source"] == "runtime"]
         if len(runtime) >= self.settings.max_jobs:
             raise DurableError(
                 "limit",
@@ -243,6 +247,31 @@ class JobBook:
             if parsed.one_shot and status != "queued":
                 self.records.delete_job(job["id"])
         return fired
+
+    def _model_limits(self, parsed: Schedule, live: list[dict[str, Any]], agent: str | None, now: float) -> None:
+        """A model's schedule fires at most every ``model_min_interval_seconds``; an agent holds ``model_max_jobs``.
+
+        Each firing is a full agent run that nothing asks about under the default approvals: without a floor
+        and a budget a model could start fifty runs a second on the user's account.
+        """
+        floor = self.settings.model_min_interval_seconds
+        times = [t.timestamp() for t in parsed.next_times(_aware(now), 8)] if not parsed.one_shot else []
+        gap = min((b - a for a, b in pairwise(times)), default=None)
+        if gap is not None and gap < floor:
+            raise DurableError(
+                "invalid",
+                f"{parsed.text!r} fires every {gap:g} seconds; a schedule you create may fire at most every "
+                f"{floor:g} seconds (workers.model_min_interval_seconds).",
+                f"Use a longer interval, e.g. '{max(int(floor), 1)}s', or a cron expression by the minute or slower.",
+            )
+        mine = [j for j in live if j["created_by"] == "model" and j["agent"] == agent]
+        if len(mine) >= self.settings.model_max_jobs:
+            raise DurableError(
+                "limit",
+                f"You already have {len(mine)} scheduled jobs, the most an agent may create "
+                f"({self.settings.model_max_jobs}, workers.model_max_jobs).",
+                "Remove one you no longer need first (cron action 'remove'), or ask the user to raise the limit.",
+            )
 
     def _parse(self, schedule: str, zone: str, now: float) -> Schedule:
         try:

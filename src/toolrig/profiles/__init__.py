@@ -24,6 +24,7 @@ __all__ = [
     "aliases_of",
     "all_faces",
     "canonical_name",
+    "capability_of",
     "get_profile",
     "tools_named",
 ]
@@ -32,6 +33,19 @@ __all__ = [
 # (gone from its SDK's tool list, still in older files), and its rule that ``Edit`` covers every file-editing
 # tool (``MultiEdit`` too).
 _UNSERVED: dict[str, tuple[str, ...]] = {"LS": ("list_directory",), "Edit": ("str_replace",)}
+
+
+# Registered tools that are another tool's capability in another system's call shape (Claude Code's Agent, and
+# Task, its name before v2.1.63, on spawn_agents' machinery), and the name each profile offers it under: a
+# model is offered each capability once; the other names stay callable. A test checks this table against the
+# catalog (tools sharing one implementation must share a capability here).
+SAME_CAPABILITY: dict[str, str] = {"Agent": "spawn_agents", "Task": "spawn_agents"}
+PREFERRED: dict[str, tuple[str, ...]] = {"claude": ("Agent",), "camelagi": ("Agent",)}
+
+
+def capability_of(tool: str) -> str:
+    """The capability a registered tool stands for (``Task`` -> ``spawn_agents``); most tools are their own."""
+    return SAME_CAPABILITY.get(tool, tool)
 
 
 @cache

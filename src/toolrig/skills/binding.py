@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
-from toolrig.profiles import Profile
+from toolrig.profiles import Profile, get_profile
 
 # What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
 # load on first use, not at every rig's start-up.
@@ -65,12 +66,9 @@ class RigCatalog:
         from toolrig.skills import verdicts
 
         tools = verdicts.offered(self._rig, agent)
-        profile = self.profile
-        if profile is None or profile.is_identity:
-            return tools
         from toolrig.adapters.faces import faced
 
-        return faced(tools, profile)
+        return faced(tools, self.profile or get_profile(None))  # each capability once, as the model is shown
 
     async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
         from toolrig.skills import capabilities
@@ -133,4 +131,6 @@ class RigSkills:
         spellings = [shown, str(resolved)]
         if resolved.is_relative_to(self._rig.workspace.root.resolve()):
             spellings.append(str(resolved.relative_to(self._rig.workspace.root.resolve())))
+        elif resolved.is_relative_to(Path.home().resolve()):  # a user skill: load_skill shows ~/...
+            spellings.append("~/" + resolved.relative_to(Path.home().resolve()).as_posix())
         return list(dict.fromkeys(spellings))

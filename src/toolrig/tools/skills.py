@@ -52,7 +52,9 @@ class LoadSkillInput(ToolInput):
 
 class LoadSkillOutput(ToolOutput):
     name: str
-    directory: str = Field(description="The skill's folder; its scripts run there with run_command.")
+    directory: str = Field(
+        description="The skill's folder, from the workspace (or ~/... for your own skills); its scripts run there."
+    )
     instructions: str = Field(description="SKILL.md without its front matter: follow it.")
     resources: list[str] = Field(description="Files in the skill's folder, for read_skill_resource.")
     already_loaded: bool = Field(description="True when this run loaded the skill before; instructions are empty.")
@@ -92,6 +94,20 @@ def find_skill(ctx: ToolContext, name: str) -> Skill:
             f"Use one of the available skills: {known}.",
         )
     return skill
+
+
+def shown_folder(directory: Path, root: Path) -> str:
+    """The skill's folder as the model is shown it: from the workspace, or ``~/...``, never the user's home.
+
+    The model needs a path its commands can use (run_command runs in the workspace, and a shell expands
+    ``~``), not the user's name and home layout, which would then travel in every transcript and log.
+    """
+    for base, prefix in ((root, ""), (Path.home(), "~/")):
+        for folder, start in ((directory, base), (directory.resolve(), base.resolve())):
+            if folder.is_relative_to(start):
+                relative = folder.relative_to(start).as_posix()
+                return prefix + relative if relative != "." else (prefix.rstrip("/") or ".")
+    return str(directory)  # outside the workspace and the home (a TOOLRIG_HOME elsewhere): nothing personal in it
 
 
 def run_key(ctx: ToolContext) -> str:
@@ -136,7 +152,7 @@ class LoadSkill(_NamesSkills, Tool[LoadSkillInput, LoadSkillOutput]):
         first, granted, notes = _access(ctx).activate(skill, run_key(ctx), ctx.agent_id, ctx.session_id)
         return LoadSkillOutput(
             name=skill.name,
-            directory=str(skill.directory),
+            directory=shown_folder(skill.directory, ctx.workspace.root),
             instructions=skill.body if first else "",
             resources=list_resources(skill.directory),
             already_loaded=not first,
