@@ -35,10 +35,19 @@ __all__ = [
 # they return are the names that model can call.
 speaking: ContextVar[Profile | None] = ContextVar("toolrig_speaking", default=None)
 
-# Names other agents' skill and agent files use that no built-in profile serves as a face: Claude Code's ``LS``
-# (gone from its SDK's tool list, still in older files), and its rule that ``Edit`` covers every file-editing
-# tool (``MultiEdit`` too).
-_UNSERVED: dict[str, tuple[str, ...]] = {"LS": ("list_directory",), "Edit": ("str_replace",)}
+# Every tool that starts, lists or stops a subagent: the capability Claude's ``Agent`` / ``Task`` stand for.
+SPAWNING = ("spawn_agents", "Agent", "Task", "subagent_list", "cancel_task")
+
+# Names other systems use for a capability rather than one face, each meaning every tool listed: Claude Code's
+# ``LS`` (gone from its SDK's tool list, still in older files), its rule that ``Edit`` covers every
+# file-editing tool (``MultiEdit`` too), and ``Agent`` / ``Task`` (seed 002 disables spawning with
+# ``tools.deny: [Agent]``: a deny that left spawn_agents or Task offered would be lost in silence).
+_UNSERVED: dict[str, tuple[str, ...]] = {
+    "LS": ("list_directory",),
+    "Edit": ("str_replace",),
+    "Agent": SPAWNING,
+    "Task": SPAWNING,
+}
 
 
 @cache
@@ -84,11 +93,20 @@ def _aliases() -> dict[str, tuple[str, ...]]:
         names = table.setdefault(face.tool, [])
         if face.name not in names:
             names.append(face.name)
+    for capability, tools in _UNSERVED.items():
+        for tool in tools:
+            names = table.setdefault(tool, [])
+            if capability not in names and capability != tool:
+                names.append(capability)
     return {tool: tuple(names) for tool, names in table.items()}
 
 
 def aliases_of(tool: str) -> tuple[str, ...]:
-    """The names built-in profiles give ``tool`` besides its own (``run_command`` -> Bash, run_terminal_command)."""
+    """The names built-in profiles give ``tool`` besides its own (``run_command`` -> Bash, run_terminal_command).
+
+    A capability name counts as a name of each of its tools (``subagent_list`` answers to ``Agent``), so config
+    that names the capability (``tools.deny: [Agent]``, a rule, an agent's tools) reaches all of them.
+    """
     return _aliases().get(tool, ())
 
 
