@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from toolrig.profiles import NAMES, SPAWNING, tools_named
+from tests.media_tools import make_notebook, make_pdf, tiny_png
+from toolrig.profiles import NAMES, SPAWNING, Face, get_profile, tools_named
+from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
 # Names other systems use for a capability that several toolrig tools make up.
@@ -36,3 +40,66 @@ def test_a_capability_name_denies_each_tool_it_stands_for(workspace: Path, profi
     assert names & tools == set()
     kept = Rig(workspace, config={"tools": {"allow": [capability]}})
     assert {t.name for t in kept.tools()} >= tools
+
+
+# ------------------------------------------------------------------------- item 3: every read face, every fixture
+
+READ_FACES = sorted((name, face.name) for name in NAMES for face in get_profile(name).faces_of("read_files"))
+# Each fixture with the words that prove its content came through (the same words read_files returns).
+FIXTURES: dict[str, tuple[bytes, str]] = {
+    "doc.pdf": (make_pdf(["Hello page one", "Second page"]), "Second page"),
+    "pic.png": (tiny_png(), "image/png"),
+    "book.ipynb": (make_notebook(image=tiny_png()), "print('hello')"),
+    "blob.bin": (b"\x00\x01\x02\xff" * 10, "binary"),
+    "latin.txt": ("caf\xe9 ol\xe9\n".encode("latin-1"), "caf\xe9 ol\xe9"),
+    "utf8.txt": ("h\xe9llo\nw\xf6rld \u2028 x\n".encode(), "w\xf6rld"),
+}
+
+
+def _path_args(face: Face, path: str, **extra: Any) -> dict[str, Any]:
+    key = next(k for k in face.schema["properties"] if "path" in k)
+    value: Any = [path] if face.schema["properties"][key].get("type") == "array" else path
+    return {key: value, **{k: v for k, v in extra.items() if k in face.schema["properties"]}}
+
+
+def _said(result: ToolResult) -> str:
+    return json.dumps(result.output, ensure_ascii=False) if not result.is_error else str(result.message)
+
+
+@pytest.mark.parametrize(("profile", "face_name"), READ_FACES)
+@pytest.mark.parametrize("fixture", sorted(FIXTURES))
+def test_every_read_face_returns_what_read_files_returns(
+    workspace: Path, profile: str, face_name: str, fixture: str
+) -> None:
+    data, words = FIXTURES[fixture]
+    (workspace / fixture).write_bytes(data)
+    canonical = Rig(workspace, config={}).call_sync("read_files", {"paths": [fixture]})
+    assert words.lower() in _said(canonical).lower()
+    face = get_profile(profile).face(face_name)
+    assert face is not None
+    result = Rig(workspace, config={}, profile=profile).call_sync(face.name, _path_args(face, fixture))
+    assert words.lower() in _said(result).lower(), result
+    assert [type(part) for part in result.content] == [type(part) for part in canonical.content]
+
+
+@pytest.mark.parametrize(("profile", "face_name"), READ_FACES)
+def test_a_pdf_page_range_reaches_read_files_through_every_face(workspace: Path, profile: str, face_name: str) -> None:
+    (workspace / "doc.pdf").write_bytes(make_pdf(["Hello page one", "Second page"]))
+    face = get_profile(profile).face(face_name)
+    assert face is not None
+    result = Rig(workspace, config={}, profile=profile).call_sync(face.name, _path_args(face, "doc.pdf", pages="2"))
+    said = _said(result)
+    assert "Second page" in said
+    if "pages" in face.schema["properties"]:
+        assert "Hello page one" not in said
+
+
+def test_claude_read_of_a_pdf_as_the_seed_calls_it(workspace: Path) -> None:
+    (workspace / "report.pdf").write_bytes(make_pdf(["Quarterly numbers", "Appendix"]))
+    for profile in ("claude", "camelagi"):
+        rig = Rig(workspace, config={}, profile=profile)
+        plain = rig.call_sync("Read", {"file_path": str(workspace / "report.pdf")})
+        paged = rig.call_sync("Read", {"file_path": str(workspace / "report.pdf"), "pages": "1-1"})
+        assert plain.output is not None and "Quarterly numbers" in plain.output["file"]["content"]
+        assert paged.output is not None and "Quarterly numbers" in paged.output["file"]["content"]
+        assert "Appendix" not in paged.output["file"]["content"]
