@@ -9,6 +9,10 @@ from typing import Any
 import pytest
 
 from tests.media_tools import make_notebook, make_pdf, tiny_png
+from tests.servers import HttpServer
+from tests.skills.helpers import install_samples, isolate_home
+from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
+from toolrig.approvals.model import Reply
 from toolrig.profiles import NAMES, SPAWNING, Face, get_profile, tools_named
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
@@ -103,3 +107,64 @@ def test_claude_read_of_a_pdf_as_the_seed_calls_it(workspace: Path) -> None:
         assert plain.output is not None and "Quarterly numbers" in plain.output["file"]["content"]
         assert paged.output is not None and "Quarterly numbers" in paged.output["file"]["content"]
         assert "Appendix" not in paged.output["file"]["content"]
+
+
+# ------------------------------------------------------------------------- item 4: the codebuff seed's calls
+
+
+def _value(result: ToolResult) -> Any:
+    assert not result.is_error, result
+    assert result.output is not None and result.output["type"] == "json"
+    return result.output["value"]
+
+
+def test_codebuff_seed_calls_write_list_search_as_written(workspace: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.ts").write_text("export const a = 1\n", encoding="utf-8")
+    rig = Rig(workspace, config={"approvals": {"mode": "off"}}, profile="codebuff")
+    written = _value(rig.call_sync("write_file", {"path": "src/b.ts", "content": "export const b = 2\n"}))
+    assert (workspace / "src" / "b.ts").read_text(encoding="utf-8") == "export const b = 2\n"
+    assert written["file"] == "src/b.ts"
+    listing = _value(rig.call_sync("list_directory", {"directories": ["src", "."]}))
+    assert [(r["directory"], sorted(r["files"]), r["count"]) for r in listing["results"]] == [
+        ("src", ["a.ts", "b.ts"], 2),
+        (".", [], 1),
+    ]
+    found = _value(rig.call_sync("code_search", {"pattern": "const", "timeoutSeconds": 5}))
+    assert "a.ts" in found["stdout"]
+
+
+def test_codebuff_read_docs_takes_the_seeds_query_and_url_and_the_zod_title_and_topic(
+    workspace: Path, http_server: HttpServer
+) -> None:
+    http_server.route("/d/llms-full.txt", body="# Guide\n\n## Frobnicate\n\nCall frob(3).\n", content_type="text/plain")
+    config = {"tool_config": {"read_docs": {"allow_loopback": True}}, "approvals": {"mode": "off"}}
+    with Rig(workspace, config=config, profile="codebuff") as rig:
+        seed = _value(rig.call_sync("read_docs", {"query": "frobnicate", "url": http_server.url("/d")}))
+        assert "frob(3)" in seed["documentation"]
+        zod = rig.call_sync("read_docs", {"libraryTitle": "Guide", "topic": "frobnicate", "url": http_server.url("/d")})
+        assert "frob(3)" in _value(zod)["documentation"]
+
+
+def test_codebuff_skill_loads_by_skill_name(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_home(tmp_path, monkeypatch)
+    install_samples(workspace)
+    with Rig(workspace, config={"approvals": {"mode": "off"}}, profile="codebuff") as rig:
+        loaded = _value(rig.call_sync("skill", {"skill_name": "pdf-forms"}))
+    assert loaded["name"] == "pdf-forms" and loaded["instructions"]
+
+
+def test_codebuff_ask_user_answers_in_the_seeds_shape(workspace: Path) -> None:
+    one = {"question": "Which?", "options": ["a", "b"]}
+    many = {"question": "Pick", "options": ["a", "b", "c"], "allowMultipleOptions": True, "allowOtherText": True}
+
+    async def decide(request: ApprovalRequest) -> ApprovalDecision:
+        replies = (Reply(("b",)), Reply(("a", "c"), "and d"))
+        return ApprovalDecision("allow_once", answers=replies, fingerprint=request.fingerprint)
+
+    rig = Rig(workspace, approval_channel=CallbackChannel(decide), profile="codebuff")
+    answers = _value(rig.call_sync("ask_user", {"questions": [one, many]}))["answers"]
+    assert answers == [
+        {"questionIndex": 0, "selectedOption": "b"},
+        {"questionIndex": 1, "selectedOptions": ["a", "c"], "otherText": "and d"},
+    ]
