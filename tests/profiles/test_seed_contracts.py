@@ -13,7 +13,7 @@ from tests.servers import HttpServer
 from tests.skills.helpers import install_samples, isolate_home
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.approvals.model import Reply
-from toolrig.profiles import NAMES, SPAWNING, Face, get_profile, tools_named
+from toolrig.profiles import NAMES, SPAWNING, Face, Shaped, get_profile, tools_named
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
@@ -168,3 +168,23 @@ def test_codebuff_ask_user_answers_in_the_seeds_shape(workspace: Path) -> None:
         {"questionIndex": 0, "selectedOption": "b"},
         {"questionIndex": 1, "selectedOptions": ["a", "c"], "otherText": "and d"},
     ]
+
+
+def test_codebuff_spawn_agents_answers_one_agent_type_and_value_per_child() -> None:
+    face = get_profile("codebuff").face("spawn_agents")
+    assert face is not None and face.result_out is not None
+    children = [
+        {"task_id": "t1", "agent_type": "planner", "status": "done", "output": {"plan": ["a"]}},
+        {"task_id": "t2", "agent_type": "file-picker", "status": "done", "output": "src/a.ts"},
+    ]
+    call = {"agents": [{"agent_type": "planner", "params": {"filePaths": ["src/auth.ts"]}}]}
+    args = face.args_in(call, [])
+    assert args["agents"][0]["prompt"] == 'Parameters: {"filePaths": ["src/auth.ts"]}'
+    out = face.result_out(Shaped({"results": children}, call, args))
+    assert out == {
+        "type": "json",
+        "value": [
+            {"agentName": "planner", "agentType": "planner", "value": {"plan": ["a"]}},
+            {"agentName": "file-picker", "agentType": "file-picker", "value": "src/a.ts"},
+        ],
+    }

@@ -7,6 +7,7 @@ Codebuff's results are ``[{"type": "json", "value": ...}]``; a face's output is 
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
@@ -236,6 +237,19 @@ def ask_user_out(shaped: Shaped) -> dict[str, Any]:
             shaped_answer["values"] = answer["values"]
         answers.append(shaped_answer)
     return json_value({"answers": answers, **({"skipped": True} if shaped.output.get("skipped") else {})})
+
+
+def spawn_in(args: Args, notes: list[str]) -> Args:
+    """Codebuff's prompt is optional (a child may take only params): its params then stand as the prompt."""
+    agents = args.get("agents")
+    if not isinstance(agents, list):
+        return dict(args)
+    out = []
+    for agent in agents:
+        if isinstance(agent, dict) and not agent.get("prompt") and isinstance(agent.get("params"), dict):
+            agent = {**agent, "prompt": "Parameters: " + json.dumps(agent["params"], sort_keys=True)}
+        out.append(agent)
+    return {**args, "agents": out}
 
 
 def spawn_out(shaped: Shaped) -> dict[str, Any]:
@@ -503,10 +517,10 @@ FACES = (
                     obj(
                         {
                             "agent_type": string(minLength=1),
-                            "prompt": string(minLength=1),
+                            "prompt": string("The task; optional when params say it all."),
                             "params": {"type": "object"},
                         },
-                        ("agent_type", "prompt"),
+                        ("agent_type",),
                     ),
                     "The agents to spawn.",
                     minItems=1,
@@ -514,7 +528,8 @@ FACES = (
             },
             ("agents",),
         ),
-        result_out=spawn_out,
+        spawn_in,
+        spawn_out,
     ),
 )
 
