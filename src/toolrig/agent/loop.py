@@ -99,7 +99,9 @@ class _Run:
         self.provider: Provider = options.provider or self._make_provider(own)
         self.max_turns = options.max_turns or (own.max_turns if own else None) or agent.max_turns
         # seeds (issue 38): llm.run_timeout_seconds bounds a root run that was given no timeout of its own.
-        self.timeout = options.timeout if options.timeout is not None or lineage is not None else agent.run_timeout_seconds
+        self.timeout = options.timeout
+        if self.timeout is None and lineage is None:
+            self.timeout = agent.run_timeout_seconds
         self.budget = options.max_budget_usd
         if self.budget is None and lineage is None:  # a child's spending is held by its root's ledger too
             self.budget = own.max_budget_usd if own and own.max_budget_usd is not None else agent.max_budget_usd
