@@ -188,3 +188,45 @@ def test_codebuff_spawn_agents_answers_one_agent_type_and_value_per_child() -> N
             {"agentName": "file-picker", "agentType": "file-picker", "value": "src/a.ts"},
         ],
     }
+
+
+# ------------------------------------------------------------------------- item 8: smart approvals read freely
+
+# The tools seed 002's smart mode auto-approves, each with a call that only reads.
+SEED_AUTO = ("Read", "Glob", "Grep", "WebSearch", "WebFetch", "memory_search", "memory_get")
+
+
+def _smart(workspace: Path, profile: str) -> Rig:
+    config = {
+        "approvals": {"mode": "smart", "fallback": "deny"},
+        "tool_config": {"fetch_url": {"allow_loopback": True}},
+    }
+    return Rig(workspace, config=config, profile=profile)
+
+
+@pytest.mark.parametrize("profile", NAMES)
+def test_smart_approvals_let_a_get_run_and_ask_for_a_post_in_every_profile(
+    workspace: Path, http_server: HttpServer, profile: str
+) -> None:
+    http_server.route("/page", body="hello from the page", content_type="text/plain")
+    rig = _smart(workspace, profile)
+    fetch = get_profile(profile).faces_of("fetch_url")
+    name = fetch[0].name if fetch else "fetch_url"
+    call: dict[str, Any] = {"url": http_server.url("/page")}
+    if fetch and "prompt" in fetch[0].schema["properties"]:
+        call["prompt"] = "What does the page say?"  # Claude's WebFetch call, as the seed writes it
+    got = rig.call_sync(name, call if fetch else {**call, "method": "GET"})
+    assert not got.is_error, got
+    assert "hello from the page" in _said(got)
+    posted = rig.call_sync("fetch_url", {"url": http_server.url("/page"), "method": "POST", "body": "x"})
+    assert posted.is_error and posted.error_type in ("denied", "approval_required"), posted
+
+
+def test_every_tool_seed_002_auto_approves_is_read_only_or_reads_only_on_a_get() -> None:
+    from toolrig.registry import Registry
+
+    catalog = Registry.default(entry_points=False)
+    for name in SEED_AUTO:
+        [tool] = [catalog.find(t) for t in (tools_named(name) or (name,))]
+        assert tool is not None, name
+        assert tool.read_only or tool.reads_only({"url": "https://example.org/"}), name  # type: ignore[attr-defined]
