@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,46 @@ def test_every_tool_seed_002_auto_approves_is_read_only_or_reads_only_on_a_get()
         [tool] = [catalog.find(t) for t in (tools_named(name) or (name,))]
         assert tool is not None, name
         assert tool.read_only or tool.reads_only({"url": "https://example.org/"}), name  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------- items 9 and 10: the seeds' defaults
+
+
+def test_camelagi_memory_search_answers_in_the_seeds_text(workspace: Path) -> None:
+    (workspace / "MEMORY.md").write_text("# Decisions\n\nWe deploy on Fridays.\n", encoding="utf-8")
+    (workspace / "memory").mkdir()
+    (workspace / "memory" / "notes.md").write_text("deploy checklist: run tests first\n", encoding="utf-8")
+    rig = Rig(workspace, config={}, profile="camelagi")
+    found = rig.call_sync("memory_search", {"query": "deploy", "maxResults": None})
+    assert found.output is not None
+    hits = found.output["result"].split("\n\n---\n\n")
+    assert len(hits) == 2
+    for n, hit in enumerate(hits, 1):
+        header, _, body = hit.partition("\n")
+        assert re.fullmatch(rf"\[{n}\] (MEMORY\.md|memory/notes\.md) \(score: [0-9.e+-]+\)", header), header
+        assert "deploy" in body
+
+
+SHELL_WORDS = ["$HOME", "*", "a;b", "`id`", "$(id)", "a|b", ">made", "~", "{a,b}", "!!"]
+
+
+@pytest.mark.parametrize("word", SHELL_WORDS)
+def test_native_run_command_is_argv_style_no_expansion(workspace: Path, word: str) -> None:
+    rig = Rig(workspace, config={"approvals": {"mode": "off"}}, profile="native")
+    result = rig.call_sync("run_command", {"command": f"printf '%s\\n' {word}"})
+    assert result.output is not None and result.output["success"], result
+    assert result.output["data"]["stdout"] == word + "\n"
+    assert not (workspace / "made").exists()
+
+
+def test_seed_004s_echo_home_star_is_literal_unless_the_call_asks_for_a_shell(workspace: Path) -> None:
+    (workspace / "one.txt").write_text("1", encoding="utf-8")
+    rig = Rig(workspace, config={"approvals": {"mode": "off"}}, profile="native")
+    literal = rig.call_sync("run_command", {"command": "echo $HOME *"})
+    assert literal.output is not None and literal.output["data"]["stdout"] == "$HOME *\n"
+    shell = rig.call_sync("run_command", {"command": "echo $HOME *", "shell": True})
+    assert shell.output is not None and shell.output["data"]["stdout"].strip().endswith("one.txt")
+    plain = Rig(workspace, config={"approvals": {"mode": "off"}}).call_sync("run_command", {"command": "echo *"})
+    assert plain.output is not None and plain.output["stdout"] == "one.txt\n"  # toolrig's own default: bash
+    broken = rig.call_sync("run_command", {"command": "echo 'unclosed"})
+    assert broken.is_error and broken.error_type == "invalid_input"
