@@ -274,3 +274,10 @@ def test_seed_004s_echo_home_star_is_literal_unless_the_call_asks_for_a_shell(wo
     assert plain.output is not None and plain.output["stdout"] == "one.txt\n"  # toolrig's own default: bash
     broken = rig.call_sync("run_command", {"command": "echo 'unclosed"})
     assert broken.is_error and broken.error_type == "invalid_input"
+
+
+def test_a_bad_memory_get_call_names_the_parameter_as_it_is_written(workspace: Path) -> None:
+    (workspace / "MEMORY.md").write_text("a\nb\n", encoding="utf-8")
+    result = Rig(workspace, config={}).call_sync("memory_get", {"file_path": "MEMORY.md", "from": "x"})
+    assert result.is_error and "'from'" in (result.next_action_hint or "")
+    assert "from_" not in (result.next_action_hint or "")
