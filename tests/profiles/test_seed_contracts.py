@@ -12,9 +12,11 @@ import pytest
 from tests.media_tools import make_notebook, make_pdf, tiny_png
 from tests.servers import HttpServer
 from tests.skills.helpers import install_samples, isolate_home
+from toolrig.agent.subagents.types import load_agent_types
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.approvals.model import Reply
-from toolrig.profiles import NAMES, SPAWNING, Face, Shaped, get_profile, tools_named
+from toolrig.config import config_from, set_trust
+from toolrig.profiles import NAMES, SPAWNING, Face, Shaped, all_faces, by_tool_name, get_profile, tools_named
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
@@ -281,3 +283,39 @@ def test_a_bad_memory_get_call_names_the_parameter_as_it_is_written(workspace: P
     result = Rig(workspace, config={}).call_sync("memory_get", {"file_path": "MEMORY.md", "from": "x"})
     assert result.is_error and "'from'" in (result.next_action_hint or "")
     assert "from_" not in (result.next_action_hint or "")
+
+
+# ------------------------------------------------------------------------- item 2 (part): organism.yaml names
+
+SEED_004_ORGANISM = """\
+organism:
+  name: research-org
+listeners:
+  - name: researcher
+    agent: true
+    description: Reads the research notes and fetches sources
+    prompt: You are a research assistant.
+    tools: [read_file, fetch_url]
+    tool_config:
+      read_file: {allowed_paths: ["data/research/**"]}
+      fetch_url: {allowed_domains: ["docs.example.com"]}
+"""
+
+
+def test_seed_004s_organism_tool_config_under_the_native_name_binds_the_tool(workspace: Path) -> None:
+    (workspace / "organism.yaml").write_text(SEED_004_ORGANISM, encoding="utf-8")
+    set_trust(workspace)
+    found = load_agent_types(workspace, config_from({}), log_warnings=False)
+    researcher = found.get("researcher")
+    assert researcher is not None
+    assert researcher.profile.tool_config == {
+        "read_files": {"allowed_paths": ["data/research/**"]},
+        "fetch_url": {"allowed_domains": ["docs.example.com"]},
+    }
+    assert researcher.profile.tools is not None and "read_files" in researcher.profile.tools
+
+
+@pytest.mark.parametrize(("alias", "tool"), sorted({(f.name, f.tool) for f in all_faces()}))
+def test_every_profile_name_keys_its_tools_settings(alias: str, tool: str) -> None:
+    assert by_tool_name({alias: {"x": 1}}) == {tool: {"x": 1}} or tool in by_tool_name({alias: {"x": 1}})
+    assert by_tool_name({alias: {"x": 1}, tool: {"y": 2}})[tool] == {"y": 2}  # the tool's own name wins

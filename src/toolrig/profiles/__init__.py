@@ -7,8 +7,10 @@ Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``ca
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from functools import cache
+from typing import Any
 
 from toolrig.errors import UsageError
 from toolrig.profiles.profile import Face, Profile, Shaped
@@ -24,6 +26,7 @@ __all__ = [
     "Shaped",
     "aliases_of",
     "all_faces",
+    "by_tool_name",
     "canonical_name",
     "get_profile",
     "speaking",
@@ -131,3 +134,23 @@ def tools_named(name: str) -> tuple[str, ...]:
     """
     tools = [face.tool for face in all_faces() if face.name == name]
     return tuple(dict.fromkeys([*tools, *_UNSERVED.get(name, ())]))
+
+
+def by_tool_name(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-tool settings (a ``tool_config``) keyed by toolrig's tool names: ``read_file:`` is read_files'.
+
+    A name a profile gives a tool stands for that tool (several, for a capability name); a tool's own name
+    wins over an alias of it written beside it, whatever the order. Names no profile uses are kept as they are.
+    """
+    out: dict[str, Any] = {}
+    aliases: list[tuple[str, Any]] = []
+    for name, value in settings.items():
+        tools = tools_named(name)
+        if not tools or name in tools:
+            out[name] = value
+        else:
+            aliases.append((name, value))
+    for name, value in aliases:
+        for tool in tools_named(name):
+            out.setdefault(tool, value)
+    return out
