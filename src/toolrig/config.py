@@ -78,6 +78,18 @@ def _check_profile(name: str) -> str:
 
 
 ProfileName = Annotated[str, AfterValidator(_check_profile)]
+
+
+def _by_tool_name(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not settings:
+        return settings
+    from toolrig.profiles import by_tool_name  # seeds (issue 38): `read_file:` (a profile's name) is read_files'
+
+    return by_tool_name(settings)
+
+
+# Per-tool settings, keyed by toolrig's tool names whichever profile's name the file used.
+ToolSettings = Annotated[dict[str, dict[str, Any]], AfterValidator(_by_tool_name)]
 Verdict = Literal["allow", "ask", "deny"]
 ApprovalMode = Literal["off", "smart", "always"]
 _OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})
@@ -214,7 +226,7 @@ class AgentConfig(Section):
         default=None, description="Tool name globs or group:NAME this agent may use; absent = every offered tool."
     )
     # Narrowed per field of each tool's own settings model, once the tool is known (Rig, `narrow_settings`).
-    tool_config: dict[str, dict[str, Any]] = Field(
+    tool_config: ToolSettings = Field(
         default_factory=dict, description="Per-tool settings for this agent, merged over the global tool_config."
     )
     rules: Annotated[list[RuleConfig], Narrow.RESTRICTIVE] = Field(
@@ -578,7 +590,7 @@ class SkillsConfig(Section):
 
 class Config(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    tool_config: dict[str, dict[str, Any]] = Field(
+    tool_config: ToolSettings = Field(
         default_factory=dict, description="Per-tool settings, validated by each tool's config model."
     )
     output: OutputConfig = Field(default_factory=OutputConfig)

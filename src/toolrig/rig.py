@@ -37,7 +37,7 @@ from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
-from toolrig.profiles import Profile, get_profile, speaking
+from toolrig.profiles import Profile, get_profile, speaking, tools_named
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
@@ -540,7 +540,10 @@ class Rig:
             for index, pattern in enumerate(profile.tools or []):
                 if any(c in pattern for c in "*?[") or pattern.startswith("group:"):
                     continue
-                if self._base_registry.find(pattern) is None:
+                # seeds (issue 38): a profile's name (read_file, Bash) names its tool here as in tools.allow.
+                if self._base_registry.find(pattern) is None and not any(
+                    self._base_registry.find(tool) for tool in tools_named(pattern)
+                ):
                     file, line = self.loaded.where("agents", name, "tools", str(index))
                     key = f"agents.{name}.tools[{index}]"
                     raise ConfigError(f"no tool is named {pattern!r}", file=file, key=key, line=line)

@@ -319,3 +319,21 @@ def test_seed_004s_organism_tool_config_under_the_native_name_binds_the_tool(wor
 def test_every_profile_name_keys_its_tools_settings(alias: str, tool: str) -> None:
     assert by_tool_name({alias: {"x": 1}}) == {tool: {"x": 1}} or tool in by_tool_name({alias: {"x": 1}})
     assert by_tool_name({alias: {"x": 1}, tool: {"y": 2}})[tool] == {"y": 2}  # the tool's own name wins
+
+
+# ------------------------------------------------------------------------- item 2: every place a tool is named
+
+
+@pytest.mark.parametrize(("alias", "tool"), sorted({(f.name, f.tool) for f in all_faces()}))
+def test_a_profile_name_is_accepted_in_tool_config_and_agent_tool_lists(workspace: Path, alias: str, tool: str) -> None:
+    config = {
+        "tool_config": {alias: {}},
+        "agents": {"a": {"tools": [alias], "tool_config": {alias: {}}}},
+        "tools": {"rules": [{"tool": alias, "verdict": "ask"}]},
+        "rate_limits": {alias: "100/minute"},
+        "approvals": {"allow": [alias]},
+    }
+    rig = Rig(workspace, config=config)
+    assert tool in rig.config.tool_config and tool in rig.config.agents["a"].tool_config
+    assert not [w for w in rig.warnings if alias in str(w)]
+    assert tool in {t.name for t in Rig(workspace, config=config, agent="a").tools()}
