@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 command = ToolGroup("capabilities")
 command.help = "Show the capabilities summary (.toolrig/capabilities.md); --refresh rebuilds it from the policy."
 command.invoke_without_command = True
+command.no_args_is_help = False  # set from invoke_without_command at construction: the summary is the default
 
 
 command.params += [
@@ -54,16 +55,16 @@ async def _refresh(rig: Rig) -> str:
         raise click.UsageError("this rig has no tool catalog bound")
     provider = None
     if rig.config.llm.model:
-        from toolrig.agent.capabilities import install_grouper
+        from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.errors import RunError
         from toolrig.agent.providers import make_provider, settings_from
 
         try:
             provider = make_provider(settings_from(rig.config.llm))
         except RunError as exc:
-            click.echo(f"warning: grouping by tool group: {exc.message}", err=True)
+            click.echo(f"toolrig: warning: grouping by tool group: {exc.message}", err=True)
         else:
-            install_grouper(rig, provider)
+            catalog = run_catalog(rig, provider)
     async with rig:
         try:
             text, _ = await catalog.refresh_capabilities(rig.agent)

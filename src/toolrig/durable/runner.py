@@ -67,8 +67,8 @@ class _CheckedJournal(Journal):
 
 async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, worker: str) -> dict[str, Any] | None:
     """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run."""
+    from toolrig.agent.entry import resume_run, run_agent
     from toolrig.agent.errors import RunError
-    from toolrig.agent.loop import resume_run, run_agent
     from toolrig.agent.state import RunOptions, RunState
     from toolrig.approvals import ApprovalDecision, Verdict
 

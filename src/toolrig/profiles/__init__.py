@@ -8,7 +8,6 @@ Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
@@ -29,14 +28,8 @@ __all__ = [
     "by_tool_name",
     "canonical_name",
     "get_profile",
-    "speaking",
     "tools_named",
 ]
-
-# The profile the model making the current call speaks, set around its call by the two paths that translate
-# calls (Rig.call, the agent loop); read by the tools that name tools (tool_search, tool_info), so the names
-# they return are the names that model can call.
-speaking: ContextVar[Profile | None] = ContextVar("toolrig_speaking", default=None)
 
 # Every tool that starts, lists or stops a subagent: the capability Claude's ``Agent`` / ``Task`` stand for.
 SPAWNING = ("spawn_agents", "Agent", "Task", "subagent_list", "cancel_task")
