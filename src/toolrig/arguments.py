@@ -275,7 +275,8 @@ def explain_validation_error(model: type[BaseModel], exc: ValidationError) -> To
             lines.append(f"- '{where}' is not a parameter of this tool.")
         else:
             lines.append(f"- '{where}': {error['msg']} (got {_preview(error.get('input'))}).")
-    fields = ", ".join(f"'{name}'" for name in model.model_fields) or "none"
+    # The names a caller writes: a field's alias when it has one (memory_get's `from`, not `from_`).
+    fields = ", ".join(f"'{info.alias or name}'" for name, info in model.model_fields.items()) or "none"
     plural = "s" if len(lines) != 1 else ""
     return ToolError(
         ErrorType.INVALID_INPUT,

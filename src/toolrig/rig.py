@@ -38,7 +38,7 @@ from toolrig.permissions import AgentView
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
-from toolrig.profiles import Profile, get_profile
+from toolrig.profiles import Profile, get_profile, tools_named
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
@@ -542,7 +542,10 @@ class Rig:
             for index, pattern in enumerate(profile.tools or []):
                 if any(c in pattern for c in "*?[") or pattern.startswith("group:") or pattern == ALLOW_NOTHING:
                     continue
-                if self._base_registry.find(pattern) is None:
+                # seeds (issue 38): a profile's name (read_file, Bash) names its tool here as in tools.allow.
+                if self._base_registry.find(pattern) is None and not any(
+                    self._base_registry.find(tool) for tool in tools_named(pattern)
+                ):
                     keys = ("agents", name, "tools", str(index))
                     self.loaded.reject(f"no tool is named {pattern!r}", keys, f"agents.{name}.tools[{index}]")
 

@@ -76,7 +76,8 @@ def test_the_config_converts_into_toolrigs_and_names_what_it_leaves_out(camel: P
         "deny",
     )
     assert config.hooks.enabled is True and [j.name for j in config.cron] == ["Daily"]
-    for word in ("apiKey", "timeoutSeconds", "forwardTo", "serve", "session", "$(touch pwned)"):
+    assert config.llm.run_timeout_seconds == 300
+    for word in ("apiKey", "forwardTo", "serve", "session", "$(touch pwned)"):
         assert word in err
     assert (toolrig_home / "config.yaml").stat().st_mode & 0o077 == 0
     code, _, err = run_import(str(camel))

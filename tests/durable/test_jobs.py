@@ -42,7 +42,7 @@ async def test_add_then_list_shows_the_job_with_its_fields(durable_rig: Rig) -> 
 @pytest.mark.parametrize(
     ("args", "error_type"),
     [
-        ({"action": "add", "schedule": "15m", "prompt": "p"}, "invalid_input"),  # no name
+        ({"action": "add", "name": "n", "id": "../x", "schedule": "15m", "prompt": "p"}, "invalid_input"),
         ({"action": "add", "name": "n", "prompt": "p"}, "invalid_input"),  # no schedule
         ({"action": "add", "name": "n", "schedule": "15m"}, "invalid_input"),  # no prompt
         ({"action": "add", "name": "n", "schedule": "whenever", "prompt": "p"}, "invalid_input"),

@@ -38,12 +38,13 @@ def refused(schedule: str) -> str:
         ("1d", ["2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00", "2026-01-04T00:00:00+00:00"]),
     ],
 )
-def test_every_n_fires_on_a_grid_anchored_on_the_epoch(schedule: str, expected: list[str]) -> None:
+def test_every_n_fires_every_period_from_the_start(schedule: str, expected: list[str]) -> None:
     assert next_times(schedule, "2026-01-01T00:00:00+00:00") == expected
 
 
-def test_every_n_is_the_same_grid_whatever_the_start_within_a_period() -> None:
-    assert next_times("15m", "2026-01-01T00:07:13+00:00", 1) == ["2026-01-01T00:15:00+00:00"]
+def test_every_n_counts_from_the_start_not_from_a_grid() -> None:
+    # `cron next --from T` shows a job added at T: seed 000's intervals count from when the job was added.
+    assert next_times("15m", "2026-01-01T00:07:13+00:00", 1) == ["2026-01-01T00:22:13+00:00"]
 
 
 def test_five_field_cron_in_utc() -> None:

@@ -62,6 +62,11 @@ def test_run_terminal_command_reports_exit_code_and_background_is_a_note(codebuf
 def test_glob_list_directory_and_todos(codebuff: Rig) -> None:
     assert value_of(codebuff, "glob", {"pattern": "**/*.ts"})["count"] == 2
     listing = value_of(codebuff, "list_directory", {"path": "."})
-    assert listing == {"files": [], "directories": ["src"], "path": "."}
+    assert listing == {
+        "files": [],
+        "directories": ["src"],
+        "path": ".",
+        "results": [{"directory": ".", "files": [], "directories": ["src"], "count": 1}],
+    }
     todos = [{"task": "a", "completed": True}, {"task": "b", "completed": False}]
     assert value_of(codebuff, "write_todos", {"todos": todos})["todos"] == todos

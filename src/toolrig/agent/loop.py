@@ -84,6 +84,10 @@ class _Run:
         own = rig.config.agents.get(rig.agent) if rig.agent is not None and lineage is None else None
         self.provider: Provider = options.provider or self._make_provider(own)
         self.max_turns = options.max_turns or (own.max_turns if own else None) or agent.max_turns
+        # seeds (issue 38): llm.run_timeout_seconds bounds a root run that was given no timeout of its own.
+        self.timeout = options.timeout
+        if self.timeout is None and lineage is None:
+            self.timeout = agent.run_timeout_seconds
         self.budget = options.max_budget_usd
         if self.budget is None and lineage is None:  # a child's spending is held by its root's ledger too
             self.budget = own.max_budget_usd if own and own.max_budget_usd is not None else agent.max_budget_usd
@@ -317,8 +321,8 @@ class _Run:
         node = None
         try:
             with anyio.CancelScope() as scope:
-                if self.options.timeout is not None:
-                    scope.deadline = anyio.current_time() + self.options.timeout
+                if self.timeout is not None:
+                    scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
                 async with anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
@@ -340,7 +344,7 @@ class _Run:
             if aborted:
                 result = self._result(progress, partial, "aborted")
                 return self._finish(result)
-            raise RunError("timeout", f"the run did not finish within {self.options.timeout:g} seconds")
+            raise RunError("timeout", f"the run did not finish within {self.timeout:g} seconds")
         except anyio.get_cancelled_exc_class():
             self._close_interrupted(progress, "the run was cancelled")
             raise

@@ -62,11 +62,11 @@ def convert(data: dict[str, Any], *, copy_key: bool = False) -> Converted:
         if str(thinking) in ("low", "medium", "high"):
             out.notes.append(f"thinking: {thinking} became 'adaptive' (the model chooses its own budget)")
     _api_key(data, llm, out, copy_key=copy_key)
-    if data.get("timeoutSeconds") is not None:
-        out.notes.append(
-            f"timeoutSeconds ({data['timeoutSeconds']}, per run) has no config setting: "
-            "pass `--timeout` to `toolrig run`"
-        )
+    seconds = data.get("timeoutSeconds")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        llm["run_timeout_seconds"] = seconds
+    elif seconds is not None:
+        out.notes.append(f"timeoutSeconds ({seconds!r}) is not a positive number of seconds: not converted")
     llm["tool_profile"] = "camelagi"  # the model keeps the tool names and shapes it had
     out.config["llm"] = llm
     tools = data.get("tools") or {}

@@ -88,6 +88,7 @@ def run_once(
     as_json: bool,
     max_budget: float | None,
     rig_root: Path,
+    timeout: float | None = None,
     model: str | None,
     resume: str | None,
     continue_latest: bool,
@@ -141,6 +142,7 @@ def run_once(
         thinking=thinking,
         effort=effort,
         max_budget_usd=max_budget,
+        timeout=timeout,
         agent_id=agent_id,
         # ask_user: a person at the terminal answers; without one the run pauses with the questions.
         questions="ask" if sys.stdin.isatty() else "pause",

@@ -31,6 +31,13 @@ class _JsonErrors(click.Command):
 @click.option("--json", "as_json", is_flag=True, help="Stream every event as one JSON line (for scripts).")
 @click.option("--max-budget", "max_budget", type=float, help="Stop the run when it has cost more than this (USD).")
 @click.option(
+    "--timeout",
+    "timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop the run after this many seconds (exit 1); default: llm.run_timeout_seconds, else no limit.",
+)
+@click.option(
     "--agent-id",
     "agent_id",
     metavar="ID",

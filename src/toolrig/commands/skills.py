@@ -80,3 +80,35 @@ def check(rig_root: Path) -> None:
     for warning in found.warnings:
         click.echo(f"  {warning}")
     raise SystemExit(1 if found.warnings else 0)
+
+
+@command.command("install")
+@click.argument("names", nargs=-1)
+@click.option("--all", "install_all", is_flag=True, help="Install every skill toolrig ships.")
+@click.option("--project", is_flag=True, help="Into this workspace's .toolrig/skills (default: ~/.toolrig/skills).")
+@click.option("--force", is_flag=True, help="Replace a skill of the same name that is already installed.")
+@_root
+def install(names: tuple[str, ...], install_all: bool, project: bool, force: bool, rig_root: Path) -> None:
+    """Install skills toolrig ships (mintlify, doc-reader, doc-author); without NAMES, list them."""
+    from toolrig.sandbox.paths import STATE_DIR_NAME, toolrig_home
+    from toolrig.skills.bundled import SHIPPED, install_skill
+
+    if not names and not install_all:
+        for name, description in SHIPPED.items():
+            click.echo(f"{name:16} {description[:90]}")
+        return
+    unknown = [n for n in names if n not in SHIPPED]
+    if unknown:
+        click.echo(
+            f"toolrig: error: toolrig ships no skill {', '.join(map(repr, unknown))} (it ships: {', '.join(SHIPPED)})",
+            err=True,
+        )
+        raise SystemExit(2)
+    target = (rig_root / STATE_DIR_NAME if project else toolrig_home()) / "skills"
+    for name in SHIPPED if install_all else dict.fromkeys(names):
+        try:
+            where = install_skill(name, target, force=force)
+        except FileExistsError as exc:
+            click.echo(f"toolrig: error: {exc}; --force replaces it", err=True)
+            raise SystemExit(1) from None
+        click.echo(f"installed {name} -> {where}")

@@ -52,6 +52,18 @@ def _check_profile(name: str) -> str:
 
 
 ProfileName = Annotated[str, AfterValidator(_check_profile)]
+
+
+def _by_tool_name(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not settings:
+        return settings
+    from toolrig.profiles import by_tool_name  # seeds (issue 38): `read_file:` (a profile's name) is read_files'
+
+    return by_tool_name(settings)
+
+
+# Per-tool settings, keyed by toolrig's tool names whichever profile's name the file used.
+ToolSettings = Annotated[dict[str, dict[str, Any]], AfterValidator(_by_tool_name)]
 Verdict = Literal["allow", "ask", "deny"]
 ApprovalMode = Literal["off", "smart", "always"]
 _OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in", "glob"})

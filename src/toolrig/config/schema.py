@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
-from toolrig.config.base import RateText, Section
+from toolrig.config.base import RateText, Section, ToolSettings
 from toolrig.config.sections import (
     AgentConfig,
     ApprovalsConfig,
@@ -32,7 +32,7 @@ from toolrig.narrowing import Narrow
 
 class Config(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    tool_config: dict[str, dict[str, Any]] = Field(
+    tool_config: ToolSettings = Field(
         default_factory=dict, description="Per-tool settings, validated by each tool's config model."
     )
     output: OutputConfig = Field(default_factory=OutputConfig)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from toolrig.config.base import _OPERATORS, ApprovalMode, ProfileName, RateText, Section, Verdict
+from toolrig.config.base import _OPERATORS, ApprovalMode, ProfileName, RateText, Section, ToolSettings, Verdict
 from toolrig.narrowing import Narrow
 
 
@@ -118,7 +118,7 @@ class AgentConfig(Section):
         default=None, description="Tool name globs or group:NAME this agent may use; absent = every offered tool."
     )
     # Narrowed per field of each tool's own settings model, once the tool is known (Rig, `narrow_settings`).
-    tool_config: dict[str, dict[str, Any]] = Field(
+    tool_config: ToolSettings = Field(
         default_factory=dict, description="Per-tool settings for this agent, merged over the global tool_config."
     )
     rules: Annotated[list[RuleConfig], Narrow.RESTRICTIVE] = Field(

@@ -54,6 +54,9 @@ class LlmConfig(Section):
         "32k tokens or less, else search). An agent's own `tools:` list wins.",
     )
     request_timeout_seconds: Annotated[float, Narrow.MIN] = Field(default=600.0, gt=0)
+    run_timeout_seconds: Annotated[float | None, Narrow.MIN] = Field(
+        default=None, gt=0, description="Stop a whole run after this many seconds (`toolrig run --timeout` wins)."
+    )
     max_retries: int = Field(default=2, ge=0, le=10)
     price: PriceConfig | None = Field(default=None, description="Override the built-in price table.")
     tool_profile: ProfileName | None = Field(

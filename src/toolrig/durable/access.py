@@ -101,10 +101,20 @@ class DurableAccess:
         book = self.job_book
         return [book.view(job) for job in book.live() if by != "model" or job["agent"] == agent]
 
-    def add_job(self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None) -> dict[str, Any]:
+    def add_job(
+        self,
+        *,
+        name: str | None,
+        schedule: str,
+        prompt: str,
+        by: str,
+        agent: str | None = None,
+        job_id: str | None = None,
+    ) -> dict[str, Any]:
         self._runnable(agent)
         book = self.job_book
-        return book.view(book.add(name=name, schedule=schedule, prompt=prompt, by=by, agent=agent))
+        job = book.add(name=name, schedule=schedule, prompt=prompt, by=by, agent=agent, job_id=job_id)
+        return {**book.view(job), "one_shot": bool(job["one_shot"])}
 
     def remove_job(self, job_id: str, *, by: str, agent: str | None = None) -> dict[str, Any]:
         book = self.job_book

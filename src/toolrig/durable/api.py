@@ -39,7 +39,14 @@ class Schedules(Protocol):
     def list_jobs(self, *, by: str = "person", agent: str | None = None) -> list[dict[str, Any]]: ...
 
     def add_job(
-        self, *, name: str, schedule: str, prompt: str, by: str, agent: str | None = None
+        self,
+        *,
+        name: str | None,
+        schedule: str,
+        prompt: str,
+        by: str,
+        agent: str | None = None,
+        job_id: str | None = None,
     ) -> dict[str, Any]: ...
 
     def remove_job(self, job_id: str, *, by: str, agent: str | None = None) -> dict[str, Any]: ...

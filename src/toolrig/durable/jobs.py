@@ -45,6 +45,10 @@ def config_job_id(name: str) -> str:
     return f"config-{slug}-{hashlib.sha256(name.encode()).hexdigest()[:6]}"
 
 
+# A job id a caller chooses: it names the job in task ids (ID@time), on command lines and in logs.
+_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
 class JobBook:
     def __init__(self, records: Records, settings: WorkersConfig) -> None:
         self.records = records
@@ -99,7 +103,7 @@ class JobBook:
     def add(
         self,
         *,
-        name: str,
+        name: str | None,
         schedule: str,
         prompt: str,
         by: str,
@@ -107,8 +111,12 @@ class JobBook:
         zone: str = "UTC",
         retries: int = 0,
         now: float | None = None,
+        job_id: str | None = None,
     ) -> dict[str, Any]:
+        """A runtime job; ``job_id`` kept when given (seed 000), and the name defaults to the id."""
         now = time.time() if now is None else now
+        job_id = self._new_id(job_id)
+        name = job_id if name is None or not name.strip() else name
         if not name.strip() or len(name) > 200:
             raise DurableError("invalid", "A job needs a name of 1 to 200 characters.")
         if not prompt.strip() or len(prompt) > MAX_PROMPT:
@@ -128,7 +136,7 @@ class JobBook:
         if first is None:
             raise DurableError("invalid", f"{schedule!r} is in the past: it would never fire.", "Give a future time.")
         job = {
-            "id": "j-" + secrets.token_hex(5),
+            "id": job_id,
             "name": name.strip(),
             "schedule": parsed.text,
             "zone": parsed.zone,
@@ -145,6 +153,19 @@ class JobBook:
         }
         self.records.insert_job(job)
         return job
+
+    def _new_id(self, wanted: str | None) -> str:
+        if wanted is None:
+            return "j-" + secrets.token_hex(5)
+        if not _JOB_ID.fullmatch(wanted):
+            raise DurableError(
+                "invalid",
+                f"{wanted[:80]!r} cannot be a job id.",
+                "Use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit; or give no id.",
+            )
+        if self.records.job(wanted) is not None:
+            raise DurableError("limit", f"A job with id {wanted!r} exists already.", "Pick another id, or remove it.")
+        return wanted
 
     def remove(self, job_id: str, *, by: str) -> dict[str, Any]:
         job = self.get(job_id)
@@ -198,7 +219,8 @@ class JobBook:
                     }
                 )
             elif any(old[k] != v for k, v in row.items()):
-                self.records.update_job(job_id, **row, next_fire_at=self._next(parsed, now))
+                # The grid of an 'every' schedule stays counted from when the job was first added.
+                self.records.update_job(job_id, **row, next_fire_at=self._next(self.parsed({**old, **row}), now))
 
     # ------------------------------------------------------------------ firing
 

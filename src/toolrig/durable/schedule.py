@@ -52,6 +52,7 @@ class Schedule:
     seconds: int = 0  # every
     expression: str = ""  # cron
     at: datetime | None = None  # once (aware)
+    anchor: float = 0.0  # every: the grid starts here (when the job was added), as a Unix time
 
     @property
     def one_shot(self) -> bool:
@@ -69,13 +70,13 @@ class Schedule:
                 yield self.at.astimezone(zone)
             return
         if self.kind == "every":
-            # Anchored on the Unix epoch, so every worker computes the same grid whatever its start time.
+            # Counted from when the job was added (seed 000: '2d' added at 09:00 fires at 09:00 two days on), and
+            # every worker computes the same grid: the anchor is the job's stored creation time.
             step = self.seconds
-            epoch = after.timestamp()
-            n = int(epoch // step) + 1
+            n = int((after.timestamp() - self.anchor) // step) + 1
             while True:
                 try:
-                    yield datetime.fromtimestamp(n * step, zone)
+                    yield datetime.fromtimestamp(self.anchor + n * step, zone)
                 except (OverflowError, ValueError, OSError):
                     return
                 n += 1
@@ -143,7 +144,7 @@ def parse_schedule(text: str, *, zone: str = "UTC", now: datetime | None = None)
             raise ScheduleError(f"{text!r}: the period must be at least 1 second. Accepted forms: {ACCEPTED_FORMS}")
         if seconds > MAX_AHEAD.total_seconds():
             raise OutOfRange(f"{text!r}: the period must be at most 100 years ({int(MAX_AHEAD.days)}d).")
-        return Schedule(cleaned, "every", zone, seconds=seconds)
+        return Schedule(cleaned, "every", zone, seconds=seconds, anchor=now.timestamp())
     match = _RELATIVE.match(cleaned)
     if match:
         delta = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])

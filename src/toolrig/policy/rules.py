@@ -260,7 +260,7 @@ class Policy:
             subject_rules=any(r.subject is not None for r in (*deny, *ask)),
             predicates=any(r.args is not None for r in rules),
         )
-        if plan.unavailable is None and not rules:
+        if plan.unavailable is None and not rules and getattr(tool, "reads_only", None) is None:
             plan.settled = plan.default
         plans[(tool.name, chosen.name)] = plan
         return plan
@@ -317,11 +317,12 @@ class Policy:
         trace: list[str] | None = [] if explain else None
         if plan.unavailable is not None:
             return _with(plan.unavailable, trace, "the tool is not offered: nothing else is considered")
+        default = self._call_default(plan.default, tool, agent, args)
         allow = plan.allow
         if session is not None and (granted := self.session_grants.get((session, _label(agent)))):
             allow = [*allow, *(rule for rule in granted if rule.applies_to(tool))]
         if not (plan.deny or plan.ask or allow or explain):
-            return plan.default
+            return default
         subject_view = view(plan.kind, subjects, self.workspace) if subjects else _EMPTY
         if explain and subject_view.unclear:
             trace.append("not plain: " + "; ".join(subject_view.unclear))  # type: ignore[union-attr]
@@ -348,10 +349,25 @@ class Policy:
                 reason = f"{first.source} would allow it, but it is not plain ({unclear})"
                 return _with(Decision("ask", first.source, reason, first.keys), trace, subjects=subject_view)
             return _with(self._allowed(covering), trace, subjects=subject_view)
-        if unclear and plan.subject_rules and plan.default.verdict == "allow":
+        if unclear and plan.subject_rules and default.verdict == "allow":
             reason = f"rules about its subjects cannot be checked: {unclear}"
-            return _with(Decision("ask", plan.default.rule, reason), trace, subjects=subject_view)
-        return _with(plan.default, trace, "no rule decided", subjects=subject_view)
+            return _with(Decision("ask", default.rule, reason), trace, subjects=subject_view)
+        return _with(default, trace, "no rule decided", subjects=subject_view)
+
+    def _call_default(
+        self, default: Decision, tool: AnyTool, agent: Agent, args: Mapping[str, Any] | BaseModel | None
+    ) -> Decision:
+        """Smart approvals let a call run that only reads, though its tool can change things (fetch_url's GET).
+
+        seeds (issue 38): seed 002 auto-approves WebFetch; a tool says which of its calls only read with
+        ``reads_only(args)``.
+        """
+        reads_only = getattr(tool, "reads_only", None)
+        if default.verdict != "ask" or reads_only is None or args is None or self.mode(agent) != "smart":
+            return default
+        if not reads_only(args):
+            return default
+        return Decision("allow", default.rule, f"approvals are smart and this '{tool.name}' call only reads")
 
     def _allowed(self, covering: list[Rule]) -> Decision:
         key = tuple(id(rule) for rule in covering)  # rules live as long as the policy; their args are dicts

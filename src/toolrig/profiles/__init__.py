@@ -7,7 +7,9 @@ Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``ca
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
 from toolrig.errors import UsageError
 from toolrig.profiles.profile import Face, Profile, Shaped
@@ -23,16 +25,26 @@ __all__ = [
     "Shaped",
     "aliases_of",
     "all_faces",
+    "by_tool_name",
     "canonical_name",
     "capability_of",
     "get_profile",
     "tools_named",
 ]
 
-# Names other agents' skill and agent files use that no built-in profile serves as a face: Claude Code's ``LS``
-# (gone from its SDK's tool list, still in older files), and its rule that ``Edit`` covers every file-editing
-# tool (``MultiEdit`` too).
-_UNSERVED: dict[str, tuple[str, ...]] = {"LS": ("list_directory",), "Edit": ("str_replace",)}
+# Every tool that starts, lists or stops a subagent: the capability Claude's ``Agent`` / ``Task`` stand for.
+SPAWNING = ("spawn_agents", "Agent", "Task", "subagent_list", "cancel_task")
+
+# Names other systems use for a capability rather than one face, each meaning every tool listed: Claude Code's
+# ``LS`` (gone from its SDK's tool list, still in older files), its rule that ``Edit`` covers every
+# file-editing tool (``MultiEdit`` too), and ``Agent`` / ``Task`` (seed 002 disables spawning with
+# ``tools.deny: [Agent]``: a deny that left spawn_agents or Task offered would be lost in silence).
+_UNSERVED: dict[str, tuple[str, ...]] = {
+    "LS": ("list_directory",),
+    "Edit": ("str_replace",),
+    "Agent": SPAWNING,
+    "Task": SPAWNING,
+}
 
 
 # Registered tools that are another tool's capability in another system's call shape (Claude Code's Agent, and
@@ -91,11 +103,20 @@ def _aliases() -> dict[str, tuple[str, ...]]:
         names = table.setdefault(face.tool, [])
         if face.name not in names:
             names.append(face.name)
+    for capability, tools in _UNSERVED.items():
+        for tool in tools:
+            names = table.setdefault(tool, [])
+            if capability not in names and capability != tool:
+                names.append(capability)
     return {tool: tuple(names) for tool, names in table.items()}
 
 
 def aliases_of(tool: str) -> tuple[str, ...]:
-    """The names built-in profiles give ``tool`` besides its own (``run_command`` -> Bash, run_terminal_command)."""
+    """The names built-in profiles give ``tool`` besides its own (``run_command`` -> Bash, run_terminal_command).
+
+    A capability name counts as a name of each of its tools (``subagent_list`` answers to ``Agent``), so config
+    that names the capability (``tools.deny: [Agent]``, a rule, an agent's tools) reaches all of them.
+    """
     return _aliases().get(tool, ())
 
 
@@ -120,3 +141,23 @@ def tools_named(name: str) -> tuple[str, ...]:
     """
     tools = [face.tool for face in all_faces() if face.name == name]
     return tuple(dict.fromkeys([*tools, *_UNSERVED.get(name, ())]))
+
+
+def by_tool_name(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-tool settings (a ``tool_config``) keyed by toolrig's tool names: ``read_file:`` is read_files'.
+
+    A name a profile gives a tool stands for that tool (several, for a capability name); a tool's own name
+    wins over an alias of it written beside it, whatever the order. Names no profile uses are kept as they are.
+    """
+    out: dict[str, Any] = {}
+    aliases: list[tuple[str, Any]] = []
+    for name, value in settings.items():
+        tools = tools_named(name)
+        if not tools or name in tools:
+            out[name] = value
+        else:
+            aliases.append((name, value))
+    for name, value in aliases:
+        for tool in tools_named(name):
+            out.setdefault(tool, value)
+    return out

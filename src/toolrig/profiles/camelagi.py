@@ -7,6 +7,7 @@ CamelAGI's own tools answer in text, and so do these faces (``{"result": text}``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from toolrig.profiles import claude
@@ -31,11 +32,23 @@ def memory_search_in(args: Args, notes: list[str]) -> Args:
     return out
 
 
+# memory_search's hit header: "1. MEMORY.md line 3 (score 0.5)" or "... lines 3-5 (score ...)".
+_HIT = re.compile(r"^(\d+)\. (.+?) lines? \S+ \(score ([^)]*)\)$")
+
+
 def memory_search_out(shaped: Shaped) -> dict[str, Any]:
+    """CamelAGI's text: ``[N] file (score: S)`` then the snippet, hits separated by a blank-lined ``---``."""
     results = str(shaped.output.get("results", "")).strip()
     if not results or not shaped.output.get("count"):
         return text("No memory matches found. Try different keywords.")
-    return text(results)
+    hits = []
+    for hit in results.split("\n---\n"):
+        header, _, body = hit.partition("\n")
+        match = _HIT.match(header)
+        if match is not None:
+            header = f"[{match.group(1)}] {match.group(2)} (score: {match.group(3)})"
+        hits.append(f"{header}\n{body}" if body else header)
+    return text("\n\n---\n\n".join(hits))
 
 
 def memory_get_in(args: Args, notes: list[str]) -> Args:

@@ -7,6 +7,7 @@ Codebuff's results are ``[{"type": "json", "value": ...}]``; a face's output is 
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
@@ -62,7 +63,11 @@ def str_replace_in(args: Args, notes: list[str]) -> Args:
 def code_search_in(args: Args, notes: list[str]) -> Args:
     out = rename(
         drop(args, notes, {}),
-        {"maxResults": "max_results_per_file", "globalMaxResults": "global_max_results"},
+        {
+            "maxResults": "max_results_per_file",
+            "globalMaxResults": "global_max_results",
+            "timeoutSeconds": "timeout_seconds",
+        },
     )
     out.pop("maxOutputStringLength", None)  # applied to the output afterwards
     flags = out.get("flags")
@@ -93,18 +98,31 @@ def glob_out(shaped: Shaped) -> dict[str, Any]:
 
 
 def list_in(args: Args, notes: list[str]) -> Args:
+    """Codebuff's zod ``{path}`` or the seed's ``{directories: [...]}`` (paths, or ``{path}`` objects): both."""
     out = dict(args)
+    wanted: list[Any] = []
     if "path" in out:
-        out["directories"] = [{"path": out.pop("path")}]
+        wanted.append(out.pop("path"))
+    directories = out.pop("directories", None)
+    if isinstance(directories, list):
+        wanted += directories
+    elif directories is not None:
+        wanted.append(directories)
+    out["directories"] = [{"path": d} if isinstance(d, str) else d for d in wanted]
     return out
 
 
 def list_out(shaped: Shaped) -> dict[str, Any]:
-    path = str(shaped.args.get("path", "."))
-    entries: list[dict[str, Any]] = next(iter(shaped.output.get("listings", {}).values()), [])
-    files = [e["name"] for e in entries if e.get("type") != "dir"]
-    directories = [str(e["name"]).rstrip("/") for e in entries if e.get("type") == "dir"]
-    return json_value({"files": files, "directories": directories, "path": path})
+    """Both shapes: the zod result (``files``, ``directories``, ``path`` of the first) and the seed's ``results``."""
+    results: list[dict[str, Any]] = []
+    first: dict[str, Any] | None = None
+    for directory, entries in shaped.output.get("listings", {}).items():
+        files = [e["name"] for e in entries if e.get("type") != "dir"]
+        dirs = [str(e["name"]).rstrip("/") for e in entries if e.get("type") == "dir"]
+        results.append({"directory": directory, "files": files, "directories": dirs, "count": len(entries)})
+        if first is None:
+            first = {"files": files, "directories": dirs, "path": str(shaped.args.get("path", directory))}
+    return json_value({**(first or {"files": [], "directories": [], "path": "."}), "results": results})
 
 
 # ------------------------------------------------------------------------------------------ shell
@@ -153,10 +171,12 @@ def web_search_out(shaped: Shaped) -> dict[str, Any]:
 
 
 def read_docs_in(args: Args, notes: list[str]) -> Args:
+    """The zod ``{libraryTitle, topic}`` or the seed's ``{query, url}``: a given query wins, the title adds to it."""
     out = dict(args)
     title, topic = out.pop("libraryTitle", None), out.pop("topic", None)
-    words = [str(w) for w in (title, topic) if isinstance(w, str) and w.strip()]
-    out["query"] = " ".join(words) if words else title
+    words = [str(w) for w in (title, topic, out.get("query")) if isinstance(w, str) and w.strip()]
+    if words or "query" not in out:
+        out["query"] = " ".join(dict.fromkeys(words)) if words else title
     tokens = out.get("max_tokens")
     if isinstance(tokens, int) and not isinstance(tokens, bool):
         out["max_tokens"] = max(100, min(tokens, 20_000))
@@ -190,13 +210,72 @@ def todos_in(args: Args, notes: list[str]) -> Args:
     }
 
 
+def skill_in(args: Args, notes: list[str]) -> Args:
+    return rename(args, {"skill_name": "name"})
+
+
+def skill_out(shaped: Shaped) -> dict[str, Any]:
+    return json_value(dict(shaped.output))
+
+
+def ask_user_out(shaped: Shaped) -> dict[str, Any]:
+    """Each answer as Codebuff reads it: ``selectedOption`` (one pick), ``selectedOptions`` (several), ``otherText``."""
+    questions = shaped.args.get("questions")
+    answers = []
+    for index, answer in enumerate(shaped.output.get("answers", [])):
+        asked = questions[index] if isinstance(questions, list) and index < len(questions) else {}
+        several = isinstance(asked, dict) and bool(asked.get("allowMultipleOptions") or asked.get("allow_multiple"))
+        picked = list(answer.get("selected") or [])
+        shaped_answer: dict[str, Any] = {"questionIndex": index}
+        if several:
+            shaped_answer["selectedOptions"] = picked
+        elif picked:
+            shaped_answer["selectedOption"] = picked[0]
+        if answer.get("other_text"):
+            shaped_answer["otherText"] = answer["other_text"]
+        if answer.get("values") is not None:
+            shaped_answer["values"] = answer["values"]
+        answers.append(shaped_answer)
+    return json_value({"answers": answers, **({"skipped": True} if shaped.output.get("skipped") else {})})
+
+
+def spawn_in(args: Args, notes: list[str]) -> Args:
+    """Codebuff's prompt is optional (a child may take only params): its params then stand as the prompt."""
+    agents = args.get("agents")
+    if not isinstance(agents, list):
+        return dict(args)
+    out = []
+    for agent in agents:
+        if isinstance(agent, dict) and not agent.get("prompt") and isinstance(agent.get("params"), dict):
+            agent = {**agent, "prompt": "Parameters: " + json.dumps(agent["params"], sort_keys=True)}
+        out.append(agent)
+    return {**args, "agents": out}
+
+
+def spawn_out(shaped: Shaped) -> dict[str, Any]:
+    """One ``{agentType, value}`` per child, as the child's output mode left it.
+
+    The value is ``set_output``'s JSON or the last message's text; background children give their task ids.
+    """
+    children = shaped.output.get("results") or shaped.output.get("tasks") or []
+    value = [
+        {
+            "agentName": child.get("agent_type", ""),
+            "agentType": child.get("agent_type", ""),
+            "value": child.get("output") if child.get("output") is not None else child.get("error") or child,
+        }
+        for child in children
+    ]
+    return json_value(value)
+
+
 def followups_out(shaped: Shaped) -> dict[str, Any]:
     return json_value({"message": f"Suggested {shaped.output.get('recorded', 0)} followups."})
 
 
 _PATH = "Path relative to the project root."
 
-FACES = (
+FACES: tuple[Face, ...] = (
     Face(
         "read_files",
         "read_files",
@@ -216,7 +295,7 @@ FACES = (
                 "instructions": string("What the change is intended to do in only one sentence."),
                 "content": string("The file's content."),
             },
-            ("path", "instructions", "content"),
+            ("path", "content"),
         ),
         write_in,
         update_out,
@@ -267,6 +346,7 @@ FACES = (
                 "maxOutputStringLength": number(
                     "Maximum output size in characters.", "integer", default=20_000, minimum=1, maximum=200_000
                 ),
+                "timeoutSeconds": number("Seconds before the search stops.", "number", minimum=1, maximum=120),
             },
             ("pattern",),
         ),
@@ -308,7 +388,12 @@ FACES = (
         "list_directory",
         "list_directory",
         "List the files and directories in a directory.",
-        obj({"path": string("Directory path to list, relative to the project root.")}, ("path",)),
+        obj(
+            {
+                "path": string("Directory path to list, relative to the project root."),
+                "directories": array(string(_PATH), "Several directories to list at once (instead of path)."),
+            }
+        ),
         list_in,
         list_out,
     ),
@@ -379,11 +464,72 @@ FACES = (
                 "libraryTitle": string("The library or framework name (e.g. 'Next.js').", minLength=1),
                 "topic": string("Specific topic to focus on."),
                 "max_tokens": number("Maximum number of tokens to return.", default=10_000),
+                "query": string("What you want to know (instead of libraryTitle and topic)."),
+                "url": string("The documentation site to read (default: the configured sites)."),
             },
-            ("libraryTitle", "topic"),
         ),
         read_docs_in,
         read_docs_out,
+    ),
+)
+
+_QUESTION = obj(
+    {
+        "question": string("The question.", minLength=1),
+        "header": string("A short title shown above it."),
+        "options": array(
+            {"anyOf": [string(), obj({"label": string(minLength=1), "description": string()}, ("label",))]},
+            "Choices to pick from; omit for a free-text answer.",
+        ),
+        "allowMultipleOptions": boolean("The user may pick several options.", default=False),
+        "allowOtherText": boolean("The user may also type their own answer.", default=False),
+    },
+    ("question",),
+)
+
+FACES = (
+    *FACES,
+    Face(
+        "skill",
+        "load_skill",
+        "Load a skill's instructions by name and follow them.",
+        obj(
+            {"skill_name": string("The skill's name, as the list of available skills gives it.", minLength=1)},
+            ("skill_name",),
+        ),
+        skill_in,
+        skill_out,
+    ),
+    Face(
+        "ask_user",
+        "ask_user",
+        "Ask the user questions when you cannot go on without their choice.",
+        obj({"questions": array(_QUESTION, "What to ask, in order.", minItems=1)}, ("questions",)),
+        result_out=ask_user_out,
+    ),
+    Face(
+        "spawn_agents",
+        "spawn_agents",
+        "Spawn subagents to do tasks in parallel; each gets a complete prompt.",
+        obj(
+            {
+                "agents": array(
+                    obj(
+                        {
+                            "agent_type": string(minLength=1),
+                            "prompt": string("The task; optional when params say it all."),
+                            "params": {"type": "object"},
+                        },
+                        ("agent_type",),
+                    ),
+                    "The agents to spawn.",
+                    minItems=1,
+                )
+            },
+            ("agents",),
+        ),
+        spawn_in,
+        spawn_out,
     ),
 )
 

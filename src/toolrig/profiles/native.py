@@ -7,6 +7,7 @@ source was not found; this contract is derived from issue 18's text.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from toolrig.profiles.profile import Args, Face, Profile, Shaped, boolean, number, obj, string
@@ -83,6 +84,24 @@ def plain_out(shaped: Shaped) -> dict[str, Any]:
     return success(shaped.output)
 
 
+def run_in(args: Args, notes: list[str]) -> Args:
+    """Seed 004 runs a command as argv, with no shell expansion, unless the call asks for a shell (``shell``).
+
+    The words are quoted back one by one, so the shell run_command starts sees each as a literal argument:
+    ``echo $HOME *`` prints ``$HOME *``; a pipe, ``;`` or ``>`` is an argument, not an operator.
+    """
+    out = dict(args)
+    if out.pop("shell", False) is True:
+        return out
+    command = out.get("command")
+    if isinstance(command, str):
+        try:
+            out["command"] = shlex.join(shlex.split(command))
+        except ValueError:
+            out["unbalanced_quote_in_command"] = True  # refused by the tool as an unknown argument, never run
+    return out
+
+
 _ENCODING = string("Text encoding (default utf-8).", default="utf-8")
 
 FACES = (
@@ -149,6 +168,24 @@ FACES = (
             ("query",),
         ),
         result_out=plain_out,
+    ),
+    Face(
+        "run_command",
+        "run_command",
+        "Run a program with arguments (argv-style: no shell expansion, pipes or redirects unless shell is true).",
+        obj(
+            {
+                "command": string("The program and its arguments, quoted as on a command line."),
+                "shell": boolean("Run the command through bash (expansion, pipes, redirects).", default=False),
+                "timeout_seconds": number("Seconds before the command is stopped.", default=30),
+                "cwd": string("Directory to run in, relative to the workspace."),
+            },
+            ("command",),
+        ),
+        run_in,
+        plain_out,
+        subject="command",
+        subject_style="command",
     ),
     Face(
         "key_value_get",

@@ -30,7 +30,11 @@ def lines_of(text: str) -> list[str]:
 
 
 def unnumbered(text: str) -> tuple[str, int, int]:
-    """read_files' numbered text as (plain content, first line number, number of lines)."""
+    """read_files' numbered text as (plain content, first line number, number of lines).
+
+    Text that has no numbered line at all is what read_files made of a file that is not lines (a PDF's pages,
+    an image's note beside the attached image): it is the content as it stands, or a face would answer "".
+    """
     out: list[str] = []
     first = 0
     for line in lines_of(text):
@@ -40,6 +44,8 @@ def unnumbered(text: str) -> tuple[str, int, int]:
         if not first:
             first = int(match.group(1))
         out.append(match.group(2))
+    if not out and text:
+        return text, 1, len(lines_of(text))
     return "\n".join(out) + ("\n" if out else ""), first or 1, len(out)
 
 

@@ -28,11 +28,16 @@ def durable_of(ctx: ToolContext) -> Durable:
 
 class CronInput(ToolInput):
     action: Literal["list", "add", "remove", "run"] = Field(
-        description="list: show the jobs that run as you; add: create a job (name, schedule, prompt); "
+        description="list: show the jobs that run as you; add: create a job (schedule, prompt; name and id "
+        "optional); "
         "remove: delete a job (id); run: run a job now (id) and get the start of its answer."
     )
-    id: str | None = Field(default=None, max_length=64, description="The job id, for remove and run.")
-    name: str | None = Field(default=None, max_length=200, description="A short name for the new job (add).")
+    id: str | None = Field(
+        default=None, max_length=64, description="The job id, for remove and run; for add, the new job's id (optional)."
+    )
+    name: str | None = Field(
+        default=None, max_length=200, description="A short name for the new job (add; default: its id)."
+    )
     schedule: str | None = Field(
         default=None,
         max_length=200,
@@ -64,15 +69,24 @@ def _need(value: str | None, field: str, action: str) -> str:
     return value
 
 
+def _added(job: dict[str, Any]) -> str:
+    """What the model needs to know of the job it just added: once or repeating, when, and its expiry."""
+    if job.get("one_shot"):
+        kind = f"One-shot job {job['id']!r}: it runs once, at {job.get('next_run')}, then deletes itself."
+    else:
+        kind = f"Repeating job {job['id']!r} ({job['schedule']}): first run at {job.get('next_run')}."
+    return f"{kind} It expires in 7 days unless a person renews it."
+
+
 class Cron(Tool[CronInput, CronOutput]):
     name = "cron"
     group = "cron"
     description = (
         "Schedule agent runs for later or on a recurring basis. Actions: 'list' shows the jobs that run as you; "
-        "'add' creates one from name, schedule and prompt; 'remove' deletes one by id; 'run' runs one now and "
-        "returns the start of its answer. Each run is a fresh agent session given the job's prompt, so write the "
-        "prompt to stand on its own. Jobs you add expire after 7 days unless a person renews them; jobs from the "
-        "configuration cannot be removed here."
+        "'add' creates one from schedule and prompt (name and id optional); 'remove' deletes one by id; "
+        "'run' runs one now and returns the start of its answer. Each run is a fresh agent session given the "
+        "job's prompt, so write the prompt to stand on its own. Jobs you add expire after 7 days unless a person "
+        "renews them; jobs from the configuration cannot be removed here."
     )
 
     async def execute(self, input: CronInput, ctx: ToolContext) -> CronOutput:
@@ -84,16 +98,20 @@ class Cron(Tool[CronInput, CronOutput]):
                 jobs = await anyio.to_thread.run_sync(lambda: schedules.list_jobs(by="model", agent=ctx.agent_id))
                 return CronOutput(action="list", jobs=jobs, note=None if jobs else "No job runs as you.")
             if input.action == "add":
-                name = _need(input.name, "name", "add")
                 schedule = _need(input.schedule, "schedule", "add")
                 prompt = _need(input.prompt, "prompt", "add")
                 # The job runs as the agent that created it: scheduling must not widen its permissions.
                 job = await anyio.to_thread.run_sync(
                     lambda: schedules.add_job(
-                        name=name, schedule=schedule, prompt=prompt, by="model", agent=ctx.agent_id
+                        name=input.name,
+                        schedule=schedule,
+                        prompt=prompt,
+                        by="model",
+                        agent=ctx.agent_id,
+                        job_id=input.id,
                     )
                 )
-                return CronOutput(action="add", job=job, note="This job expires in 7 days unless a person renews it.")
+                return CronOutput(action="add", job=job, note=_added(job))
             job_id = _need(input.id, "id", input.action)
             if input.action == "remove":
                 job = await anyio.to_thread.run_sync(

@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 import codecs
 import os
-from typing import TYPE_CHECKING, Annotated, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from toolrig.context import HttpAccess, ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
@@ -122,6 +123,11 @@ class FetchUrl(Tool[FetchUrlInput, FetchUrlOutput]):
         "base64. Private, loopback and cloud-metadata addresses are refused, redirects (at most 5) are checked "
         "again, and large bodies are cut (truncated=true)."
     )
+
+    def reads_only(self, args: Mapping[str, Any] | BaseModel) -> bool:
+        """GET and HEAD only read: smart approvals let them run, as seed 002 auto-approves WebFetch; POST asks."""
+        method = args.get("method", "GET") if isinstance(args, Mapping) else getattr(args, "method", None)
+        return method in ("GET", "HEAD")
 
     async def execute(self, input: FetchUrlInput, ctx: ToolContext) -> FetchUrlOutput:
         config = ctx.settings(FetchUrlConfig)

@@ -23,6 +23,7 @@ from toolrig.agent.subagents.types import (
 )
 from toolrig.config import AgentConfig
 from toolrig.errors import ConfigError
+from toolrig.profiles import by_tool_name
 
 FILE = "organism.yaml"
 MAX_BYTES = 1_000_000
@@ -103,6 +104,8 @@ def _profile(item: dict[Any, Any], agents: set[str], path: Path, key: str, notes
     try:
         if "tools" in data:
             data["tools"] = toolrig_tool_names(name_list(data["tools"]), notes)[0]
+        if isinstance(data.get("tool_config"), dict):  # seeds (issue 38): `read_file:` is read_files' settings
+            data["tool_config"] = by_tool_name(data["tool_config"])
         # The seed's ``peers`` are what a listener may call: other agents (spawnable types) and tools.
         peers = name_list(item.get("peers"))
         if peers:
