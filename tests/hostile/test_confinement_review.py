@@ -74,7 +74,6 @@ def host_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 # ------------------------------------------------------------------------------------------ F1: untrusted config
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F1: an untrusted workspace's write_paths is taken as is (INTERSECT)")
 def test_an_untrusted_workspace_cannot_grant_commands_writes_outside_it(workspace: Path, outside: Path) -> None:
     """``write_paths`` is ``Narrow.INTERSECT``, whose empty base means "all": the repo's own list is adopted."""
     (workspace / ".toolrig").mkdir()
