@@ -215,7 +215,7 @@ def test_strict_mode_makes_the_users_typos_errors_not_the_untrusted_workspaces(
 # meaning fails (F1: ``write_paths`` grants, empty = nothing, but narrowed as an allow list, empty = all). A new
 # ruled field must be added here, which is the audit: say what its value admits before choosing its rule.
 ADMIT = "admit"  # admits what its entries match; empty admits everything (allow lists)
-ADMIT_OR_NONE = "admit_or_none"  # the same, with None (not [] ) admitting everything (an agent's tools)
+ADMIT_OR_NONE = "admit_or_none"  # None admits everything, [] nothing (an agent's tools)
 GRANT = "grant"  # grants what its entries name; empty grants nothing
 RESTRICT = "restrict"  # refuses what its entries name (deny lists)
 DENY_GLOBS = "deny_globs"  # gitignore patterns that refuse; a '!' entry would lift one
@@ -300,14 +300,16 @@ RULED = _every_ruled_field()
 
 
 def _admitted_by(entry: str, base: list[str]) -> bool:
-    return entry in base or any(fnmatchcase(entry, b) for b in base if b != ALLOW_NOTHING and "[" not in b)
+    if entry == ALLOW_NOTHING or entry in base:
+        return True
+    return any(fnmatchcase(entry, b) for b in base if b != ALLOW_NOTHING and "[" not in b)
 
 
 def _never_wider(meaning: str, name: str, base: Any, narrowed: Any) -> bool:
     if meaning == ADMIT:
-        return not base or (all(e == ALLOW_NOTHING or _admitted_by(e, base) for e in narrowed) and bool(narrowed))
-    if meaning == ADMIT_OR_NONE:
-        return base is None or (narrowed is not None and _never_wider(ADMIT, name, base or [ALLOW_NOTHING], narrowed))
+        return not base or (all(_admitted_by(e, base) for e in narrowed) and bool(narrowed))
+    if meaning == ADMIT_OR_NONE:  # here [] admits nothing
+        return base is None or (narrowed is not None and all(_admitted_by(e, base) for e in narrowed))
     if meaning == GRANT:
         return set(narrowed) <= set(base)
     if meaning == RESTRICT:
