@@ -397,7 +397,6 @@ def test_under_landlock_git_add_works_or_the_note_names_git(repo: Path, no_bwrap
 # ------------------------------------------------------------------------------------------ F13: newline in a name
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F13: a parent named with a newline takes .env out of the deny globs")
 def test_a_denied_file_stays_hidden_when_its_directory_is_renamed_to_a_name_with_a_newline(
     workspace: Path, home: Path
 ) -> None:
@@ -413,7 +412,6 @@ def test_a_denied_file_stays_hidden_when_its_directory_is_renamed_to_a_name_with
     assert read.is_error or SECRET not in str(read.output), read
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F13: deny globs do not match below a name holding a newline")
 @given(parent=st.text(st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)), min_size=1))
 @example(parent="cfg\n")
 @settings(max_examples=100, deadline=None)
