@@ -114,7 +114,10 @@ def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> N
 # ------------------------------------------------------------------------------------------ F4: hard links
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only (known limit, docs/policy.md)",
+)
 def test_a_hard_link_made_before_the_command_does_not_reveal_a_denied_file(workspace: Path, home: Path) -> None:
     """The walk masks names the globs match; another name of the same inode (made by the user, a tarball, an
     earlier unconfined tool, or a command before ``.env`` was denied) reads the secret."""
@@ -249,7 +252,10 @@ def test_under_landlock_a_session_cannot_read_another_sessions_temp_dir(workspac
     assert SECRET not in out["stdout"], out
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F4: a narrowed agent reads the parent's file through a hard link")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sbxreview F4: a narrowed agent reads the parent's file through a hard link (known limit, docs/policy.md)",
+)
 def test_a_hard_link_inside_allowed_paths_does_not_reveal_a_file_outside_them(workspace: Path, home: Path) -> None:
     (workspace / "src").mkdir()
     (workspace / "parent-only.txt").write_text(SECRET)
