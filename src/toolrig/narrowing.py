@@ -16,6 +16,9 @@ class Narrow(Enum):
 
     UNION = "union"  # lists that restrict (deny): the workspace may add entries
     INTERSECT = "intersect"  # lists that admit (allow, empty = all): the workspace may only keep entries
+    # Lists that grant (write_paths, empty = nothing): the workspace may only drop entries, never add one.
+    # Not INTERSECT: there an empty base means "all", so a workspace's list over the default would be adopted.
+    GRANT = "grant"
     SUBSET = "subset"  # lists that admit where None = all (an agent's tools): the workspace may set or shrink
     MIN = "min"  # numbers that bound something: the lower value wins
     TRUE_WINS = "true_wins"  # switches that restrict (read_only): the workspace may turn them on

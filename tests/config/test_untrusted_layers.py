@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from toolrig import Rig
-from toolrig.config import ALLOW_NOTHING, Config, load_config
+from toolrig.config import ALLOW_NOTHING, UNTRUSTED, Config, load_config, narrow_settings
+from toolrig.config.base import per_second
 from toolrig.config.sections import AgentConfig
 from toolrig.errors import ConfigError
 from toolrig.narrowing import Narrow
@@ -47,11 +49,14 @@ TRUSTED_LAYERS: dict[str, dict[str, Any]] = {
 NAMES = st.sampled_from(
     ["*", "read_files", "write_file", "calculate", "read_*", "group:files", "Bash", "nosuch", "group:nosuch", "x?"]
 )
+GRANTS = st.sampled_from(["/", "/var/tmp/x", "~/.cache/pip", "~"])
 RATES = st.sampled_from(["1/second", "5/minute", "100/hour", "1000/day", "50/10m"])
 
 
 def _value_for(rule: Narrow, name: str, field_type: Any) -> st.SearchStrategy[Any]:
     """Values of the type a field with ``rule`` holds, in and out of what the user allows."""
+    if rule is Narrow.GRANT:
+        return st.lists(GRANTS, max_size=3)
     if rule in (Narrow.INTERSECT, Narrow.UNION):
         return st.lists(NAMES, max_size=4)
     if rule is Narrow.SUBSET:
@@ -202,3 +207,160 @@ def test_strict_mode_makes_the_users_typos_errors_not_the_untrusted_workspaces(
     ws_file.unlink()
     with pytest.raises(ConfigError, match="strict mode"):
         Rig(workspace, strict=True)
+
+
+# ------------------------------------------------------------------ an untrusted layer never widens (review F1)
+#
+# What each ruled field *means*, written here apart from its ``Narrow`` rule so that a rule that does not fit the
+# meaning fails (F1: ``write_paths`` grants, empty = nothing, but narrowed as an allow list, empty = all). A new
+# ruled field must be added here, which is the audit: say what its value admits before choosing its rule.
+ADMIT = "admit"  # admits what its entries match; empty admits everything (allow lists)
+ADMIT_OR_NONE = "admit_or_none"  # None admits everything, [] nothing (an agent's tools)
+GRANT = "grant"  # grants what its entries name; empty grants nothing
+RESTRICT = "restrict"  # refuses what its entries name (deny lists)
+DENY_GLOBS = "deny_globs"  # gitignore patterns that refuse; a '!' entry would lift one
+RULES = "rules"  # verdict rules: allow widens, deny/ask narrow
+LEVEL = "level"  # a choice among levels, least strict first
+BOUND = "bound"  # a number bounding something (None = no bound)
+RATE = "rate"  # one rate limit (None = unlimited)
+RATE_MAP = "rates"  # rate limits by tool glob
+SWITCH_ON = "on"  # a switch that restricts when on
+
+MEANINGS: dict[str, str] = {
+    "allow": ADMIT,
+    "allowed_paths": ADMIT,
+    "allowed_domains": ADMIT,
+    "tools": ADMIT_OR_NONE,
+    "write_paths": GRANT,
+    "deny": RESTRICT,
+    "blocked_domains": RESTRICT,
+    "hidden_paths": RESTRICT,
+    "deny_globs": DENY_GLOBS,
+    "read_only_globs": DENY_GLOBS,
+    "rules": RULES,
+    "mode": LEVEL,
+    "fallback": LEVEL,
+    "sandbox": LEVEL,
+    "network": LEVEL,
+    "rate_limit": RATE,
+    "rate_limits": RATE_MAP,
+    "read_only": SWITCH_ON,
+    **dict.fromkeys(
+        [
+            "max_depth",
+            "max_parallel",
+            "timeout_seconds",
+            "max_turns",
+            "max_children",
+            "max_chars",
+            "max_budget_usd",
+            "max_tokens",
+            "request_timeout_seconds",
+            "max_value_bytes",
+            "query_timeout_seconds",
+            "max_file_bytes",
+            "max_image_bytes",
+            "max_images",
+            "max_document_bytes",
+            "max_pdf_pages",
+            "max_bytes",
+            "max_timeout_seconds",
+        ],
+        BOUND,
+    ),
+}
+LEVELS = {
+    "mode": ["off", "smart", "always"],
+    "fallback": ["allow", "deny"],
+    "sandbox": ["off", "auto", "required"],
+    "network": ["guarded", "none"],
+}
+
+
+def _ruled(model: type[BaseModel], key: str) -> Iterator[tuple[type[BaseModel], str, str, Narrow, Any]]:
+    """(model, its config key, field, rule, type) for every ruled field below ``model``, nested sections too."""
+    for name, info in model.model_fields.items():
+        rule = next((m for m in info.metadata if isinstance(m, Narrow)), None)
+        factory = info.default_factory
+        if rule is not None:
+            yield model, key, name, rule, info.annotation
+        elif isinstance(factory, type) and issubclass(factory, BaseModel):
+            yield from _ruled(factory, f"{key}.{name}" if key else name)
+
+
+def _every_ruled_field() -> list[tuple[type[BaseModel], str, str, Narrow, Any]]:
+    found = [*_ruled(Config, ""), *_ruled(AgentConfig, "agents.rep")]
+    for tool in Registry.default(entry_points=False).list():
+        if tool.config_model is not None:
+            found += _ruled(tool.config_model, f"tool_config.{tool.name}")
+    return found
+
+
+RULED = _every_ruled_field()
+
+
+def _admitted_by(entry: str, base: list[str]) -> bool:
+    if entry == ALLOW_NOTHING or entry in base:
+        return True
+    return any(fnmatchcase(entry, b) for b in base if b != ALLOW_NOTHING and "[" not in b)
+
+
+def _never_wider(meaning: str, name: str, base: Any, narrowed: Any) -> bool:
+    if meaning == ADMIT:
+        return not base or (all(_admitted_by(e, base) for e in narrowed) and bool(narrowed))
+    if meaning == ADMIT_OR_NONE:  # here [] admits nothing
+        return base is None or (narrowed is not None and all(_admitted_by(e, base) for e in narrowed))
+    if meaning == GRANT:
+        return set(narrowed) <= set(base)
+    if meaning == RESTRICT:
+        return set(narrowed) >= set(base)
+    if meaning == DENY_GLOBS:
+        return set(narrowed) >= set(base) and all(e in base for e in narrowed if e.lstrip().startswith("!"))
+    if meaning == RULES:
+        return all(r in narrowed for r in base) and all(r in base or r.verdict != "allow" for r in narrowed)
+    if meaning == LEVEL:
+        return base is None or LEVELS[name].index(narrowed) >= LEVELS[name].index(base)
+    if meaning == BOUND:
+        return base is None or (narrowed is not None and narrowed <= base)
+    if meaning == RATE:
+        return base is None or (narrowed is not None and per_second(narrowed) <= per_second(base))
+    if meaning == RATE_MAP:
+        return all(k in narrowed and per_second(narrowed[k]) <= per_second(v) for k, v in base.items())
+    assert meaning == SWITCH_ON, meaning
+    return bool(narrowed) or not base
+
+
+def test_every_ruled_setting_says_what_it_means() -> None:
+    """The audit: each field carrying a ``Narrow`` rule, of the config and of every tool, has a meaning here."""
+    assert {name for _, _, name, _, _ in RULED} <= set(MEANINGS), {n for _, _, n, _, _ in RULED} - set(MEANINGS)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_untrusted_layer_never_widens_what_any_setting_admits(data: st.DataObject) -> None:
+    """For every ruled field (config, agents, every tool's settings): the narrowed value admits no more."""
+    model, key, name, rule, field_type = data.draw(st.sampled_from(RULED), label="field")
+    values = _value_for(rule, name, field_type)
+    try:
+        base = model.model_validate({name: data.draw(values, label="user's")})
+    except ValueError:
+        assume(False)
+        raise
+    proposed = data.draw(values, label="workspace's")
+    narrowed = narrow_settings(base, {name: proposed}, key, [])
+    meaning = MEANINGS[name]
+    assert _never_wider(meaning, name, getattr(base, name), getattr(narrowed, name)), (key, name, narrowed)
+
+
+@pytest.mark.parametrize("via", ["workspace", "agent"])
+def test_write_paths_from_a_layer_that_may_only_narrow_grant_nothing_new(via: str) -> None:
+    """F1 by example: over the default (no write_paths) a layer's ``['/']`` is dropped with a warning."""
+    from toolrig.tools.shell import RunCommandConfig
+
+    warnings: list[str] = []
+    why = "an agent type may not widen its parent's settings" if via == "agent" else UNTRUSTED
+    narrowed = narrow_settings(RunCommandConfig(), {"write_paths": ["/"]}, "tool_config.run_command", warnings, why)
+    assert narrowed.write_paths == []  # type: ignore[attr-defined]
+    assert "'tool_config.run_command.write_paths': '/' ignored" in warnings[0]
+    user = RunCommandConfig(write_paths=["~/.cache/pip", "/var/tmp/x"])
+    assert narrow_settings(user, {"write_paths": ["/var/tmp/x", "/"]}, "k", []).write_paths == ["/var/tmp/x"]  # type: ignore[attr-defined]

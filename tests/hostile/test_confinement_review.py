@@ -74,7 +74,6 @@ def host_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 # ------------------------------------------------------------------------------------------ F1: untrusted config
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F1: an untrusted workspace's write_paths is taken as is (INTERSECT)")
 def test_an_untrusted_workspace_cannot_grant_commands_writes_outside_it(workspace: Path, outside: Path) -> None:
     """``write_paths`` is ``Narrow.INTERSECT``, whose empty base means "all": the repo's own list is adopted."""
     (workspace / ".toolrig").mkdir()
@@ -115,7 +114,10 @@ def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> N
 # ------------------------------------------------------------------------------------------ F4: hard links
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only (known limit, docs/policy.md)",
+)
 def test_a_hard_link_made_before_the_command_does_not_reveal_a_denied_file(workspace: Path, home: Path) -> None:
     """The walk masks names the globs match; another name of the same inode (made by the user, a tarball, an
     earlier unconfined tool, or a command before ``.env`` was denied) reads the secret."""
@@ -250,7 +252,10 @@ def test_under_landlock_a_session_cannot_read_another_sessions_temp_dir(workspac
     assert SECRET not in out["stdout"], out
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F4: a narrowed agent reads the parent's file through a hard link")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sbxreview F4: a narrowed agent reads the parent's file through a hard link (known limit, docs/policy.md)",
+)
 def test_a_hard_link_inside_allowed_paths_does_not_reveal_a_file_outside_them(workspace: Path, home: Path) -> None:
     (workspace / "src").mkdir()
     (workspace / "parent-only.txt").write_text(SECRET)
@@ -398,7 +403,6 @@ def test_under_landlock_git_add_works_or_the_note_names_git(repo: Path, no_bwrap
 # ------------------------------------------------------------------------------------------ F13: newline in a name
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F13: a parent named with a newline takes .env out of the deny globs")
 def test_a_denied_file_stays_hidden_when_its_directory_is_renamed_to_a_name_with_a_newline(
     workspace: Path, home: Path
 ) -> None:
@@ -414,7 +418,6 @@ def test_a_denied_file_stays_hidden_when_its_directory_is_renamed_to_a_name_with
     assert read.is_error or SECRET not in str(read.output), read
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F13: deny globs do not match below a name holding a newline")
 @given(parent=st.text(st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)), min_size=1))
 @example(parent="cfg\n")
 @settings(max_examples=100, deadline=None)

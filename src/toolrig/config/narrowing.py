@@ -96,6 +96,17 @@ def _intersect(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
     return _intersection(base, proposed, key, warnings)
 
 
+def _grant(base: Any, proposed: Any, key: str, warnings: list[str]) -> Any:
+    """Only what the user granted and the workspace still names: an empty list grants nothing, so stays so."""
+    added = [item for item in proposed if item not in base]
+    if added:
+        warnings.append(
+            f"'{key}': {', '.join(map(repr, added))} ignored: an untrusted workspace may only drop entries "
+            "of this list, never grant more (run `toolrig trust` to allow it)"
+        )
+    return [item for item in base if item in proposed]
+
+
 def _intersection(base: list[str], proposed: list[str], key: str, warnings: list[str]) -> list[str]:
     """What both lists admit; never empty, since an empty allow list means "all" (``ALLOW_NOTHING`` instead).
 
@@ -159,6 +170,7 @@ _RULES: dict[Narrow, Callable[[Any, Any, str, list[str]], Any]] = {
     Narrow.GLOBS: _globs,
     Narrow.SUBSET: _subset,
     Narrow.INTERSECT: _intersect,
+    Narrow.GRANT: _grant,
     Narrow.RATE: _rate,
     Narrow.RATES: _rates,
     Narrow.MIN: _min,

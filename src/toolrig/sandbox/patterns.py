@@ -1,11 +1,17 @@
-"""Gitignore-style patterns (``*.pem``, ``secrets/``, ``**/build``, ``!keep``), one spelling everywhere.
+r"""Gitignore-style patterns (``*.pem``, ``secrets/``, ``**/build``, ``!keep``), one spelling everywhere.
 
 Deny and read-only globs, ``.gitignore`` files and listing filters all use git's wildmatch rules through
 pathspec, with its matching backend pinned: pathspec silently switches to re2 when that is installed.
+
+A file name may hold any byte but ``/`` and NUL, a newline included. pathspec compiles its regexes without
+``re.DOTALL`` and anchors them with ``$``, so ``.+`` stopped at a newline (``cfg\n/.env`` escaped ``.env``:
+review F13) and ``$`` matched before a final one (``x.key\n`` matched ``*.key``). ``_whole_names`` recompiles
+each pattern so that a newline is one more character of a name, as it is to git.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -26,6 +32,8 @@ class PatternSet:
             kept = [variant for p in kept for variant in expand_braces(p)]
         self.patterns = tuple(kept)
         self._spec: Any = GitIgnoreSpec.from_lines(self.patterns, backend=BACKEND) if self.patterns else None
+        if self._spec is not None:
+            _whole_names(self._spec.patterns)
 
     def __bool__(self) -> bool:
         return self._spec is not None
@@ -51,6 +59,40 @@ class PatternSet:
             if self.matches(prefix, is_dir=True):
                 return prefix
         return rel if self.matches(rel, is_dir=is_dir) else None
+
+
+def _whole_names(patterns: Iterable[Any]) -> None:
+    r"""Each compiled pattern again with ``.`` matching a newline and ``$`` meaning the end (``\Z``), in place.
+
+    The backend matches with the pattern objects it was given, so changing their ``regex`` changes its matching.
+    """
+    for pattern in patterns:
+        regex = getattr(pattern, "regex", None)
+        if isinstance(regex, re.Pattern) and isinstance(regex.pattern, str):
+            pattern.regex = re.compile(_end_anchors(regex.pattern), regex.flags | re.DOTALL)
+
+
+def _end_anchors(source: str) -> str:
+    r"""``source`` with every ``$`` that is an anchor (not escaped, not in a class) written as ``\Z``."""
+    out: list[str] = []
+    i, opened = 0, -1  # opened: len(out) just after a class's '[' or '[^' (-1: not in a class)
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            out.append(source[i : i + 2])
+            i += 2
+            continue
+        if opened >= 0:
+            opened = -1 if char == "]" and len(out) > opened else opened  # a ']' first in a class is literal
+        elif char == "[":
+            char = "[^" if source.startswith("[^", i) else "["
+            opened = len(out) + 1
+            i += len(char) - 1
+        elif char == "$":
+            char = "\\Z"
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def expand_braces(pattern: str, limit: int = 256) -> list[str]:

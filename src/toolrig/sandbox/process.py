@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -359,7 +360,7 @@ async def run_contained(
             if fd >= 0:
                 os.close(fd)
         keeper.close()
-        raise ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}.") from None
+        raise _unstartable(exc) from None
     finally:
         for fd in fds:
             if fd != cwd_fd:
@@ -536,3 +537,22 @@ def _read_cwd(fd: int) -> str | None:
         os.close(fd)
     text = data.decode("utf-8", errors="surrogateescape")
     return text or None
+
+
+def _unstartable(exc: OSError) -> ToolError:
+    """Why no command can start, said so that the user can fix it: a file this user may not run is no retry.
+
+    The launcher is toolrig's own interpreter running ``launcher.py``; when this user cannot execute or read it
+    (toolrig installed under another user's home, as root's pyenv under a 0700 ``/root``), every command fails
+    the same way, so "retry later" would be wrong and the file must be named.
+    """
+    where = f" ({exc.filename})" if exc.filename else ""
+    if isinstance(exc, PermissionError | FileNotFoundError):
+        return ToolError(
+            ErrorType.UNAVAILABLE,
+            f"Could not start the command: {exc.strerror or exc}{where}; toolrig's interpreter is {sys.executable}.",
+            "Tell the user: toolrig cannot start commands as this user (a file it runs is not accessible to it); "
+            "install toolrig where this user can run it. Retrying will not help.",
+            retryable=False,
+        )
+    return ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {exc.strerror or exc}{where}.")

@@ -65,7 +65,7 @@ class RunCommandConfig(AllowedPathsSettings, NetworkSettings):
             "none: no network at all (offline work). Needs the bwrap sandbox; elsewhere containment says so."
         ),
     )
-    write_paths: Annotated[list[str], Narrow.INTERSECT] = Field(
+    write_paths: Annotated[list[str], Narrow.GRANT] = Field(
         default_factory=list, description="More directories commands may write (~/.cache/pip); default: none."
     )
     hidden_paths: Annotated[list[str], Narrow.UNION] = Field(
