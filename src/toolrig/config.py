@@ -293,6 +293,24 @@ class AuditConfig(Section):
     )
 
 
+class TelemetryConfig(Section):
+    """OpenTelemetry traces and metrics (docs/telemetry.md); the OTEL_* environment variables apply too."""
+
+    enabled: bool | None = Field(
+        default=None, description="Export traces and metrics; unset: on when an OTLP endpoint is configured."
+    )
+    endpoint: str | None = Field(
+        default=None, description="OTLP endpoint (else OTEL_EXPORTER_OTLP_ENDPOINT, else the application's)."
+    )
+    protocol: Literal["http/protobuf", "grpc"] | None = Field(
+        default=None, description="OTLP transport (else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)."
+    )
+    service_name: str | None = Field(default=None, description="service.name (else OTEL_SERVICE_NAME, else toolrig).")
+    capture_content: bool = Field(
+        default=False, description="Record prompts, completions, tool arguments and results (redacted) on spans."
+    )
+
+
 class HooksConfig(Section):
     enabled: bool = Field(default=True, description="Run hooks (scripts and Python hooks) at all.")
     timeout_seconds: float = Field(default=10.0, gt=0, description="A script hook running longer is stopped.")
@@ -603,6 +621,8 @@ class Config(Section):
         description="MCP servers whose tools join the catalog as 'server/tool' (names: letters, digits, '-', '_').",
     )
     skills: SkillsConfig = Field(default_factory=SkillsConfig, description="Where Agent Skills are found.")
+    # Trusted-only (no Narrow rule): a workspace's own config must not send what its runs do elsewhere.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig, description="OpenTelemetry export.")
 
 
 @dataclass

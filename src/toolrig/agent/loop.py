@@ -42,6 +42,7 @@ from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.telemetry import chat_span, traced_run
 
 log = logging.getLogger("toolrig.agent")
 
@@ -317,6 +318,7 @@ class _Run:
 
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
+    @traced_run  # telemetry: an invoke_agent span around the run (toolrig.telemetry), nothing when off
     async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
         if channel is not None:
             self.router.runs[self.session_id] = channel
@@ -431,16 +433,19 @@ class _Run:
         emit = self.sink.emit
         complete: TurnComplete | None = None
         partial = progress.partial = []
-        async for item in self.provider.stream(request):
-            if type(item) is StreamTextEvent:
-                partial.append(item.text)
-                emit(item)
-            elif isinstance(item, TurnComplete):
-                complete = item
-            else:
-                emit(item)
-        if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
-            raise RunError("provider", "the provider's stream ended without a final message")
+        with chat_span(self.rig, self.provider.settings) as chat:  # telemetry: a chat span (nothing when off)
+            async for item in self.provider.stream(request):
+                chat.chunk()
+                if type(item) is StreamTextEvent:
+                    partial.append(item.text)
+                    emit(item)
+                elif isinstance(item, TurnComplete):
+                    complete = item
+                else:
+                    emit(item)
+            if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
+                raise RunError("provider", "the provider's stream ended without a final message")
+            chat.done(complete)
         return complete
 
     def _turn_done(self, progress: _Progress, complete: TurnComplete) -> TurnComplete:
