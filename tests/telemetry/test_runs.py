@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import anyio
 import pytest
 
 from tests.agent.conftest import agent_config
+from tests.agent.subagents.conversations import install
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from tests.support.sample_tools import agent_tools
 from tests.telemetry.otlp import Receiver, Span
@@ -24,13 +26,15 @@ from toolrig.telemetry import names
 pytestmark = pytest.mark.anyio
 
 
-def telemetry_rig(workspace: Path, llm: FakeLLM, otlp: Receiver, **config: Any) -> Rig:
+def telemetry_rig(
+    workspace: Path, llm: FakeLLM, otlp: Receiver, extra_tools: list[Any] | None = None, **config: Any
+) -> Rig:
     full = {
         **agent_config(llm, "anthropic"),
         "telemetry": {"endpoint": otlp.url, "service_name": "toolrig-tests"},
         **config,
     }
-    return Rig(workspace, config=full, registry=Registry(agent_tools()))
+    return Rig(workspace, config=full, registry=Registry(agent_tools()), tools=extra_tools or [])
 
 
 def one(spans: list[Span], name: str) -> Span:
@@ -92,3 +96,35 @@ async def test_a_run_with_a_denied_and_an_approved_call_is_one_tree(
     audit.close()
     by_call = {s.attributes[names.TOOL_CALL_ID]: s for s in spans if s.name.startswith("execute_tool ")}
     assert len(rows) == 2 and all(by_call[row.call_id].attributes[names.DECISION] == row.decision for row in rows)
+
+
+async def test_two_subagents_are_child_runs_of_the_spawning_call(workspace: Path, llm: FakeLLM, otlp: Receiver) -> None:
+    from toolrig.tools.agents import TOOLS
+
+    agents = [{"agent_type": "general", "prompt": "job LEFT"}, {"agent_type": "general", "prompt": "job RIGHT"}]
+    install(
+        llm,
+        {
+            "PARENT": [reply(Call("p1", "spawn_agents", json.dumps({"agents": agents}))), reply(Text("both done"))],
+            "LEFT": [reply(Call("l1", "add", '{"a": 1, "b": 2}')), reply(Text("left done"))],
+            "RIGHT": [reply(Text("right done"))],
+        },
+    )
+    rig = telemetry_rig(workspace, llm, otlp, extra_tools=list(TOOLS))
+    try:
+        result = await run_agent("lead PARENT", rig=rig)
+    finally:
+        llm.responder = None
+    assert result.response == "both done"
+    assert rig.telemetry is not None and rig.telemetry.force_flush()
+    [root] = [s for s in otlp.named("invoke_agent") if s.attributes.get(names.CONVERSATION_ID) == result.session_id]
+    spans = otlp.in_trace(root.trace_id)
+    spawn = one(children(spans, root), "execute_tool spawn_agents")
+    kids = [s for s in children(spans, spawn) if s.name.startswith("invoke_agent ")]
+    assert len(kids) == 2
+    for kid in kids:
+        assert kid.name == "invoke_agent general" and kid.attributes[names.PARENT_TASK_ID] == result.session_id
+        assert [s.name for s in children(spans, kid) if s.name.startswith("chat ")]
+    left_adds = [s for kid in kids for s in children(spans, kid) if s.name == "execute_tool add"]
+    assert len(left_adds) == 1 and left_adds[0].attributes[names.DECISION] == "allow"
+    rig.close()

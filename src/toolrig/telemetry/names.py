@@ -70,7 +70,8 @@ OUTCOME = "toolrig.outcome"  # ok or error
 PARENT_AGENT_ID = "toolrig.parent_agent.id"
 STOP_REASON = "toolrig.stop_reason"
 CONTAINMENT = "toolrig.command.containment"  # run_command's `containment`: what holds the command
-TASK_ID = "toolrig.task.id"
+TASK_ID = "toolrig.task.id"  # a subagent's task id, or a durable task's
+PARENT_TASK_ID = "toolrig.parent_task.id"  # the run that spawned a subagent
 TASK_KIND = "toolrig.task.kind"
 
 OWN = frozenset(
@@ -85,6 +86,7 @@ OWN = frozenset(
         STOP_REASON,
         CONTAINMENT,
         TASK_ID,
+        PARENT_TASK_ID,
         TASK_KIND,
     }
 )

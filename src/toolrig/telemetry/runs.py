@@ -32,8 +32,11 @@ def agent_attributes(run: Any) -> dict[str, Any]:
         attributes[names.AGENT_ID] = run.agent_id
     if run.session_id:
         attributes[names.CONVERSATION_ID] = run.session_id
-    if lineage is not None and lineage.parent.agent_id:
-        attributes[names.PARENT_AGENT_ID] = lineage.parent.agent_id
+    if lineage is not None:
+        attributes[names.TASK_ID] = lineage.child.task_id
+        attributes[names.PARENT_TASK_ID] = lineage.parent.task_id
+        if lineage.parent.agent_id:
+            attributes[names.PARENT_AGENT_ID] = lineage.parent.agent_id
     return attributes
 
 
