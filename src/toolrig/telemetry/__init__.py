@@ -135,3 +135,35 @@ def continue_trace(carrier: Any) -> Iterator[None]:
 def current_carrier() -> dict[str, str]:
     """The current trace context as a small dict to store with work done later (a durable task)."""
     return dict(inject_trace({})) if _propagating else {}
+
+
+def _request_carrier(ctx: Any, params: Any) -> dict[str, Any]:
+    """The W3C trace context an MCP request carried: ``params._meta`` first, else its HTTP headers."""
+    meta = getattr(params, "meta", None)
+    if isinstance(meta, dict) and "traceparent" in meta:
+        return meta
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    if headers is not None and hasattr(headers, "get"):
+        return {key: headers.get(key) for key in ("traceparent", "tracestate") if headers.get(key) is not None}
+    return {}
+
+
+def continues_client_trace(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Serve an MCP ``tools/call`` (``method(self, ctx, params)``) inside the trace its client started."""
+
+    @functools.wraps(method)
+    async def serve(self: Any, ctx: Any, params: Any) -> R:
+        if not _propagating:
+            return await method(self, ctx, params)
+        with continue_trace(_request_carrier(ctx, params)):
+            return await method(self, ctx, params)
+
+    return serve
+
+
+def trace_meta() -> Any:
+    """``_meta`` for an outgoing MCP request: the current trace context, or None when there is none to pass."""
+    if not _propagating:
+        return None
+    carrier = current_carrier()
+    return carrier or None
