@@ -45,7 +45,7 @@ from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
 from toolrig.sampling import ClientSampler, ModelRouter
-from toolrig.telemetry import continues_client_trace
+from toolrig.telemetry.propagation import continues_client_trace
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolrig.telemetry.propagation import (
+    continue_trace,
+    continues_client_trace,
+    current_carrier,
+    inject_trace,
+    state,
+    trace_meta,
+)
 
 if TYPE_CHECKING:
     from toolrig.config import TelemetryConfig
@@ -20,9 +28,21 @@ if TYPE_CHECKING:
     from toolrig.telemetry.setup import Telemetry
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-_propagating = False  # set once any Rig in this process turned telemetry on: trace context then travels
 
 R = TypeVar("R")
+__all__ = [
+    "chat_span",
+    "continue_trace",
+    "continues_client_trace",
+    "continues_task_trace",
+    "current_carrier",
+    "inject_trace",
+    "install",
+    "remember_task_trace",
+    "trace_meta",
+    "traced_run",
+    "wanted",
+]
 
 
 def wanted(config: TelemetryConfig) -> bool:
@@ -38,13 +58,12 @@ def install(config: TelemetryConfig, extensions: Extensions) -> Telemetry | None
     """Called once by a Rig being built: the Rig's telemetry (None when off), its tool calls traced."""
     if not wanted(config):
         return None
-    global _propagating
     from toolrig.telemetry.setup import telemetry_for
     from toolrig.telemetry.tools import ToolSpans
 
     telemetry = telemetry_for(config)
     ToolSpans(telemetry).install(extensions)
-    _propagating = True
+    state.on = True
     return telemetry
 
 
@@ -95,75 +114,40 @@ def chat_span(rig: Any, settings: Any) -> Any:
     return ChatSpan(telemetry, settings)
 
 
-def inject_trace(carrier: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """Add the current trace context (W3C ``traceparent``, ``tracestate``) to an outgoing request's carrier."""
-    if _propagating:
-        from opentelemetry.propagate import inject
+def remember_task_trace(config: TelemetryConfig, records: Any, task: dict[str, Any]) -> dict[str, Any]:
+    """A task just queued: keep the trace it was queued under (when telemetry is on); answers the task."""
+    if state.on and wanted(config):
+        carrier = current_carrier()
+        if carrier:
+            from toolrig.telemetry.durable import remember
 
-        inject(carrier)
-    return carrier
-
-
-@contextmanager
-def continue_trace(carrier: Any) -> Iterator[None]:
-    """Within the block, spans continue the trace a request carried (its ``traceparent``), if any.
-
-    ``carrier`` is input from a client: only string values under the W3C names are read; a malformed one
-    is ignored by the propagator (a new trace starts).
-    """
-    if not _propagating or not carrier or not hasattr(carrier, "get"):
-        yield
-        return
-    parent = carrier.get("traceparent")
-    if not isinstance(parent, str) or len(parent) > 128:
-        yield
-        return
-    from opentelemetry import context
-    from opentelemetry.propagate import extract
-
-    fields = {"traceparent": parent}
-    state = carrier.get("tracestate")
-    if isinstance(state, str) and len(state) <= 512:
-        fields["tracestate"] = state
-    token = context.attach(extract(fields))
-    try:
-        yield
-    finally:
-        context.detach(token)
+            remember(records, task["id"], carrier)
+    return task
 
 
-def current_carrier() -> dict[str, str]:
-    """The current trace context as a small dict to store with work done later (a durable task)."""
-    return dict(inject_trace({})) if _propagating else {}
-
-
-def _request_carrier(ctx: Any, params: Any) -> dict[str, Any]:
-    """The W3C trace context an MCP request carried: ``params._meta`` first, else its HTTP headers."""
-    meta = getattr(params, "meta", None)
-    if isinstance(meta, dict) and "traceparent" in meta:
-        return meta
-    headers = getattr(getattr(ctx, "request", None), "headers", None)
-    if headers is not None and hasattr(headers, "get"):
-        return {key: headers.get(key) for key in ("traceparent", "tracestate") if headers.get(key) is not None}
-    return {}
-
-
-def continues_client_trace(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """Serve an MCP ``tools/call`` (``method(self, ctx, params)``) inside the trace its client started."""
+def continues_task_trace(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Run a durable task's attempt (``method(access, task_id, ...)``) inside the trace that queued it."""
 
     @functools.wraps(method)
-    async def serve(self: Any, ctx: Any, params: Any) -> R:
-        if not _propagating:
-            return await method(self, ctx, params)
-        with continue_trace(_request_carrier(ctx, params)):
-            return await method(self, ctx, params)
+    async def attempt(access: Any, task_id: str, *args: Any, **kwargs: Any) -> R:
+        if not wanted(access.config.telemetry):
+            return await method(access, task_id, *args, **kwargs)
+        task = access.records.task(task_id)
+        if task is None:
+            return await method(access, task_id, *args, **kwargs)
+        tracer = _start_propagating(access.config.telemetry)
+        from toolrig.telemetry.durable import task_span
 
-    return serve
+        with task_span(tracer, access.records, task):
+            return await method(access, task_id, *args, **kwargs)
+
+    return attempt
 
 
-def trace_meta() -> Any:
-    """``_meta`` for an outgoing MCP request: the current trace context, or None when there is none to pass."""
-    if not _propagating:
-        return None
-    carrier = current_carrier()
-    return carrier or None
+def _start_propagating(config: TelemetryConfig) -> Any:
+    """A worker process about to run a task: the providers built now, so the task's own span is exported."""
+    from toolrig.telemetry.setup import telemetry_for
+
+    telemetry = telemetry_for(config)
+    state.on = True
+    return telemetry.tracer
