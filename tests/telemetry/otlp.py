@@ -45,6 +45,7 @@ class Span:
     service: str
     start: int
     end: int
+    scope: str  # the instrumentation scope: "toolrig" for ours (the provider and MCP SDKs trace too)
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Receiver:
                                 service=str(resource.get("service.name", "")),
                                 start=s.start_time_unix_nano,
                                 end=s.end_time_unix_nano,
+                                scope=scope.scope.name,
                             )
                         )
 
