@@ -109,3 +109,21 @@ async def test_every_span_attribute_and_metric_name_is_in_the_tables(
         a.value.string_value for p in otlp.metrics[names.TOOL_CALLS] for a in p.attributes if a.key == names.DECISION
     }
     assert "allow" in decisions
+
+
+async def test_a_commands_containment_is_on_its_span_and_counted(workspace: Path, otlp: Receiver) -> None:
+    config = {
+        "telemetry": {"endpoint": otlp.url},
+        "tools": {"rules": [{"tool": "run_command", "verdict": "allow"}]},
+    }
+    async with Rig(workspace, config=config) as rig:
+        result = await rig.call("run_command", {"command": "echo hi"})
+        assert not result.is_error, result
+        containment = (result.output or {})["containment"]
+        assert rig.telemetry is not None and rig.telemetry.force_flush()
+    [span] = [s for s in otlp.spans if s.attributes.get(names.TOOL_CALL_ID) == result.meta.call_id]
+    assert span.attributes[names.CONTAINMENT] == containment and span.attributes[names.ORIGIN] == "python"
+    counted = {
+        a.value.string_value for p in otlp.metrics.get(names.COMMANDS, []) for a in p.attributes if a.key == names.CONTAINMENT
+    }
+    assert containment in counted
