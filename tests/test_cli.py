@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -279,3 +280,32 @@ def test_generated_subcommands_take_the_first_required_input_as_the_one_position
 def test_help_of_a_json_option_shows_the_shape_it_wants() -> None:
     _, out, _ = run("files", "list_directory", "--help")
     assert '[{"path": "...", "recursive": false}]' in " ".join(out.split()).replace('" ', '"')
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("--bogus",), 2, "No such option '--bogus'"),  # click's usage error
+        (("tasks", "list", "--limit", "x"), 2, "Invalid value for '--limit'"),
+        (("cron", "remove", "j-nope"), 1, "No job"),  # a ClickException from a command
+        (("cron", "add", "x", "sometimes", "p"), 2, "'sometimes' is not a schedule"),
+    ],
+)
+def test_every_error_is_spelled_toolrig_error_whoever_raised_it(
+    workspace: Path, args: tuple[str, ...], code: int, message: str
+) -> None:
+    result = CliRunner().invoke(app, [*args, *(["--root", str(workspace)] if args[0] != "--bogus" else [])])
+    assert result.exit_code == code, result.output
+    errors = [line for line in result.stderr.splitlines() if "rror:" in line]
+    assert len(errors) == 1 and errors[0].startswith(f"toolrig: error: {message}"), result.stderr
+
+
+def test_no_command_writes_an_error_or_warning_prefix_of_its_own() -> None:
+    # The one spelling is `toolrig: error:` / `toolrig: warning:` (click's own errors are respelled by Root).
+    src = Path(__file__).resolve().parent.parent / "src" / "toolrig"
+    own = [
+        f"{path.name}: {match}"
+        for path in [src / "cli.py", *sorted((src / "commands").glob("*.py"))]
+        for match in re.findall(r"""echo\(f?["'](?!toolrig: )((?:error|warning|Error|Warning):)""", path.read_text())
+    ]
+    assert own == []

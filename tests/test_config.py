@@ -404,3 +404,27 @@ def test_an_untrusted_workspace_tool_config_narrows_by_the_tools_own_rules(works
             assert f"'tool_config.{key}' is ignored" in warned
         call, refusal = anyio.run(lambda: rig.executor.decide("run_command", {"command": "git push x"}))
         assert refusal is not None and call.decided_by == "tool_config.run_command.deny"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "lines"),
+    [
+        ("llm:\n  model: a\nllm:\n  model: b\n", "llm", (1, 3)),
+        ("tools:\n  deny: [a]\n  deny: [b]\n", "tools.deny", (2, 3)),
+        ("agents:\n  x:\n    tools: [a]\n  y: {}\n  x:\n    tools: [b]\n", "agents.x", (2, 5)),
+        ("tools:\n  rules:\n    - {tool: a, verdict: deny, verdict: allow}\n", "tools.rules.0.verdict", (3, 3)),
+    ],
+)
+def test_a_key_written_twice_in_one_file_is_an_error_naming_both_lines(
+    workspace: Path, toolrig_home: Path, text: str, key: str, lines: tuple[int, int]
+) -> None:
+    # YAML keeps the last silently: a rule's 'verdict: deny' then 'verdict: allow' would allow.
+    path = write(toolrig_home / "config.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(workspace)
+    assert str(caught.value).startswith(f"{path}:{lines[1]}: {key}: written twice (first at line {lines[0]})")
+
+
+def test_yaml_merge_keys_may_repeat(workspace: Path, toolrig_home: Path) -> None:
+    write(toolrig_home / "config.yaml", "llm:\n  <<: {max_turns: 3}\n  <<: {max_tokens: 9}\n")
+    assert load_config(workspace).config.llm.max_tokens == 9

@@ -39,3 +39,22 @@ def test_every_config_example_in_the_docs_is_valid_config(doc: str) -> None:
     assert blocks
     for block in blocks:
         Config.model_validate(yaml.safe_load(block))
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/local-models.md"])
+def test_the_tool_counts_the_docs_give_are_the_catalogs(doc: str) -> None:
+    from toolrig.agent.toolset import shown_tools
+
+    tools = Registry.default(entry_points=False).list()
+    core = shown_tools(tools, "core", model="any")
+    text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
+    assert re.findall(r"the (\d+) core tools", text) == [str(len(core))]
+    assert re.findall(r"all (\d+) tools", text) == [str(len(tools))]
+
+
+def test_every_test_file_the_docs_name_exists() -> None:
+    # performance.md's history names files where they were then; tools.md is generated from descriptions.
+    skipped = ("performance.md", "tools.md")
+    docs = [ROOT / "README.md", *(p for p in (ROOT / "docs").glob("*.md") if p.name not in skipped)]
+    named = {(d.name, m) for d in docs for m in re.findall(r"\btests/[\w/]+\.py", d.read_text(encoding="utf-8"))}
+    assert sorted(item for item in named if not (ROOT / item[1]).is_file()) == []

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -177,8 +177,58 @@ class ToolGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
+class InputError(click.ClickException):
+    """An argument's value that cannot be used (a bad schedule, a time in the past): exit 2, as usage errors do."""
+
+    exit_code = EXIT_USAGE
+
+
+class _OneSpelling(click.ClickException):
+    """Click's own errors said the way toolrig's are (``toolrig: error: ...``), with the same exit status.
+
+    Click prints ``Error: ...`` for its usage errors and for ``ClickException``; toolrig's own errors read
+    ``toolrig: error: ...``. One spelling lets a person (and a script grepping stderr) find every error.
+    """
+
+    def __init__(self, inner: click.ClickException, as_json: bool) -> None:
+        super().__init__(inner.format_message())
+        self.inner, self.as_json = inner, as_json
+        self.exit_code = inner.exit_code  # type: ignore[misc]  # click declares it on the class; this one varies
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        inner = self.inner
+        if type(inner).show not in (click.ClickException.show, click.UsageError.show):
+            inner.show(file)  # one with its own way of showing (no arguments: the help)
+            return
+        ctx = inner.ctx if isinstance(inner, click.UsageError) else None
+        if ctx is not None:
+            hint = f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n" if ctx.help_option_names else ""
+            click.echo(f"{ctx.get_usage()}\n{hint}", err=True)
+        if self.as_json:
+            kind = "usage" if isinstance(inner, click.UsageError) else "error"
+            click.echo(json.dumps({"type": "error", "kind": kind, "message": self.message}, ensure_ascii=False))
+        else:
+            click.echo(f"toolrig: error: {self.message}", err=True)
+
+
 class Root(click.Group):
     """Commands defined here, then modules of ``toolrig.commands``, then tool groups."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise exc if isinstance(exc, _OneSpelling) else _OneSpelling(exc, as_json=False) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            if isinstance(exc, _OneSpelling):
+                raise
+            raise _OneSpelling(exc, as_json=bool(ctx.meta.get(JSON_ERRORS))) from None
 
     def _load_command_modules(self) -> None:
         import importlib

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from toolrig import telemetry as _telemetry
 from toolrig.approvals import ApprovalChannel
 from toolrig.config import (
+    ALLOW_NOTHING,
     CONFIG_FILE,
     AgentConfig,
     Config,
@@ -268,7 +269,7 @@ class Rig:
         if strict is None:
             strict = os.environ.get("TOOLRIG_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
         for warning in self.warnings:
-            if strict:
+            if strict and warning.file != self.loaded.untrusted_file:  # a cloned repository's typo stops nothing
                 raise ConfigError(
                     f"{warning.message} (strict mode)", file=warning.file, key=warning.key, line=warning.line
                 )
@@ -475,10 +476,7 @@ class Rig:
         prefix: tuple[str, ...] = ("agents", agent, "tool_config") if own is not None and agent else ("tool_config",)
         if tool.config_model is None:
             if any(self.loaded.pending_tool_config.get((owner, tool.name)) for owner in (None, agent)):
-                warning = f"'tool_config.{tool.name}' is ignored: this tool takes no settings"
-                if warning not in self.loaded.warnings:
-                    self.loaded.warnings.append(warning)
-                    log.warning("%s", warning)
+                self.loaded.warn(f"'tool_config.{tool.name}' is ignored: this tool takes no settings")
             if base or own:
                 file, line = self.loaded.where(*prefix, tool.name)
                 key = ".".join((*prefix, tool.name))
@@ -511,9 +509,7 @@ class Rig:
             warnings: list[str] = []
             settings = narrow_settings(settings, proposed, key, warnings)
             for warning in warnings:
-                if warning not in self.loaded.warnings:
-                    self.loaded.warnings.append(warning)
-                    log.warning("%s", warning)
+                self.loaded.warn(warning)
         return settings
 
     def _validate_tool_config(self, registry: Registry) -> None:
@@ -532,21 +528,19 @@ class Rig:
             for name in settings:
                 tool = self._base_registry.find(name)
                 if tool is None:
-                    file, line = self.loaded.where(*prefix, name)
-                    key = ".".join((*prefix, name))
-                    raise ConfigError("no tool has this name", file=file, key=key, line=line)
+                    self.loaded.reject("no tool has this name", (*prefix, name), ".".join((*prefix, name)))
+                    continue
                 self._config_for(tool, agent)
 
     def _validate_agents(self) -> None:
         """A plain tool name in an agent's list that names no tool is a typo: say so at start-up."""
         for name, profile in self.config.agents.items():
             for index, pattern in enumerate(profile.tools or []):
-                if any(c in pattern for c in "*?[") or pattern.startswith("group:"):
+                if any(c in pattern for c in "*?[") or pattern.startswith("group:") or pattern == ALLOW_NOTHING:
                     continue
                 if self._base_registry.find(pattern) is None:
-                    file, line = self.loaded.where("agents", name, "tools", str(index))
-                    key = f"agents.{name}.tools[{index}]"
-                    raise ConfigError(f"no tool is named {pattern!r}", file=file, key=key, line=line)
+                    keys = ("agents", name, "tools", str(index))
+                    self.loaded.reject(f"no tool is named {pattern!r}", keys, f"agents.{name}.tools[{index}]")
 
     # ------------------------------------------------------------------------------ approvals
 

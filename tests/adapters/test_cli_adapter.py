@@ -117,3 +117,39 @@ def test_help_shows_descriptions_defaults_and_positional_text() -> None:
     assert "Repeat for several." in text
     assert "TABLE  Table to read." in text
     assert "--distinct / --no-distinct" in text
+
+
+class KindsIn(ToolInput):
+    name: str
+    count: int = 1
+    ratio: float = 0.5
+    either: int | float = 1
+    loose: int | str = 1
+    ids: list[int] = Field(default_factory=list)
+
+
+class Kinds(Tool[KindsIn, QueryOut]):
+    name = "kinds"
+    group = "sample"
+    description = "Takes values of each kind."
+
+    def execute(self, input: KindsIn, ctx: ToolContext) -> QueryOut:
+        return QueryOut(ok=True)
+
+
+def test_an_option_is_labelled_by_its_kind_not_always_text() -> None:
+    labels = {p.field: p.metavar for p in plan_params(Kinds().input_schema())}
+    assert labels == {
+        "name": "TEXT",
+        "count": "INTEGER",
+        "ratio": "NUMBER",
+        "either": "NUMBER",
+        "loose": "VALUE",
+        "ids": "INTEGER",
+    }
+    command = tool_command(Kinds(), lambda *a: None, [])
+    text = command.get_help(click.Context(command))
+    assert "--count INTEGER" in text and "--ratio NUMBER" in text and "--ids INTEGER" in text
+    assert "--where" not in text and "--limit" not in text
+    query = tool_command(Query(), lambda *a: None, [])
+    assert "--where JSON" in query.get_help(click.Context(query))

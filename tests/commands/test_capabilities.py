@@ -28,6 +28,14 @@ def test_capabilities_shows_the_summary_and_refresh_writes_it(workspace: Path, u
     assert (workspace / ".toolrig" / "capabilities.md").read_text().rstrip() == out.rstrip()
 
 
+def test_capabilities_alone_shows_the_summary_its_help_promises(
+    workspace: Path, user_config: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(workspace)  # no arguments at all: the workspace is the current directory
+    code, out = run("capabilities")
+    assert code == 0 and "**Shell** (run_command)" in out and "Usage:" not in out
+
+
 def test_capabilities_refresh_uses_the_configured_model(workspace: Path, user_config, llm: FakeLLM) -> None:  # type: ignore[no-untyped-def]
     user_config(
         "llm:\n"

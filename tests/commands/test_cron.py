@@ -18,7 +18,7 @@ def invoke(group: object, *args: str, root: Path) -> tuple[int, str]:
 
 def test_a_person_adds_lists_renews_and_removes_a_job(workspace: Path) -> None:
     code, out = invoke(
-        cron, "add", "standup", "0 9 * * 1-5", "Post the summary", "--tz", "Europe/Paris", root=workspace
+        cron, "add", "standup", "0 9 * * 1-5", "Post the summary", "--tz", "Europe/Paris", "--json", root=workspace
     )
     assert code == 0, out
     job = json.loads(out)
@@ -33,9 +33,20 @@ def test_a_person_adds_lists_renews_and_removes_a_job(workspace: Path) -> None:
     assert json.loads(invoke(cron, "list", "--json", root=workspace)[1]) == []
 
 
-def test_cron_errors_exit_non_zero_with_a_message(workspace: Path) -> None:
+def test_cron_add_prints_the_new_id_as_tasks_add_does(workspace: Path) -> None:
+    code, out = invoke(cron, "add", "standup", "15m", "Post the summary", root=workspace)
+    assert code == 0 and out.startswith("j-") and out.strip() == out.splitlines()[0], out
+    code, listed = invoke(cron, "list", "--json", root=workspace)
+    assert [j["id"] for j in json.loads(listed)] == [out.strip()]
+
+
+def test_a_bad_schedule_or_time_exits_two_like_a_usage_error(workspace: Path) -> None:
     code, out = invoke(cron, "add", "x", "sometimes", "p", root=workspace)
-    assert code == 1 and "Accepted forms" in out and "Traceback" not in out
+    assert code == 2 and "Accepted forms" in out and "Traceback" not in out
+    assert CliRunner().invoke(cron, ["next", "sometimes", "--from", "2026-01-01T00:00"]).exit_code == 2
+
+
+def test_cron_errors_exit_non_zero_with_a_message(workspace: Path) -> None:
     code, out = invoke(cron, "remove", "j-nope", root=workspace)
     assert code == 1 and "No job" in out
 
@@ -46,6 +57,10 @@ def test_tasks_add_list_show_and_cancel(workspace: Path) -> None:
     task_id = out.strip()
     code, out = invoke(tasks, "list", "--json", root=workspace)
     assert [t["id"] for t in json.loads(out)] == [task_id]
+    not_before = json.loads(out)[0]["not_before"]
+    code, out = invoke(tasks, "list", root=workspace)
+    header, row = out.splitlines()
+    assert header.split()[:3] == ["id", "status", "runs"] and f"queued  at {not_before}" in row, out
     code, out = invoke(tasks, "show", task_id, root=workspace)
     assert json.loads(out)["status"] == "queued"
     assert invoke(tasks, "cancel", task_id, root=workspace)[0] == 0
@@ -57,7 +72,7 @@ def test_tasks_add_list_show_and_cancel(workspace: Path) -> None:
 
 def test_tasks_add_refuses_a_bad_time(workspace: Path) -> None:
     code, out = invoke(tasks, "add", "x", "--after", "tomorrowish", root=workspace)
-    assert code == 1 and "not a time" in out
+    assert code == 2 and "not a time" in out
 
 
 def test_a_state_file_a_repository_committed_as_a_symlink_is_refused_with_a_message(

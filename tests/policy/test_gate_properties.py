@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolrig import Rig
-from toolrig.config import Narrow, _narrow_value
+from toolrig.config.narrowing import _narrow_value
+from toolrig.narrowing import Narrow
 from toolrig.policy.audit import AuditLog
 from toolrig.sandbox.patterns import PatternSet
 

@@ -30,6 +30,16 @@ class ParamPlan:
     kind: str  # "positional", "variadic", "option", "multiple", "flag", "json"
     required: bool
     help: str
+    metavar: str = "TEXT"  # what --help shows the value as: INTEGER, NUMBER, TEXT, JSON
+
+
+def _metavar(kinds: set[str]) -> str:
+    """The label of a scalar value by its JSON Schema kinds (an ``int`` field read ``TEXT`` before)."""
+    if kinds == {"integer"}:
+        return "INTEGER"
+    if kinds <= {"integer", "number"}:
+        return "NUMBER"
+    return "TEXT" if kinds == {"string"} else "VALUE"
 
 
 def _kinds(node: dict[str, Any], defs: dict[str, Any]) -> set[str]:
@@ -97,7 +107,8 @@ def plan_params(schema: dict[str, Any]) -> list[ParamPlan]:
             if kinds == {"boolean"}:
                 plans.append(ParamPlan(name, "flag", is_required, help_text))
             else:
-                plans.append(ParamPlan(name, "positional" if takes_positional else "option", is_required, help_text))
+                kind = "positional" if takes_positional else "option"
+                plans.append(ParamPlan(name, kind, is_required, help_text, _metavar(kinds)))
                 positional_taken = positional_taken or takes_positional
             continue
         if scalar_items and kinds - {"array"} <= SCALARS:
@@ -106,10 +117,11 @@ def plan_params(schema: dict[str, Any]) -> list[ParamPlan]:
                 plans.append(ParamPlan(name, "variadic_or_one" if either else "variadic", True, help_text))
                 positional_taken = True
             else:
-                plans.append(ParamPlan(name, "multiple_or_one" if either else "multiple", is_required, help_text))
+                kind = "multiple_or_one" if either else "multiple"
+                plans.append(ParamPlan(name, kind, is_required, help_text, _metavar(item_kinds | (kinds - {"array"}))))
             continue
         shape = json.dumps(example_value(node, defs))
-        plans.append(ParamPlan(name, "json", is_required, f"{help_text} JSON, like: {shape}".strip()))
+        plans.append(ParamPlan(name, "json", is_required, f"{help_text} JSON, like: {shape}".strip(), "JSON"))
     return plans
 
 
@@ -137,14 +149,14 @@ def build_params(plans: list[ParamPlan]) -> list[click.Parameter]:
                     [_option_name(plan.field), plan.field],
                     multiple=True,
                     required=plan.required,
+                    metavar=plan.metavar,
                     help=(plan.help + " Repeat for several.").strip(),
                 )
             )
         else:
-            metavar = "JSON" if plan.kind == "json" else "TEXT"
             params.append(
                 click.Option(
-                    [_option_name(plan.field), plan.field], required=plan.required, metavar=metavar, help=plan.help
+                    [_option_name(plan.field), plan.field], required=plan.required, metavar=plan.metavar, help=plan.help
                 )
             )
     return params

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolrig.cli import root_option
+from toolrig.cli import InputError, root_option
 
 if TYPE_CHECKING:
     from toolrig.durable.access import DurableAccess
@@ -29,8 +29,11 @@ def open_access(root: Path) -> DurableAccess:
 
 
 @contextmanager
-def errors() -> Iterator[None]:
-    """A DurableError or a store's ToolError becomes a message on stderr and exit status 1, never a traceback.
+def errors(*, checks_input: bool = False) -> Iterator[None]:
+    """A DurableError or a store's ToolError becomes a message on stderr, never a traceback.
+
+    Exit status 1; 2 under ``checks_input`` when the command's own arguments are invalid (a schedule, a time),
+    as for a usage error. A task that already ended is a state, not a bad argument: 1.
 
     A store refuses on purpose, for example a state file that a repository committed as a symlink.
     """
@@ -40,7 +43,10 @@ def errors() -> Iterator[None]:
     try:
         yield
     except DurableError as exc:
-        raise click.ClickException(exc.message + (f" {exc.hint}" if exc.hint else "")) from None
+        message = exc.message + (f" {exc.hint}" if exc.hint else "")
+        if checks_input and exc.kind == "invalid":
+            raise InputError(message) from None
+        raise click.ClickException(message) from None
     except ToolError as exc:
         hint = exc.next_action_hint
         raise click.ClickException(exc.message + (f" {hint}" if hint else "")) from None

@@ -49,9 +49,20 @@ def list_agents(rig_root: Path, as_json: bool) -> None:
             item = {"name": kind.name, "description": kind.description, "source": kind.source}
             click.echo(json.dumps({**item, "location": kind.location}, ensure_ascii=False))
         else:
-            click.echo(f"{kind.name:24} {kind.source:8} {kind.description[:70]}  ({kind.location})")
+            click.echo(f"{kind.name:24} {kind.source:8} {_one_line(kind.description, 70)}  ({kind.location})")
     for warning in found.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"toolrig: warning: {warning}", err=True)
+
+
+def _one_line(text: str, width: int) -> str:
+    """A description on one line of at most ``width``, cut between words and marked as cut (``…``)."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    if flat[width - 1] != " " and " " in cut:  # mid-word: drop the partial word
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(".:;,( ") + "…"
 
 
 @command.command("show")

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 command = ToolGroup("capabilities")
 command.help = "Show the capabilities summary (.toolrig/capabilities.md); --refresh rebuilds it from the policy."
 command.invoke_without_command = True
+command.no_args_is_help = False  # set from invoke_without_command at construction: the summary is the default
 
 
 command.params += [
@@ -61,7 +62,7 @@ async def _refresh(rig: Rig) -> str:
         try:
             provider = make_provider(settings_from(rig.config.llm))
         except RunError as exc:
-            click.echo(f"warning: grouping by tool group: {exc.message}", err=True)
+            click.echo(f"toolrig: warning: grouping by tool group: {exc.message}", err=True)
         else:
             install_grouper(rig, provider)
     async with rig:

@@ -62,12 +62,33 @@ def path(rig_root: Path) -> None:
 @command.command("check")
 @_root
 def check(rig_root: Path) -> None:
-    """Validate the config files; on an error print FILE:LINE: key: problem and exit 2."""
-    loaded = _load(rig_root)
-    for warning in loaded.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    """Validate the config files; print every problem as FILE:LINE: key: problem and exit 2 if there is one."""
+    from toolrig.config import file_problems
+    from toolrig.errors import ConfigError
+
+    problems = [p for _, file in _files(rig_root) if file.is_file() for p in file_problems(file)]
+    loaded = None
+    if not problems:  # each file holds; what they name (tools, their settings) is checked against the catalog
+        try:
+            loaded = _load_checked(rig_root)
+        except ConfigError as exc:
+            problems.append(exc)
+    for problem in problems:
+        click.echo(f"toolrig: error: {problem}", err=True)
+    if loaded is None:
+        sys.exit(EXIT_CONFIG)
     names = ", ".join(str(f) for f in loaded.files) or "no config files (defaults only)"
     click.echo(f"ok: {names}")
+
+
+def _load_checked(root: Path) -> LoadedConfig:
+    """The merged config, after a Rig was built on it: its start-up checks are the config's last ones."""
+    from toolrig.config import load_config
+    from toolrig.rig import Rig
+
+    loaded = load_config(root)
+    with Rig(root, config=loaded):
+        return loaded
 
 
 def _leaves(value: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from toolrig.cli import InputError
 from toolrig.commands._durable_common import JSON, ROOT, emit, errors, open_access
 
 _JOB_COLUMNS = ("id", "name", "schedule", "source", "enabled", "running", "next_run", "last_status", "prompt_preview")
@@ -36,12 +37,13 @@ def list_jobs(as_json: bool, rig_root: Path) -> None:
 @ROOT
 def add_job(name: str, schedule: str, prompt: str, agent: str | None, zone: str, as_json: bool, rig_root: Path) -> None:
     """Add a job (made by a person: it does not expire)."""
-    with errors():
-        access = open_access(rig_root)
-        book = access.job_book
-        emit(
-            book.view(book.add(name=name, schedule=schedule, prompt=prompt, by="person", agent=agent, zone=zone)), True
-        )
+    with errors(checks_input=True):
+        book = open_access(rig_root).job_book
+        job = book.add(name=name, schedule=schedule, prompt=prompt, by="person", agent=agent, zone=zone)
+    if as_json:
+        emit(book.view(job), True)
+    else:
+        click.echo(job["id"])  # as `tasks add` does: the id, for the next command
 
 
 @command.command("remove")
@@ -122,6 +124,6 @@ def next_times(schedule: str, start: str, zone: str, count: int, as_json: bool) 
             origin = origin.replace(tzinfo=ZoneInfo(zone))
         parsed = parse_schedule(schedule, zone=zone, now=origin)
     except ScheduleError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise InputError(str(exc)) from None
     times = [t.isoformat() for t in parsed.next_times(origin, count)]
     click.echo(json.dumps(times) if as_json else "\n".join(times))

@@ -43,7 +43,7 @@ def list_skills(rig_root: Path, as_json: bool) -> None:
         else:
             click.echo(f"{skill.name:24} {skill.scope:8} {skill.description[:80]}")
     for warning in found.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"toolrig: warning: {warning}", err=True)
     if not found.skills and not as_json:
         click.echo("no skills found (searched: " + ", ".join(str(r.path) for r in found.roots) + ")", err=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,7 +24,7 @@ def command() -> None:
 @ROOT
 def add_task(prompt: str, agent: str | None, after: str | None, retries: int, as_json: bool, rig_root: Path) -> None:
     """Queue PROMPT for a worker."""
-    with errors():
+    with errors(checks_input=True):
         task = open_access(rig_root).task_book.add(
             prompt=prompt, by="person", agent=agent, after=after, retries=retries
         )
@@ -44,7 +45,18 @@ def list_tasks(status: str | None, limit: int, as_json: bool, rig_root: Path) ->
 
     with errors():
         rows = [view(t) for t in open_access(rig_root).records.tasks(status=status, limit=limit)]
-    emit(rows, as_json, ("id", "status", "kind", "attempt", "created", "result", "prompt", "resumes"))
+    if not as_json:
+        rows = [row | {"runs": _runs(row)} for row in rows]
+    emit(rows, as_json, ("id", "status", "runs", "kind", "attempt", "created", "result", "prompt", "resumes"))
+
+
+def _runs(row: dict[str, Any]) -> str:
+    """When the task runs (or ran): a queued one's start, a running one's since, an ended one's end."""
+    if row["status"] == "queued":
+        return f"at {row['not_before']}" if row["not_before"] else "next free worker"
+    if row["status"] == "running" and row["started"]:
+        return f"since {row['started']}"
+    return f"ended {row['ended']}" if row["ended"] else "-"
 
 
 @command.command("show")

@@ -56,7 +56,12 @@ class Telemetry:
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export everything recorded so far (tests, and a short-lived command before it exits)."""
         ok = bool(self.tracer_provider.force_flush(timeout_millis))
-        return bool(self.meter_provider.force_flush(timeout_millis)) and ok
+        ok = bool(self.meter_provider.force_flush(timeout_millis)) and ok
+        # Libraries' own spans (the MCP and provider SDKs trace too) go to the global provider, if another.
+        for other in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+            if other is not self.tracer_provider and other is not self.meter_provider and hasattr(other, "force_flush"):
+                ok = bool(other.force_flush(timeout_millis)) and ok
+        return ok
 
 
 def telemetry_for(config: TelemetryConfig) -> Telemetry:
