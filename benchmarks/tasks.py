@@ -85,7 +85,7 @@ def durable_rate(server: object, llm: FakeLLM, workers: int, tasks: int) -> floa
 def inline_rate(llm: FakeLLM, tasks: int) -> float:
     import anyio
 
-    from toolrig.agent.loop import run_agent
+    from toolrig.agent.entry import run_agent
     from toolrig.agent.state import RunOptions
     from toolrig.registry import Registry
     from toolrig.rig import Rig

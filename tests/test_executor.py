@@ -488,13 +488,13 @@ async def test_gates_hooks_and_audit_sinks_added_after_a_tools_first_call_run_on
     assert order == ["policy", "rate_limit", "approval", "before_tool", "after_tool", "audit:denied"]
 
 
-async def test_a_rule_configured_after_a_tools_first_call_decides_its_next_call(workspace: Path) -> None:
+async def test_a_view_brought_after_a_tools_first_call_decides_that_call(workspace: Path) -> None:
     rig = fast_path_rig(workspace)
     assert not (await rig.call("deadline_seen", {})).is_error
-    # The policy gate answers "no rule names this tool" from the policy's own plan; a profile added later
-    # drops that plan, and the next call is decided afresh.
-    rig.set_agent_profile("late", AgentConfig.model_validate({"tools": ["deadline_seen_waiting"]}))
-    refused = await rig.call("deadline_seen", {}, agent_id="late")
+    # The policy gate answers "no rule names this tool" from the policy's own plan; a call that brings its own
+    # view is decided by that view's plan, and the plan kept for everyone else is left as it was.
+    late = rig.agent_view().child("late", AgentConfig.model_validate({"tools": ["deadline_seen_waiting"]}))
+    refused = await rig.executor.invoke("deadline_seen", {}, agent_id="late", agent=late)
     assert refused.error_type == "denied"
     assert not (await rig.call("deadline_seen", {})).is_error
 

@@ -14,7 +14,7 @@ import pytest
 import toolrig.hooks as hooks_module
 from tests.conftest import Call
 from tests.support.interleave import Paused
-from tests.support.run_hooks import hooks_of_the_run
+from tests.support.run_hooks import scope_with_hooks
 from tests.support.sample_tools import all_tools
 from toolrig import Rig, ToolError
 from toolrig.config import set_trust
@@ -287,11 +287,11 @@ async def test_a_hook_added_to_a_runs_chain_after_calls_runs_for_the_rigs_next_c
     rig = rig_with(workspace)
     assert not (await rig.call("echo", {"text": "a"})).is_error
     chain = HookChain()
-    with hooks_of_the_run(chain):
-        assert not (await rig.call("echo", {"text": "b"})).is_error
-        log: list[str] = []
-        chain.add(Recorder("run", log))
-        assert not (await rig.call("echo", {"text": "c"})).is_error
+    run = scope_with_hooks(chain)
+    assert not (await rig.call("echo", {"text": "b"}, scope=run)).is_error
+    log: list[str] = []
+    chain.add(Recorder("run", log))
+    assert not (await rig.call("echo", {"text": "c"}, scope=run)).is_error
     assert log == ["run:before:echo:{'text': 'c'}", "run:after:False"]
     # `policy explain` walks the same gate: it reports, and runs no hook.
     call, result = await rig.executor.decide("echo", {"text": "d"})
@@ -342,6 +342,5 @@ async def test_a_hook_chain_that_arrives_whole_wakes_the_hook_gates(
     monkeypatch.setattr(hooks_module, "_waiting", weakref.WeakSet())
     rig = rig_with(workspace)
     arrived = pickle.loads(sent) if travel == "pickle" else copy.deepcopy(chain)  # noqa: S301 # our own bytes
-    with hooks_of_the_run(arrived):
-        refused = await rig.call("echo", {"text": "a"})
+    refused = await rig.call("echo", {"text": "a"}, scope=scope_with_hooks(arrived))
     assert refused.error_type == "denied" and refused.message == "the travelling hook blocked it"

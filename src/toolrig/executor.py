@@ -25,31 +25,33 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
+from toolrig.approvals.channel import ApprovalChannel
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import (
     AllowAll,
     Approvals,
     HttpAccess,
-    Models,
     SkillAccess,
-    SubagentAccess,
     ToolCatalog,
     ToolContext,
 )
 from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
+from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult, ok_checked
+from toolrig.sampling import CallModels
 from toolrig.sandbox.paths import Workspace
+from toolrig.scope import DEFAULT, CallScope
 from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
 from toolrig.worker_threads import run_sync
@@ -101,6 +103,9 @@ class ToolCall:
     agent_id: str | None = None
     parent_agent_id: str | None = None
     session_id: str | None = None
+    agent: AgentView | None = None  # whose permissions judge the call, when the caller brings them (a subagent)
+    channel: ApprovalChannel | None = None  # who answers its approvals: the caller's own (a run's), else the Rig's
+    scope: CallScope = DEFAULT  # the rest of who is calling: its model, its run's subagents, its catalog
     input: BaseModel | None = None
     subjects: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -309,9 +314,9 @@ class _ToolPlan:
 class Lookup(Protocol):
     """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
 
-    def offered_names(self, agent: str | None) -> list[str]: ...
+    def offered_names(self, agent: AgentView | str | None) -> list[str]: ...
 
-    def hidden(self, name: str, agent: str | None) -> tuple[str, str] | None:
+    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
         """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
         ...
 
@@ -328,6 +333,12 @@ def new_call_id() -> str:
 
 
 class Executor:
+    """The one call path, built once per Rig with every capability its tools reach (constructor arguments).
+
+    A caller's part of a call (its agent view, approval channel, model, run) comes with the call in its
+    ``CallScope``; nothing of a caller is set here, so concurrent runs and MCP clients share one executor.
+    """
+
     def __init__(
         self,
         registry: Registry,
@@ -338,10 +349,13 @@ class Executor:
         http: HttpAccess | None = None,
         events: EventSink | None = None,
         approvals: Approvals | None = None,
-        tool_config: Callable[[AnyTool, str | None], BaseModel | None] | None = None,
+        tool_config: Callable[[AnyTool, AgentView | str | None], BaseModel | None] | None = None,
         lookup: Lookup | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        durable: Durable | None = None,
+        catalog: ToolCatalog | None = None,
+        skills: SkillAccess | None = None,
     ) -> None:
         self.registry = registry
         self.workspace = workspace
@@ -354,11 +368,9 @@ class Executor:
         self.lookup = lookup
         self.timeout_seconds = timeout_seconds
         self.output_cap = output_cap
-        self.durable: Durable | None = None  # schedules and tasks (the Rig sets it; a durable run binds its task)
-        self.catalog: ToolCatalog | None = None  # set by the rig: the offered tools, for tool_search
-        self.skills: SkillAccess | None = None  # set by the rig: the workspace's Agent Skills
-        self.subagents: SubagentAccess | None = None  # set by the agent runtime on its first run
-        self.models: Models | None = None  # set by the rig: tools' sampling (toolrig.sampling)
+        self.durable = durable  # schedules and tasks (a durable run's rig binds its task)
+        self.catalog = catalog  # the offered tools, for tool_search (a caller's scope may bring its own view)
+        self.skills = skills  # the workspace's Agent Skills
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
         self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
@@ -377,8 +389,13 @@ class Executor:
         events: EventSink | None = None,
         offered: Collection[str] | None = None,
         called_as: str | None = None,
+        agent: AgentView | None = None,
+        channel: ApprovalChannel | None = None,
+        scope: CallScope | None = None,
     ) -> ToolResult:
         """Run one tool call to a ToolResult. Only the caller's own cancellation propagates.
+
+        ``scope`` says who is calling (``toolrig.scope``); a keyword given as well wins over its field.
 
         ``offered`` narrows what this caller may call further (an agent run's own tool list): a call of
         any other tool is refused before its arguments are read, and still recorded. ``called_as`` is the
@@ -386,6 +403,15 @@ class Executor:
         """
         if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
             raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
+        if scope is not None:
+            agent_id = agent_id if agent_id is not None else scope.agent_id
+            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
+            session_id = session_id if session_id is not None else scope.session_id
+            events = events or scope.events
+            offered = offered if offered is not None else scope.offered
+            agent = agent or scope.agent
+            channel = channel or scope.channel
+            origin = scope.origin if origin == "python" else origin
         call = ToolCall.start(
             name,
             call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
@@ -398,6 +424,12 @@ class Executor:
         )
         if called_as is not None:  # else the class's default, None
             call.called_as = called_as
+        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
+            call.agent = agent
+        if channel is not None:
+            call.channel = channel
+        if scope is not None:
+            call.scope = scope
         # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
         # cancellation leaves the inner ``try``, to be recorded by the outer one.
         try:
@@ -430,12 +462,12 @@ class Executor:
                         timed_out = False
                     elif tool.is_async:
                         limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        with anyio.move_on_after(limit) as scope:
+                        with anyio.move_on_after(limit) as deadline:
                             if direct is not None:
                                 output = await direct.fn(**validated.__dict__)
                             else:
                                 output = await tool.execute(validated, ctx)
-                        timed_out = scope.cancelled_caught
+                        timed_out = deadline.cancelled_caught
                     else:
                         # A worker thread; it inherits the bound token through the copied context.
                         limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
@@ -494,6 +526,7 @@ class Executor:
         agent_id: str | None = None,
         origin: str = "explain",
         called_as: str | None = None,
+        agent: AgentView | None = None,
     ) -> tuple[ToolCall, ToolResult | None]:
         """Stages 1 and 2 without side effects: the call as the gate judged it, and the refusal if any.
 
@@ -501,6 +534,7 @@ class Executor:
         """
         call = ToolCall.start(name, new_call_id(), origin, agent_id, None, None, time.perf_counter(), self.events)
         call.called_as = called_as
+        call.agent = agent
         call.dry_run = True
         try:
             self._prepare(call, args, None)
@@ -527,7 +561,7 @@ class Executor:
             raise ToolError(
                 ErrorType.DENIED,
                 f"Refused by policy: the tool '{call.name}' is not offered in this run.",
-                self._choices(call.agent_id, offered),
+                self._choices(call.agent or call.agent_id, offered),
             )
         plan = self._plans.get(tool.name)
         if (
@@ -555,20 +589,22 @@ class Executor:
             validated = plan.validate(repaired)
         except ValidationError as exc:
             raise explain_validation_error(plan.input_model, exc) from None
-        call.settings = self.tool_config(tool, call.agent_id)
+        call.settings = self.tool_config(tool, call.agent or call.agent_id)
         call.input = validated
         if plan.has_subjects:
             call.subjects = tool.subjects(validated)
         return plan, validated
 
     def _context(self, call: ToolCall, tool_name: str, token: CancelToken) -> ToolContext:
+        scope = call.scope
+        approvals = self.approvals if call.channel is None else _through(self.approvals, call.channel)
         return ToolContext(
             workspace=self.workspace,
             stores=self.stores,
             config=call.settings,
             http=self.http,
             events=call.events or self.events,
-            approvals=self.approvals,
+            approvals=approvals,
             cancel=token,
             agent_id=call.agent_id,
             session_id=call.session_id,
@@ -576,10 +612,10 @@ class Executor:
             tool_name=tool_name,
             output_cap=self.output_cap,
             durable=self.durable,
-            catalog=self.catalog,
+            catalog=scope.catalog or self.catalog,
             skills=self.skills,
-            subagents=self.subagents,
-            models=self.models,
+            subagents=scope.subagents,
+            models=CallModels(approvals, scope.models),
         )
 
     def _shape(
@@ -632,7 +668,7 @@ class Executor:
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ok_checked(data, list(notes) if notes else [], meta, content)
 
-    def _choices(self, agent: str | None, offered: Collection[str] | None = None) -> str:
+    def _choices(self, agent: AgentView | str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
         names = self.lookup.offered_names(agent) if self.lookup is not None else self.registry.names()
         if offered is not None:
@@ -641,8 +677,8 @@ class Executor:
         return f"Call one of the available tools: {shown}." if names else "No tools are available."
 
     def _not_found(self, call: ToolCall, offered: Collection[str] | None) -> ToolError:
-        hint = self._choices(call.agent_id, offered)
-        hidden = self.lookup.hidden(call.name, call.agent_id) if self.lookup is not None else None
+        hint = self._choices(call.agent or call.agent_id, offered)
+        hidden = self.lookup.hidden(call.name, call.agent or call.agent_id) if self.lookup is not None else None
         if hidden is not None:
             call.verdict, call.decided_by = "deny", hidden[0]
             return ToolError(ErrorType.DENIED, f"Refused by policy: {hidden[1]}.", hint)
@@ -797,6 +833,18 @@ class Executor:
             for index, (name, args) in enumerate(calls):
                 group.start_soon(run_one, index, name, args)
         return [r for r in results if r is not None]
+
+
+@runtime_checkable
+class Routable(Protocol):
+    """Approvals that can be asked through one caller's channel (the Rig's ``ToolApprovals``)."""
+
+    def through(self, channel: ApprovalChannel) -> Approvals: ...
+
+
+def _through(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
+    """A tool's own questions go where its call's approvals go."""
+    return approvals.through(channel) if isinstance(approvals, Routable) else approvals
 
 
 def _unrecorded(call: ToolCall, exc: Exception) -> ToolResult:

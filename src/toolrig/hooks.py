@@ -13,7 +13,6 @@ a script only as data in environment variables, never as part of its command lin
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import json
 import logging
 import os
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from toolrig.errors import ErrorType, ToolError
+from toolrig.scope import HookRunner
 
 if TYPE_CHECKING:
     from toolrig.executor import Extensions, Reserved, ToolCall
@@ -235,13 +235,8 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-# The hooks of the agent run making the current call (``RunOptions.hooks``); the run loop sets it around
-# its turns, so the one gate below finds them without a second gate per run.
-run_hooks: contextvars.ContextVar[HookChain | None] = contextvars.ContextVar("toolrig_run_hooks", default=None)
-
-
 # Whether any HookChain in this process has held a hook. Until one has, no chain a gate could read (its
-# Rig's, or a run's through ``run_hooks``) has anything to run, so the gates wait outside the executor's
+# Rig's, or a run's in its call scope) has anything to run, so the gates wait outside the executor's
 # extension points; ``HookChain.add`` wakes every one of them, for good, before it returns.
 # The flag is read without the lock (``add``'s common case); it turns true only once every waiting gate is
 # awake, and a gate joins the waiting ones under the same lock as it reads the flag, so no gate is missed: a
@@ -296,20 +291,20 @@ class HookGate:
             for place in self._places:
                 place.wake()
 
-    def _chains(self) -> list[HookChain]:
-        chains = [self.chain] if self.chain.enabled and len(self.chain) else []
-        own = run_hooks.get()
+    def _chains(self, call: ToolCall) -> list[HookRunner]:
+        chains: list[HookRunner] = [self.chain] if self.chain.enabled and len(self.chain) else []
+        own = call.scope.hooks  # the calling run's own (``RunOptions.hooks``), passed with the call
         if own is not None and len(own):
             chains.append(own)
         return chains
 
     def before(self, call: ToolCall) -> Awaitable[None] | None:
-        if call.dry_run or not (self.chain._hooks or run_hooks.get()):
+        if call.dry_run or not (self.chain._hooks or call.scope.hooks):
             return None  # `policy explain` reports the hooks, it does not run scripts; and nothing to run
         return self._before(call)
 
     async def _before(self, call: ToolCall) -> None:
-        chains = self._chains()
+        chains = self._chains(call)
         event = HookEvent("before_tool", call.session_id, call.agent_id, tool=call.name, tool_args=call.raw_args)
         for chain in chains:
             try:
@@ -320,12 +315,12 @@ class HookGate:
                 raise
 
     def after(self, call: ToolCall, result: ToolResult) -> Awaitable[ToolResult] | ToolResult:
-        if not call.ran or not (self.chain._hooks or run_hooks.get()):
+        if not call.ran or not (self.chain._hooks or call.scope.hooks):
             return result  # nothing to run: the executor skips the await
         return self._after(call, result)
 
     async def _after(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        chains = self._chains()
+        chains = self._chains(call)
         if chains:
             event = HookEvent(
                 "after_tool",

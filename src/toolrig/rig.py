@@ -23,7 +23,6 @@ from toolrig.approvals import ApprovalChannel
 from toolrig.config import (
     ALLOW_NOTHING,
     CONFIG_FILE,
-    AgentConfig,
     Config,
     LoadedConfig,
     config_from,
@@ -36,13 +35,15 @@ from toolrig.errors import ConfigError, UsageError
 from toolrig.event_bus import EventBus, EventSink
 from toolrig.executor import Executor, Extensions, ToolCall
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
+from toolrig.permissions import AgentView
 from toolrig.policy.governance import Governance, ToolApprovals
 from toolrig.policy.names import unmatched_names
 from toolrig.policy.rules import hidden_globs
-from toolrig.profiles import Profile, get_profile, speaking
+from toolrig.profiles import Profile, get_profile
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
+from toolrig.scope import DEFAULT
 from toolrig.stores import Stores
 
 if TYPE_CHECKING:
@@ -53,7 +54,17 @@ log = logging.getLogger("toolrig.config")
 SchemaFormat = Literal["anthropic", "openai", "json"]
 # Keywords of Executor.invoke: with keyword-style arguments, these are options unless the tool has such a field.
 _EXECUTOR_OPTIONS = frozenset(
-    {"call_id", "origin", "agent_id", "parent_agent_id", "session_id", "timeout_seconds", "events", "offered"}
+    {
+        "call_id",
+        "origin",
+        "agent_id",
+        "parent_agent_id",
+        "session_id",
+        "timeout_seconds",
+        "events",
+        "offered",
+        "channel",
+    }
 )
 
 
@@ -87,7 +98,8 @@ class Rig:
 
         The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
         reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
-        setters do: ``set_agent_profile``, ``approval_channel``, ``hooks``, ``governance.policy``/``limiter``).
+        setters do: ``hooks``, ``governance.policy``/``limiter``). A subagent's narrowed
+        permissions are never added here: they come with its calls (``AgentView``).
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
@@ -143,6 +155,10 @@ class Rig:
         self._validate_agents()
         self.warnings = unmatched_names(self.config, self.loaded, self._base_registry)
         self._report_warnings(strict)
+        from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
+        from toolrig.skills.binding import RigCatalog, RigSkills
+
+        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
         self.executor = Executor(
             self._available,
             self.workspace,
@@ -155,17 +171,10 @@ class Rig:
             lookup=self,
             timeout_seconds=self.config.limits.timeout_seconds,
             output_cap=self.config.output.max_chars,
+            durable=self._durable,
+            catalog=RigCatalog(self),  # the offered-tool catalog, for the tools that list tools
+            skills=RigSkills(self),  # the workspace's skills, for the skill tools
         )
-        from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
-
-        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
-        self.executor.durable = self._durable
-        from toolrig.sampling import ModelRouter
-
-        self.executor.models = ModelRouter(self.executor.approvals)  # ctx.sample: the client's model or the run's
-        from toolrig.skills.binding import bind
-
-        bind(self)  # the offered-tool catalog and the workspace's skills, for the tools that need them
 
     # ------------------------------------------------------------------------------ lifetime
 
@@ -219,11 +228,8 @@ class Rig:
 
     @property
     def approval_channel(self) -> ApprovalChannel | None:
+        """The Rig's own channel (given when it was built); a caller passes its own with its calls."""
         return self.governance.channel
-
-    @approval_channel.setter
-    def approval_channel(self, channel: ApprovalChannel | None) -> None:
-        self.governance.channel = channel
 
     @property
     def catalog(self) -> Registry:
@@ -235,29 +241,31 @@ class Rig:
         """The tools this rig's agent is offered: the catalog narrowed by config and the agent's permissions."""
         return self.registry_for(self.agent)
 
-    def registry_for(self, agent: str | None) -> Registry:
+    def agent_view(self, agent: AgentView | str | None = None) -> AgentView:
+        """Whose permissions a call as ``agent`` is judged by (default: the rig's agent); see ``AgentView``."""
+        return self.governance.policy.view(self.agent if agent is None else agent)
+
+    def registry_for(self, agent: AgentView | str | None) -> Registry:
         """The tools ``agent`` sees in its schemas: offered by config, in its list, not denied outright."""
-        view = self._views.get(agent)
-        if view is None:
-            available = self._available_tools()
+        chosen = self.governance.policy.view(agent)
+        cache = self._views if chosen.configured else chosen.memo.setdefault("registry", {})
+        key = chosen.name if chosen.configured else None
+        registry = cache.get(key)
+        if registry is None:
+            available = self._available
             from toolrig.skills.binding import for_schemas
 
-            view = Registry(
-                for_schemas(self, [t for t in available.list() if self.governance.policy.offered(t, agent)])
-            )
-            self._views[agent] = view
-        return view
-
-    def _available_tools(self) -> Registry:
-        """The catalog narrowed by ``tools.allow`` / ``tools.deny``: what the executor serves at all."""
-        return self._available
+            policy = self.governance.policy
+            registry = Registry(for_schemas(self, [t for t in available.list() if policy.offered(t, chosen)]))
+            cache[key] = registry
+        return registry
 
     # The executor's Lookup: what a caller is offered, and why a known tool is hidden from it.
 
-    def offered_names(self, agent: str | None) -> list[str]:
+    def offered_names(self, agent: AgentView | str | None) -> list[str]:
         return self.registry_for(agent).names()
 
-    def hidden(self, name: str, agent: str | None) -> tuple[str, str] | None:
+    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
         tool = self._base_registry.find(name)
         if tool is None:
             return None
@@ -337,19 +345,16 @@ class Rig:
             options["agent_id"] = self.agent
         if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
-        from toolrig.adapters.faces import shape_result, speak, translate
+        from toolrig.adapters.faces import call_speaking
+        from toolrig.skills.binding import RigCatalog
 
-        token = speaking.set(chosen)
-        try:
-            if face is None:
-                return speak(chosen, await self.executor.invoke(name, args, events=events, **options))
-            translated = translate(chosen, name, args, self.executor.registry.find(face.tool))
-            result = await self.executor.invoke(
-                translated.name, translated.args, events=events, called_as=name, **options
-            )
-            return speak(chosen, shape_result(translated, result))
-        finally:
-            speaking.reset(token)
+        # The caller speaks ``chosen``: its scope says so, and its tools' catalog names tools as it does.
+        scope = options.pop("scope", None) or DEFAULT
+        catalog = scope.catalog or self.executor.catalog
+        if isinstance(catalog, RigCatalog):
+            catalog = catalog.for_caller(profile=chosen)
+        scope = scope.child(profile=chosen, catalog=catalog)
+        return await call_speaking(self.executor, chosen, name, args, events=events, scope=scope, **options)
 
     async def decide(
         self, name: str, args: dict[str, Any] | str | None = None, /, *, profile: str | Profile | None = None
@@ -417,19 +422,6 @@ class Rig:
             return json_tools(tools)
         raise UsageError(f"unknown schema format {format!r}: use 'anthropic', 'openai' or 'json'")
 
-    def set_agent_profile(self, name: str, profile: AgentConfig | None, *, rate_owner: str | None = None) -> None:
-        """Add (or with None drop) an agent profile after start-up: how a subagent's narrowed permissions apply.
-
-        The profile goes through the same per-agent machinery as a configured one (offered tools, rules,
-        approvals mode, tool_config); ``toolrig.agent.subagents`` builds it as the intersection with the parent.
-        ``rate_owner``: the agent whose per-agent rate-limit buckets this one draws from (a subagent: its
-        root's), so that many agents under one budget cannot multiply it.
-        """
-        self.governance.set_agent_profile(name, profile, rate_owner)
-        self._views.pop(name, None)
-        for key in [k for k in self._tool_configs if k[1] == name]:
-            del self._tool_configs[key]
-
     # ------------------------------------------------------------------------------ hooks
 
     def _add_script_hooks(self) -> None:
@@ -455,12 +447,16 @@ class Rig:
 
     # ------------------------------------------------------------------------------ per-tool config
 
-    def tool_settings(self, tool: AnyTool, agent: str | None = None) -> BaseModel | None:
+    def tool_settings(self, tool: AnyTool, agent: AgentView | str | None = None) -> BaseModel | None:
         """The tool's effective settings as ``agent`` sees them (None: it takes none); what a subagent narrows."""
         return self._config_for(tool, agent)
 
-    def _config_for(self, tool: AnyTool, agent: str | None) -> BaseModel | None:
+    def _config_for(self, tool: AnyTool, agent: AgentView | str | None) -> BaseModel | None:
         """The tool's settings as ``agent`` sees them: ``agents.NAME.tool_config`` over ``tool_config``."""
+        if isinstance(agent, AgentView):
+            if not agent.configured:
+                return self._child_settings(tool, agent)
+            agent = agent.name
         if agent is not None and agent not in self.config.agents:
             agent = None  # an agent without a profile (a subagent's id, say) gets the global settings
         key = (tool.name, agent)
@@ -469,6 +465,20 @@ class Rig:
         except KeyError:
             settings = self._tool_configs[key] = self._build_tool_config(tool, agent)
             return settings
+
+    def _child_settings(self, tool: AnyTool, agent: AgentView) -> BaseModel | None:
+        """A subagent's settings: its profile's (its parent's effective ones, narrowed), kept on its view."""
+        cache: dict[str, BaseModel | None] = agent.memo.setdefault("settings", {})
+        if tool.name in cache:
+            return cache[tool.name]
+        own = agent.profile.tool_config.get(tool.name) if agent.profile is not None else None
+        if tool.config_model is None or not own:
+            settings = self._config_for(tool, None)
+        else:
+            merged = _merge(self.config.tool_config.get(tool.name) or {}, own)
+            settings = self._narrowed_by_workspace(tool, None, tool.config_model.model_validate(merged))
+        cache[tool.name] = settings
+        return settings
 
     def _build_tool_config(self, tool: AnyTool, agent: str | None = None) -> BaseModel | None:
         base = self.config.tool_config.get(tool.name)
@@ -546,7 +556,7 @@ class Rig:
 
     def grant(self, name: str, args: dict[str, Any]) -> str:
         """Approve in advance one call of ``name`` with exactly these arguments (after validation)."""
-        tool = self._available_tools().get(name)
+        tool = self._available.get(name)
         validated = tool.input_model.model_validate(args).model_dump(mode="json")
         return self.governance.grant(name, validated)
 

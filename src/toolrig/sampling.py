@@ -10,8 +10,7 @@ in the run's budget. A client that did not declare sampling gets a clear error, 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -28,29 +27,26 @@ MAX_PER_CALL = 10  # requests one call may make
 MAX_TEXT = 100_000  # characters of prompt (all turns and the system prompt) one request may send
 
 
-@dataclass(slots=True)
-class _Client:
-    sampler: ClientSampler | None  # None: the client did not declare sampling
-    used: int = 0
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """The model a caller brings for its calls' ``ctx.sample``: its MCP client's, or its agent run's.
+
+    ``from_client``: the calls come from an MCP client, whose ``client`` sampler is None when it did not
+    declare sampling (then it gets a clear error, never another model).
+    """
+
+    client: ClientSampler | None = None
+    from_client: bool = False
+    run: RunSampler | None = None
 
 
-class ModelRouter:
-    """``ToolContext.models`` for every call of a rig: the calling client's model, else the agent run's."""
+class CallModels:
+    """``ToolContext.models`` for one call: the model its caller brought, asked at most ``MAX_PER_CALL`` times."""
 
-    def __init__(self, approvals: Approvals) -> None:
+    def __init__(self, approvals: Approvals, source: ModelSource | None) -> None:
         self.approvals = approvals
-        self.run: RunSampler | None = None  # set by the agent runtime (toolrig.agent.mcp_sampling)
-        self._clients: dict[str, _Client] = {}
-        self._used: dict[str, int] = {}
-
-    @contextmanager
-    def serving(self, call_id: str, sampler: ClientSampler | None) -> Iterator[None]:
-        """For as long as a client's call runs, its sampling goes to that client (None: it cannot sample)."""
-        self._clients[call_id] = _Client(sampler)
-        try:
-            yield
-        finally:
-            self._clients.pop(call_id, None)
+        self.source = source or ModelSource()
+        self.used = 0
 
     async def sample(
         self,
@@ -67,37 +63,30 @@ class ModelRouter:
             raise ToolError(ErrorType.INVALID_INPUT, f"max_tokens must be from 1 to {MAX_TOKENS}, not {max_tokens}.")
         if sum(len(text) for _, text in turns) + len(system or "") > MAX_TEXT:
             raise ToolError(ErrorType.TOO_LARGE, f"A sampling request may send at most {MAX_TEXT} characters.")
-        client = self._clients.get(call_id)
-        if client is not None:
-            if client.sampler is None:
+        source = self.source
+        if source.from_client:
+            if source.client is None:
                 raise ToolError(
                     ErrorType.UNAVAILABLE,
                     "The MCP client that made this call does not support sampling (it did not declare it).",
                     "Do the work without asking a model, or tell the user their client cannot sample.",
                 )
-            used = client.used
-            answer = partial(client.sampler, list(turns), max_tokens, system)
-        elif self.run is not None:
-            used = self._used.get(call_id, 0)
-            answer = partial(self.run, list(turns), max_tokens, system, session_id)
+            answer = partial(source.client, list(turns), max_tokens, system)
+        elif source.run is not None:
+            answer = partial(source.run, list(turns), max_tokens, system, session_id)
         else:
             raise ToolError(
                 ErrorType.UNAVAILABLE,
                 "No model can be asked here: sampling needs an agent run or an MCP client that samples.",
                 "Do the work without asking a model.",
             )
-        if used >= MAX_PER_CALL:
+        if self.used >= MAX_PER_CALL:
             raise ToolError(ErrorType.RATE_LIMITED, f"A call may ask a model at most {MAX_PER_CALL} times.")
         subject = turns[-1][1][:300] if turns else ""
         reason = f"The tool '{tool}' asks the model to answer, in up to {max_tokens} tokens."
         if not await self.approvals.ask(f"{tool}/sampling", subject, reason, call_id=call_id):
             raise ToolError(ErrorType.DENIED, "The user did not approve asking the model.")
-        if client is not None:
-            client.used += 1
-        else:
-            if len(self._used) >= 10_000:  # counts of calls long gone: keep the table bounded
-                self._used.clear()
-            self._used[call_id] = used + 1
+        self.used += 1
         return await _guarded(answer())
 
 

@@ -37,7 +37,6 @@ def test_a_session_named_like_no_session_is_still_a_session_of_its_own(name: str
 def test_stdio_is_the_servers_own_session_and_a_sessionless_http_request_is_a_new_one_each_time() -> None:
     ids = SessionIds("mcp-own")
     assert ids.of(SimpleNamespace(request=None)) == "mcp-own"
-    assert ids.current() == "mcp-own"
     fresh = {ids.of(request(None)) for _ in range(20)}  # 2026-07-28 over HTTP: one exchange, no session
     assert len(fresh) == 20 and "mcp-own" not in fresh
 
@@ -51,14 +50,3 @@ def test_the_map_is_bounded_and_forgets_the_least_recently_used_first() -> None:
     ids.of(request("d"))  # evicts b, the oldest unused
     assert ids.of(request("a")) == a
     assert len(ids._ids) == 3 and "b" not in ids._ids
-
-
-@pytest.mark.anyio
-async def test_a_handler_served_in_a_session_sees_it_as_the_current_one() -> None:
-    ids = SessionIds("mcp-own")
-
-    async def handler(ctx: Any, params: Any) -> str:
-        return ids.current()
-
-    served = await ids.serving(handler)(request("x"), None)
-    assert served == ids.of(request("x")) != "mcp-own" and ids.current() == "mcp-own"

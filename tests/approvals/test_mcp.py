@@ -52,21 +52,29 @@ def request(call_id: str) -> ApprovalRequest:
 
 
 async def test_a_batch_is_split_so_each_client_is_asked_only_about_its_own_calls() -> None:
-    channel = McpApprovalChannel("deny")
+    """Each call brings its client's channel; the broker asks each channel only about its own requests."""
+    from toolrig.approvals.broker import ApprovalBroker
+    from toolrig.event_bus import NullSink
+
+    broker = ApprovalBroker(None, batch_window=0)
     alice, bob = Answers("allow_once"), Answers("allow_always")
-    with channel.asking("c1", alice), channel.asking("c2", bob), channel.asking("c3", alice):
-        decisions = await channel.decide([request("c1"), request("c2"), request("c3"), request("c4")])
-    assert [d.verdict for d in decisions] == ["allow_once", "allow_always", "allow_once", "deny"]
-    assert (alice.asked, bob.asked) == (["c1", "c3"], ["c2"])
-    # Once a call is over its client is not asked again on its behalf.
-    [late] = await channel.decide([request("c1")])
-    assert late.verdict == "deny" and alice.asked == ["c1", "c3"]
+    channels = {"c1": alice, "c2": bob, "c3": alice, "c4": None}
+    decided: dict[str, str] = {}
+
+    async def one(call_id: str) -> None:
+        channel = McpApprovalChannel("deny", channels[call_id])
+        answer = await broker.decide(request(call_id), NullSink(), channel)
+        decided[call_id] = answer.decision.verdict
+
+    async with anyio.create_task_group() as group:
+        for call_id in channels:
+            group.start_soon(one, call_id)
+    assert decided == {"c1": "allow_once", "c2": "allow_always", "c3": "allow_once", "c4": "deny"}
+    assert (sorted(alice.asked), bob.asked) == (["c1", "c3"], ["c2"])
 
 
 async def test_a_call_whose_client_cannot_ask_gets_the_fallback() -> None:
-    channel = McpApprovalChannel("allow")
-    with channel.asking("c1", None):
-        [decision] = await channel.decide([request("c1")])
+    [decision] = await McpApprovalChannel("allow").decide([request("c1")])
     assert decision.verdict == "allow_once" and "cannot ask" in decision.reason
 
 
@@ -98,19 +106,18 @@ async def test_a_parked_call_asks_then_resumes_with_the_answer() -> None:
     parked = ParkedCall("fp", timeout_seconds=30)
     asked: list[ApprovalDecision] = []
 
-    channel = McpApprovalChannel("deny")
+    channel = McpApprovalChannel("deny", parked)
 
     async def call() -> ToolResult:
         asked.extend(await channel.decide([REQUEST]))
         return ToolResult.ok({"done": True})
 
-    with channel.asking(REQUEST.id, parked):
-        async with anyio.create_task_group() as group:
-            group.start_soon(parked.run, call)
-            assert await parked.next() == "questions"
-            assert list(parked.questions) == ["r1"]
-            parked.answer({"r1": ElicitResult(action="accept", content={"decision": "allow_once"}), "other": None})
-            assert await parked.next() == "done"
+    async with anyio.create_task_group() as group:
+        group.start_soon(parked.run, call)
+        assert await parked.next() == "questions"
+        assert list(parked.questions) == ["r1"]
+        parked.answer({"r1": ElicitResult(action="accept", content={"decision": "allow_once"}), "other": None})
+        assert await parked.next() == "done"
     assert [d.verdict for d in asked] == ["allow_once"]
     assert parked.result is not None and parked.result.output == {"done": True}
 
@@ -119,13 +126,13 @@ async def test_a_parked_call_nobody_answers_is_denied_after_its_timeout() -> Non
     parked = ParkedCall("fp", timeout_seconds=0.01)
     asked: list[ApprovalDecision] = []
 
-    channel = McpApprovalChannel("allow")
+    channel = McpApprovalChannel("allow", parked)
 
     async def call() -> ToolResult:
         asked.extend(await channel.decide([REQUEST]))
         return ToolResult.ok({})
 
-    with anyio.fail_after(10), channel.asking(REQUEST.id, parked):
+    with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             group.start_soon(parked.run, call)
             assert await parked.next() == "questions"

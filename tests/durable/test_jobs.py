@@ -276,8 +276,8 @@ async def test_a_subagent_cannot_queue_work_that_would_run_as_an_agent_that_no_l
     """A child's agent id lives only while it runs: what it queued would be accepted now and fail later."""
     from toolrig.config import AgentConfig
 
-    durable_rig.set_agent_profile("general-1a2b3c", AgentConfig(tools=["tasks", "cron"]))
-    result = await durable_rig.call(tool, args, agent_id="general-1a2b3c")
+    child = durable_rig.agent_view().child("general-1a2b3c", AgentConfig(tools=["tasks", "cron"]))
+    result = await durable_rig.executor.invoke(tool, args, agent_id="general-1a2b3c", agent=child)
     assert result.is_error and result.error_type == "denied", result
     assert result.next_action_hint
     listed = await cron(durable_rig, action="list")

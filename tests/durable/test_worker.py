@@ -170,7 +170,7 @@ async def _record_first_turn_only(access: DurableAccess, task_id: str, workflow_
 
     rig = _make_rig(access.root, None)
     crashing = _CrashingJournal(access, workflow_id, task_id)
-    from toolrig.agent.loop import run_agent
+    from toolrig.agent.entry import run_agent
 
     with pytest.raises(_Crash):
         await run_agent(task["prompt"], RunOptions(steps=crashing), rig=rig)

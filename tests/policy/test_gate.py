@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.policy.conftest import last_row
-from tests.support.run_hooks import hooks_of_the_run
+from tests.support.run_hooks import scope_with_hooks
 from toolrig import Rig, ToolError
 from toolrig.config import load_config
 from toolrig.errors import ConfigError, ErrorType
@@ -97,8 +97,7 @@ async def test_a_refusing_before_tool_hook_is_the_same_decision_as_a_rig_hook_an
     as_run = Rig(workspace, config={})
     chain = HookChain()
     chain.add(Refuse(log))
-    with hooks_of_the_run(chain):
-        refused = await as_run.call("calculate", {"expression": "666"})
+    refused = await as_run.call("calculate", {"expression": "666"}, scope=scope_with_hooks(chain))
     assert refused.error_type == "denied" and refused.message == "no devilry"
     second = last_row(workspace)
     assert (first.decision, first.rule) == (second.decision, second.rule) == ("deny", "hooks.before_tool")

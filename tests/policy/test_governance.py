@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -84,22 +85,28 @@ def _counting_rig(workspace: Path) -> tuple[Rig, list[str]]:
 
 
 @pytest.mark.anyio
-async def test_nothing_configured_leaves_only_the_policy_gate_on_the_path(workspace: Path) -> None:
+async def test_nothing_configured_leaves_the_approval_and_audit_steps_off_the_path(workspace: Path) -> None:
     rig, _ = _counting_rig(workspace)
     assert not (await rig.call("note_down", {"text": "a"})).is_error
     ext = rig.extensions
     assert ext.policy == [rig.governance.check_policy]
-    assert ext.rate_limit == [] and ext.approval == [] and ext.audit == []
+    assert ext.rate_limit == [rig.governance.check_rate]  # a caller's view may bring limits of its own
+    assert ext.approval == [] and ext.audit == []
 
 
 @pytest.mark.anyio
-async def test_a_rate_limit_given_to_an_agent_after_calls_holds_from_its_next_call(workspace: Path) -> None:
+def _as(rig: Rig, label: str, profile: dict[str, Any]) -> dict[str, Any]:
+    """Executor options for a call that brings its own view (as a subagent's run does): nothing is registered."""
+    return {"agent_id": label, "agent": rig.agent_view().child(label, AgentConfig.model_validate(profile))}
+
+
+@pytest.mark.anyio
+async def test_a_rate_limit_a_callers_view_brings_holds_for_its_calls_only(workspace: Path) -> None:
     rig, ran = _counting_rig(workspace)
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    assert rig.governance.limiter is None
-    rig.set_agent_profile("late", AgentConfig.model_validate({"rate_limit": "1/hour"}))
-    assert not (await rig.call("note_down", {"text": "b"}, agent_id="late")).is_error
-    limited = await rig.call("note_down", {"text": "c"}, agent_id="late")
+    late = _as(rig, "late", {"rate_limit": "1/hour"})
+    assert not (await rig.executor.invoke("note_down", {"text": "b"}, **late)).is_error
+    limited = await rig.executor.invoke("note_down", {"text": "c"}, **late)
     assert limited.error_type == "rate_limited" and "agents.late.rate_limit" in (limited.message or "")
     assert ran == ["a", "b"]
     assert not (await rig.call("note_down", {"text": "d"})).is_error  # the limit is the agent's only
@@ -133,13 +140,12 @@ async def test_approvals_turned_on_for_an_agent_after_calls_ask_from_its_next_ca
     rig, ran = _counting_rig(workspace)
     assert not (await rig.call("note_down", {"text": "a"})).is_error
     asked = _Asked("deny")
-    rig.approval_channel = asked
-    rig.set_agent_profile("careful", AgentConfig.model_validate({"approvals": {"mode": "always"}}))
-    refused = await rig.call("note_down", {"text": "b"}, agent_id="careful")
+    careful = _as(rig, "careful", {"approvals": {"mode": "always"}})
+    refused = await rig.executor.invoke("note_down", {"text": "b"}, channel=asked, **careful)
     assert refused.error_type == "denied"
     assert [r.tool for r in asked.requests] == ["note_down"] and ran == ["a"]
     # `policy explain` walks the same gate: it reports the ask, and asks nobody.
-    call, result = await rig.executor.decide("note_down", {"text": "c"}, agent_id="careful")
+    call, result = await rig.executor.decide("note_down", {"text": "c"}, **careful)
     assert (call.verdict, call.decided_by, result) == ("ask", "agents.careful.approvals.mode", None)
     assert len(asked.requests) == 1 and rig.governance.broker._arriving == set()
 
@@ -149,11 +155,11 @@ async def test_approvals_turned_on_with_nobody_to_ask_fall_back_from_the_next_ca
     """No channel: the first "ask" itself puts the approval gate on the path, before that call reaches it."""
     rig, ran = _counting_rig(workspace)
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    rig.set_agent_profile("careful", AgentConfig.model_validate({"approvals": {"mode": "always"}}))
-    explained, _ = await rig.executor.decide("note_down", {"text": "b"}, agent_id="careful")
-    refused = await rig.call("note_down", {"text": "b"}, agent_id="careful")
+    careful = _as(rig, "careful", {"approvals": {"mode": "always"}})
+    explained, _ = await rig.executor.decide("note_down", {"text": "b"}, **careful)
+    refused = await rig.executor.invoke("note_down", {"text": "b"}, **careful)
     assert refused.error_type == "denied" and ran == ["a"]  # approvals.fallback: deny
-    again, _ = await rig.executor.decide("note_down", {"text": "b"}, agent_id="careful")
+    again, _ = await rig.executor.decide("note_down", {"text": "b"}, **careful)
     assert (
         (explained.verdict, explained.decided_by)
         == (again.verdict, again.decided_by)
@@ -165,16 +171,16 @@ async def test_approvals_turned_on_with_nobody_to_ask_fall_back_from_the_next_ca
 
 
 @pytest.mark.anyio
-async def test_a_channel_set_after_calls_hears_every_call_leave_the_way_to_approval(workspace: Path) -> None:
+async def test_a_channel_a_call_brings_hears_every_call_leave_the_way_to_approval(workspace: Path) -> None:
     """The broker counts calls between the policy and the approval step (to batch what they ask): a call
     refused on the way (by a rate limit) is told to it by the audit sink, which the channel put on the path."""
     rig, _ = _counting_rig(workspace)
-    rig.set_agent_profile("busy", AgentConfig.model_validate({"rate_limit": "1/hour"}))
+    busy = _as(rig, "busy", {"rate_limit": "1/hour"})
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    rig.approval_channel = _Asked("allow_once")
-    assert not (await rig.call("note_down", {"text": "b"}, agent_id="busy")).is_error
+    busy["channel"] = _Asked("allow_once")  # the caller's channel, passed with its calls
+    assert not (await rig.executor.invoke("note_down", {"text": "b"}, **busy)).is_error
     assert rig.governance.broker._arriving == set()
-    assert (await rig.call("note_down", {"text": "c"}, agent_id="busy")).error_type == "rate_limited"
+    assert (await rig.executor.invoke("note_down", {"text": "c"}, **busy)).error_type == "rate_limited"
     assert rig.governance.broker._arriving == set()
     rig.close()
 
@@ -232,24 +238,23 @@ async def test_a_gate_added_after_calls_that_answers_ask_is_asked(workspace: Pat
     refused = await rig.call("note_down", {"text": "the secret"})  # nobody to ask: approvals.fallback (deny)
     assert refused.error_type == "denied" and ran == ["a"]
     asked = _Asked("allow_once")
-    rig.approval_channel = asked
-    assert not (await rig.call("note_down", {"text": "another secret"})).is_error
+    assert not (await rig.call("note_down", {"text": "another secret"}, channel=asked)).is_error
     assert [r.reason for r in asked.requests] == ["it mentions a secret"] and ran == ["a", "another secret"]
 
 
 @pytest.mark.anyio
-async def test_a_tool_hidden_from_an_agent_profile_set_at_run_time_is_refused_before_its_arguments_are_read(
+async def test_a_tool_hidden_from_a_view_a_call_brings_is_refused_before_its_arguments_are_read(
     workspace: Path,
 ) -> None:
-    """A subagent's profile (set at run time) hides tools as a configured one does: its schema never shows."""
-    rig, ran = _counting_rig(workspace)  # no agents configured: nothing to admit or refuse at build
+    """A subagent's view hides tools as a configured agent's does: its schema never shows."""
+    rig, ran = _counting_rig(workspace)  # no agents configured
     assert not (await rig.call("note_down", {"text": "a"})).is_error
-    rig.set_agent_profile("child", AgentConfig.model_validate({"tools": []}))
+    child = _as(rig, "child", {"tools": []})
     for args in ({"text": "b"}, {"wrong": 1}, "not json"):
-        refused = await rig.call("note_down", args, agent_id="child")
+        refused = await rig.executor.invoke("note_down", args, **child)
         assert refused.error_type == "denied", refused
         assert "text" not in (refused.message or "") + (refused.next_action_hint or "")
-    call, result = await rig.executor.decide("note_down", {"wrong": 1}, agent_id="child")
+    call, result = await rig.executor.decide("note_down", {"wrong": 1}, **child)
     assert result is not None and (call.verdict, call.decided_by) == ("deny", "agents.child.tools")
     assert ran == ["a"]
 

@@ -11,8 +11,9 @@ import pytest
 from tests.conftest import Call
 from tests.policy.conftest import last_row
 from tests.policy.governed_tools import catalog
-from toolrig.config import Config, parse_rate
+from toolrig.config import AgentConfig, Config, parse_rate
 from toolrig.errors import ConfigError
+from toolrig.permissions import configured
 from toolrig.policy.ratelimit import RateLimiter
 from toolrig.rig import Rig
 
@@ -76,15 +77,18 @@ def test_a_bucket_empties_then_refills_at_its_rate(tmp_path: Path) -> None:
 def test_agents_sharing_buckets_draw_from_the_root_agents_even_two_levels_down(tmp_path: Path) -> None:
     clock = Clock()
     both = {"rate_limit": "3/hour", "rate_limits": {"calc*": "3/hour"}}
-    limits = limiter(tmp_path, clock, agents={"lead": both, "kid": both, "grandkid": both})
-    limits.share_buckets("kid", "lead")
-    limits.share_buckets("grandkid", "kid")  # a child of a child: still the root's buckets
+    limits = limiter(tmp_path, clock, agents={"lead": both, "kid": both})
+    lead = configured("lead", AgentConfig.model_validate(both))
+    kid = lead.child("kid", AgentConfig.model_validate(both))
+    grandkid = kid.child("grandkid", AgentConfig.model_validate(both))  # a child of a child: the root's buckets
     tool = catalog().get("calculate")
-    keys = {agent: [lim.key for lim in limits.limits_for(tool, agent)] for agent in ("lead", "kid", "grandkid")}
+    agents = {"lead": lead, "kid": kid, "grandkid": grandkid}
+    keys = {name: [lim.key for lim in limits.limits_for(tool, view)] for name, view in agents.items()}
     assert keys["lead"] == keys["kid"] == keys["grandkid"] == ["agent:lead", "agent:lead:tool:calculate:calc*"]
-    drawn = [limits.acquire_blocking(limits.limits_for(tool, a)) is None for a in ("kid", "grandkid", "lead", "kid")]
+    order = ("kid", "grandkid", "lead", "kid")
+    drawn = [limits.acquire_blocking(limits.limits_for(tool, agents[a])) is None for a in order]
     assert drawn == [True, True, True, False]
-    limits.share_buckets("kid", None)  # the profile dropped: its own buckets again
+    # A configured agent named like a child keeps its own buckets: a label is not a key.
     assert limits.limits_for(tool, "kid")[0].key == "agent:kid"
 
 

@@ -1,17 +1,11 @@
-"""A hook chain as the agent loop installs one for its run (the ``run_hooks`` context variable), for a block."""
+"""A hook chain as an agent run passes its own (``CallScope.hooks``), for calls made directly in a test."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from toolrig.hooks import HookChain, run_hooks
+from toolrig.hooks import HookChain
+from toolrig.scope import CallScope
 
 
-@contextmanager
-def hooks_of_the_run(chain: HookChain) -> Iterator[HookChain]:
-    token = run_hooks.set(chain)
-    try:
-        yield chain
-    finally:
-        run_hooks.reset(token)
+def scope_with_hooks(chain: HookChain) -> CallScope:
+    """The scope of a run whose own hooks are ``chain``: pass it as ``rig.call(..., scope=...)``."""
+    return CallScope(hooks=chain)

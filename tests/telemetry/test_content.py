@@ -13,7 +13,7 @@ from tests.agent.conftest import agent_config
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from tests.support.sample_tools import agent_tools
 from tests.telemetry.otlp import Receiver, Span
-from toolrig.agent.loop import run_agent
+from toolrig.agent import run_agent
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.telemetry import names
@@ -123,7 +123,6 @@ async def test_a_commands_containment_is_on_its_span_and_counted(workspace: Path
         assert rig.telemetry is not None and rig.telemetry.force_flush()
     [span] = [s for s in otlp.spans if s.attributes.get(names.TOOL_CALL_ID) == result.meta.call_id]
     assert span.attributes[names.CONTAINMENT] == containment and span.attributes[names.ORIGIN] == "python"
-    counted = {
-        a.value.string_value for p in otlp.metrics.get(names.COMMANDS, []) for a in p.attributes if a.key == names.CONTAINMENT
-    }
+    points = otlp.metrics.get(names.COMMANDS, [])
+    counted = {a.value.string_value for p in points for a in p.attributes if a.key == names.CONTAINMENT}
     assert containment in counted

@@ -14,7 +14,7 @@ from tests.agent.subagents.conversations import install
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from tests.support.sample_tools import agent_tools
 from tests.telemetry.otlp import Receiver, Span
-from toolrig.agent.loop import run_agent
+from toolrig.agent import run_agent
 from toolrig.agent.state import RunOptions
 from toolrig.approvals.channel import CallbackChannel
 from toolrig.approvals.model import ApprovalDecision

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from toolrig.definition import Tool
 from toolrig.errors import ErrorType, ToolError
+from toolrig.executor import Executor
 from toolrig.profiles import Face, Profile, Shaped
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
@@ -203,3 +204,18 @@ def shape_result(call: Translated, result: ToolResult) -> ToolResult:
     except ToolError as err:
         return ToolResult.from_error(err, notes=notes, meta=result.meta)
     return result.model_copy(update={"output": output, "notes": notes})
+
+
+async def call_speaking(executor: Executor, profile: Profile, name: str, args: Any, **options: Any) -> ToolResult:
+    """One call made in ``profile``'s names: the face translated to its tool, the result shaped back.
+
+    The one place a profile's call is translated, for ``Rig.call`` and the agent loop alike; the executor
+    records both names (``called_as``).
+    """
+    face = None if profile.is_identity else profile.face(name)
+    if face is None:
+        result = await executor.invoke(name, args, **options)
+        return result if profile.is_identity else speak(profile, result)
+    translated = translate(profile, name, args, executor.registry.find(face.tool))
+    result = await executor.invoke(translated.name, translated.args, called_as=name, **options)
+    return speak(profile, shape_result(translated, result))

@@ -47,7 +47,7 @@ _MEMORY_PATH = re.compile(r"^(MEMORY\.md|memory\.md|memory/[^\x00]+)$")
 _HANDLE = re.compile(r"^out_[0-9a-f]{16}$")
 _NUMBERED = re.compile(r"^\d+: ", re.MULTILINE)
 
-Call = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
+Call = Callable[[Any, str, dict[str, Any]], Awaitable[ToolResult]]  # (the request's context, tool, args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +214,7 @@ def resource_contents(uri: str, parts: list[ContentPart]) -> list[Any]:
     """
     from mcp.types import BlobResourceContents, TextResourceContents
 
-    from toolrig.adapters.mcp_server import mcp_content
+    from toolrig.adapters.mcp_content import mcp_content
 
     contents: list[Any] = []
     for part in parts:
@@ -429,7 +429,7 @@ class ServedResources:
         read = self.route(uri)
         if read is None:
             raise _not_found(uri)
-        result = await self.call(read.tool, read.args)
+        result = await self.call(ctx, read.tool, read.args)
         if result.is_error:
             raise _refused(uri, result)
         if result.content:
@@ -523,17 +523,17 @@ class ServedResources:
         if missing:
             raise _error(-32602, f"The prompt {params.name!r} needs the argument(s): {', '.join(missing)}.")
         # The files first: a prompt refused for one of them has not loaded the skill (nor granted its tools).
-        messages = [PromptMessage(role="user", content=block) for block in await self._embedded(skill)]
-        result = await self.call("load_skill", {"name": skill.name})
+        messages = [PromptMessage(role="user", content=block) for block in await self._embedded(ctx, skill)]
+        result = await self.call(ctx, "load_skill", {"name": skill.name})
         if result.is_error:
             raise _refused(f"{SKILL_SCHEME}{skill.name}", result)
         text = fill(_instructions(result.output) or skill.body, arguments, given)
         messages.append(PromptMessage(role="user", content=TextContent(text=text)))
         return GetPromptResult(description=skill.description, messages=messages)
 
-    async def _embedded(self, skill: Any) -> list[Any]:
+    async def _embedded(self, ctx: Any, skill: Any) -> list[Any]:
         """The files the skill embeds, each read through the gate as ``read_skill_resource``, as MCP blocks."""
-        from toolrig.adapters.mcp_server import mcp_content
+        from toolrig.adapters.mcp_content import mcp_content
 
         paths = prompt_embeds(skill.extra)
         if len(paths) > MAX_EMBEDS:
@@ -541,7 +541,7 @@ class ServedResources:
         parts: list[ContentPart] = []
         left = MAX_EMBEDDED_BYTES
         for path in paths:
-            result = await self.call("read_skill_resource", {"name": skill.name, "path": path})
+            result = await self.call(ctx, "read_skill_resource", {"name": skill.name, "path": path})
             if result.is_error:
                 raise _refused(f"{SKILL_SCHEME}{skill.name}/{path}", result)
             part = embedded_part(skill.name, result)

@@ -17,7 +17,7 @@ import threading
 import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, nullcontext, suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic_core import to_json
 
+from toolrig.adapters.mcp_content import content_json, mcp_content
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.adapters.mcp_sessions import SessionIds, new_session_id
@@ -38,13 +39,13 @@ from toolrig.approvals.mcp import (
     ParkedCall,
     elicit_request,
 )
-from toolrig.content import AudioPart, ContentPart, ImagePart, TextPart
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
-from toolrig.sampling import ClientSampler, ModelRouter
+from toolrig.sampling import ClientSampler, ModelSource
+from toolrig.scope import CallScope
 from toolrig.telemetry.propagation import continues_client_trace
 
 if TYPE_CHECKING:
@@ -105,41 +106,6 @@ def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
     if result.is_error:
         return CallToolResult(content=text, is_error=True)
     return CallToolResult(content=text, structured_content=result.output if structured else None)
-
-
-def mcp_content(parts: list[ContentPart]) -> list[ContentBlock]:
-    """Content parts as MCP blocks: ``ImageContent``, ``AudioContent``, ``EmbeddedResource``, ``TextContent``."""
-    if not parts:
-        return []
-    from mcp.types import (
-        AudioContent,
-        BlobResourceContents,
-        EmbeddedResource,
-        ImageContent,
-        TextContent,
-        TextResourceContents,
-    )
-
-    blocks: list[ContentBlock] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            blocks.append(TextContent(text=part.text))
-        elif isinstance(part, ImagePart):
-            blocks.append(ImageContent(data=part.data, mime_type=part.media_type))
-        elif isinstance(part, AudioPart):
-            blocks.append(AudioContent(data=part.data, mime_type=part.media_type))
-        elif part.text is not None:
-            resource = TextResourceContents(uri=part.uri, mime_type=part.media_type, text=part.text)
-            blocks.append(EmbeddedResource(resource=resource))
-        else:
-            blob = BlobResourceContents(uri=part.uri, mime_type=part.media_type, blob=part.blob or "")
-            blocks.append(EmbeddedResource(resource=blob))
-    return blocks
-
-
-def content_json(parts: list[ContentPart]) -> list[dict[str, Any]]:
-    """``mcp_content`` as wire JSON, for the fast path that writes responses itself."""
-    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in mcp_content(parts)]
 
 
 class CallRelay:
@@ -226,11 +192,9 @@ class McpToolServer:
         self.rig = rig
         settings = rig.config.approvals
         fallback: Fallback = approval_fallback or ("allow" if settings.fallback == "allow" else "deny")
-        if rig.approval_channel is None:
-            rig.approval_channel = McpApprovalChannel(fallback)
-        channel = rig.approval_channel
-        # A program's own channel stays in charge; only ours is told which client asks for which call.
-        self.channel = channel if isinstance(channel, McpApprovalChannel) else None
+        # A program's own channel stays in charge; without one, each call brings a channel asking its client.
+        self.fallback = fallback
+        self.owns_approvals = rig.approval_channel is None
         self.approval_timeout = approval_timeout or settings.timeout_seconds
         self.session_id = new_session_id()  # stdio's one client; HTTP clients get one each (``sessions``)
         self.sessions = SessionIds(self.session_id)
@@ -253,11 +217,11 @@ class McpToolServer:
             "on_set_logging_level": self._set_logging_level,
             "on_list_resources": self.resources.list_resources,
             "on_list_resource_templates": self.resources.list_templates,
-            "on_read_resource": self.sessions.serving(self.resources.read),
+            "on_read_resource": self.resources.read,
             "on_subscribe_resource": self.resources.subscribe,
             "on_unsubscribe_resource": self.resources.unsubscribe,
             "on_list_prompts": self.resources.list_prompts,
-            "on_get_prompt": self.sessions.serving(self.resources.get_prompt),
+            "on_get_prompt": self.resources.get_prompt,
             "on_completion": self.resources.complete,
         }
 
@@ -324,12 +288,13 @@ class McpToolServer:
             raise MCPError(INVALID_PARAMS, "Unknown cursor: toolrig lists every tool in one page, with no cursor.")
         return self.listing()
 
-    async def _read_call(self, name: str, args: dict[str, Any]) -> ToolResult:
-        """A resource or prompt read: the tool that reads it, through the same gate as a client's call."""
-        call_id = new_call_id()
-        with self._asking(call_id, None):
-            session_id = self.sessions.current()
-            return await self.rig.call(name, args, origin="mcp", session_id=session_id, call_id=call_id)
+    async def _read_call(self, ctx: Any, name: str, args: dict[str, Any]) -> ToolResult:
+        """A resource or prompt read: the tool that reads it, through the same gate as a client's call.
+
+        It runs in the session of the request that asked (``ctx``), passed with the call.
+        """
+        with self._asking(new_call_id(), None) as options:
+            return await self.rig.call(name, args, origin="mcp", session_id=self.sessions.of(ctx), **options)
 
     async def _set_logging_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
@@ -367,20 +332,22 @@ class McpToolServer:
         if _can_elicit(ctx) and not ctx.session.can_send_request and self._group is not None:
             return await self._call_parked(ctx, params)
         call_id = new_call_id()
-        with self._asking(call_id, ElicitingAsker(ctx) if _can_elicit(ctx) else None, _client_sampler(ctx)):
-            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, call_id)
+        asker = ElicitingAsker(ctx) if _can_elicit(ctx) else None
+        with self._asking(call_id, asker, _client_sampler(ctx)) as options:
+            result = await self._invoke(ctx, params.name, args, ctx.session.report_progress, options)
         return call_tool_result(result, structured=self.structured(params.name))
 
     @contextmanager
-    def _asking(self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None) -> Iterator[None]:
-        """For as long as the call runs: its approvals and questions go to ``asker``, its sampling to ``sampler``."""
-        models = self.rig.executor.models
-        with (
-            # No asker is what an absent one means (the configured fallback): nothing to register then.
-            self.channel.asking(call_id, asker) if self.channel is not None and asker is not None else nullcontext(),
-            models.serving(call_id, sampler) if isinstance(models, ModelRouter) else nullcontext(),
-        ):
-            yield
+    def _asking(
+        self, call_id: str, asker: Asker | None, sampler: ClientSampler | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The call's options: its scope, whose approvals and questions go to ``asker``, its sampling to ``sampler``.
+
+        Made per request and passed with the call: nothing of the client is registered on the Rig.
+        """
+        channel = McpApprovalChannel(self.fallback, asker) if self.owns_approvals else None
+        scope = CallScope(channel=channel, models=ModelSource(client=sampler, from_client=True), origin="mcp")
+        yield {"call_id": call_id, "scope": scope}
 
     async def _invoke(
         self,
@@ -388,14 +355,14 @@ class McpToolServer:
         name: str,
         args: dict[str, Any],
         report: Report,
-        call_id: str,
+        options: dict[str, Any],
         *,
         logs: bool = True,
     ) -> ToolResult:
         from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
         session_id = self.sessions.of(ctx)
-        call = partial(self.rig.call, name, args, origin="mcp", session_id=session_id, call_id=call_id)
+        call = partial(self.rig.call, name, args, origin="mcp", session_id=session_id, **options)
         progress = progress_token_from_params(ctx.params) is not None
         levels = self.log_levels.allowed(ctx) if logs else frozenset()
         if not progress and not levels:
@@ -426,10 +393,13 @@ class McpToolServer:
             parked = ParkedCall(bound, self.approval_timeout)
             if self._group is None:
                 raise RuntimeError("serve inside `async with server.running()`")
-            call_id = new_call_id()
+            # Its questions are parked for the client's next round.
+            channel = McpApprovalChannel(self.fallback, parked) if self.owns_approvals else None
+            scope = CallScope(channel=channel, models=ModelSource(from_client=True), origin="mcp")
+            options: dict[str, Any] = {"call_id": new_call_id(), "scope": scope}
             # Log lines are not relayed: the round that started the call may be over before they come.
-            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), call_id, logs=False)
-            self._group.start_soon(self._run_parked, parked, call_id, call)
+            call = partial(self._invoke, ctx, params.name, args, _report_to(parked), options, logs=False)
+            self._group.start_soon(self._run_parked, parked, call)
         parked.report = ctx.session.report_progress
         try:
             outcome = await parked.next()
@@ -443,10 +413,9 @@ class McpToolServer:
             return call_tool_result(ToolResult.error(ErrorType.CANCELLED, "The call was cancelled."), structured=False)
         return call_tool_result(parked.result, structured=self.structured(params.name))
 
-    async def _run_parked(self, parked: ParkedCall, call_id: str, call: Callable[[], Awaitable[ToolResult]]) -> None:
+    async def _run_parked(self, parked: ParkedCall, call: Callable[[], Awaitable[ToolResult]]) -> None:
         try:
-            with self._asking(call_id, parked):
-                await parked.run(call)
+            await parked.run(call)
         finally:
             # Still parked when it ends: no round is waiting for it (its client went away). Forget it.
             if self._parked.get(parked.key) is parked:
@@ -488,8 +457,8 @@ class McpToolServer:
         """A call with no progress token from a client that cannot elicit: ``_call_tool`` minus the SDK."""
         call_id = new_call_id()
         try:
-            with self._asking(call_id, None):
-                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, call_id=call_id)
+            with self._asking(call_id, None) as options:
+                return await self.rig.call(name, args, origin="mcp", session_id=self.session_id, **options)
         finally:
             if self.resources.subscriptions.by_uri:
                 with anyio.CancelScope(shield=True):

@@ -16,17 +16,11 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 from toolrig.adapters.mcp_logging import NO_SESSION, connection_key
 
 MAX_SESSIONS = 4096  # bounded: sessions that come and go cannot grow the map forever (the oldest unused go)
-
-_serving: ContextVar[str | None] = ContextVar("toolrig_mcp_session", default=None)
-
-T = TypeVar("T")
 
 
 def new_session_id() -> str:
@@ -55,19 +49,3 @@ class SessionIds:
         else:
             self._ids.move_to_end(key)
         return found
-
-    def current(self) -> str:
-        """The session of the request being served (set by ``serving``), else the server's own."""
-        return _serving.get() or self.own
-
-    def serving(self, handler: Callable[[Any, Any], Awaitable[T]]) -> Callable[[Any, Any], Awaitable[T]]:
-        """``handler`` with the request's session id set for whatever it calls."""
-
-        async def run(ctx: Any, params: Any) -> T:
-            token = _serving.set(self.of(ctx))
-            try:
-                return await handler(ctx, params)
-            finally:
-                _serving.reset(token)
-
-        return run

@@ -6,10 +6,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "run_agent": "toolrig.agent.loop",
-    "resume_run": "toolrig.agent.loop",
-    "stream_agent": "toolrig.agent.loop",
-    "AgentRun": "toolrig.agent.loop",
+    "run_agent": "toolrig.agent.entry",
+    "resume_run": "toolrig.agent.entry",
+    "stream_agent": "toolrig.agent.entry",
+    "AgentRun": "toolrig.agent.entry",
     "RunOptions": "toolrig.agent.state",
     "RunResult": "toolrig.agent.state",
     "RunState": "toolrig.agent.state",
@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from toolrig.agent.entry import AgentRun, resume_run, run_agent, stream_agent
     from toolrig.agent.errors import RunError
-    from toolrig.agent.loop import AgentRun, resume_run, run_agent, stream_agent
     from toolrig.agent.messages import Message
     from toolrig.agent.session import SessionStore
     from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -16,10 +17,11 @@ from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.approvals.paused import PauseChannel
 from toolrig.events import EventSink, ToolResultEvent
-from toolrig.profiles import Profile, speaking
+from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.scope import CallScope
 
 PREVIEW_CHARS = 150
 
@@ -69,37 +71,26 @@ async def run_calls(
     agent_id: str | None = None,
     parent_agent_id: str | None = None,
     profile: Profile | None = None,
+    scope: CallScope | None = None,
 ) -> list[CallOutcome]:
     outcomes = [CallOutcome(call) for call in calls]
 
     async def invoke(call: ToolCallBlock) -> ToolResult:
-        translated = None
-        if profile is not None and (face := profile.face(call.name)) is not None:
-            from toolrig.adapters.faces import translate
+        from toolrig.adapters.faces import call_speaking
 
-            # A profile's name (Bash): the call runs as the tool it stands for, the result comes back in its shape.
-            translated = translate(profile, call.name, call.arguments, rig.executor.registry.find(face.tool))
-        token = speaking.set(profile)
-        try:
-            result = await rig.executor.invoke(
-                translated.name if translated is not None else call.name,
-                translated.args if translated is not None else call.arguments,
-                call_id=call.id,
-                origin="agent",
-                agent_id=agent_id,
-                parent_agent_id=parent_agent_id,
-                session_id=session_id,
-                events=events,
-                offered=offered,
-                called_as=call.name if translated is not None else None,
-            )
-        finally:
-            speaking.reset(token)
+        options: dict[str, Any] = {
+            "call_id": call.id,
+            "origin": "agent",
+            "agent_id": agent_id,
+            "parent_agent_id": parent_agent_id,
+            "session_id": session_id,
+            "events": events,
+            "offered": offered,
+            "scope": scope,
+        }
         if profile is None:
-            return result
-        from toolrig.adapters.faces import shape_result, speak
-
-        return speak(profile, shape_result(translated, result) if translated is not None else result)
+            return await rig.executor.invoke(call.name, call.arguments, **options)
+        return await call_speaking(rig.executor, profile, call.name, call.arguments, **options)
 
     async def one(index: int) -> None:
         call = calls[index]

@@ -1,6 +1,6 @@
 """What the agent loop adds for skills and capabilities: prompt sections and the model-written grouping.
 
-The seam in the loop is two calls (``prompt_sections`` when the system prompt is built, ``install_grouper``
+The seam in the loop is two calls (``prompt_sections`` when the system prompt is built, ``run_catalog``
 when the provider is known); everything else lives in ``toolrig.skills``.
 """
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolrig.agent.messages import Message
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
+from toolrig.profiles import Profile
 from toolrig.skills import capabilities, verdicts
 from toolrig.skills.binding import RigCatalog, skills_of
 from toolrig.skills.capabilities import Theme
@@ -48,16 +49,16 @@ def prompt_sections(rig: Rig) -> str:
     return "\n\n" + "\n\n".join(parts)
 
 
-def install_grouper(rig: Rig, provider: Provider) -> None:
-    """Let capabilities_refresh ask this run's model to phrase the themes (one call per refresh)."""
+def run_catalog(rig: Rig, provider: Provider, profile: Profile | None = None) -> Any:
+    """The catalog a run's tools see: under its profile's names; its model may phrase the themes."""
     catalog = rig.executor.catalog
     if not isinstance(catalog, RigCatalog):
-        return
+        return catalog
 
     async def group(themes: list[Theme]) -> list[Theme] | None:
         return await model_themes(rig, provider, themes)
 
-    catalog.grouper = group
+    return catalog.for_caller(grouper=group, profile=profile)
 
 
 async def model_themes(rig: Rig, provider: Provider, themes: list[Theme]) -> list[Theme] | None:

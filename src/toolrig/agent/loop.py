@@ -8,40 +8,47 @@ on tool results, one last call without tools asks for a summary. Every turn is r
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
 
 from toolrig.agent.budget import Ledger
-from toolrig.agent.calls import CallOutcome, preview, run_calls
+from toolrig.agent.calls import CallOutcome, run_calls
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral
 from toolrig.agent.errors import RunError
-from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock, close_open_calls
+from toolrig.agent.messages import Message, TextBlock, ToolResultBlock, close_open_calls
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
 from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
-from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
+from toolrig.agent.state import RunOptions, RunResult, RunState, StopReason
 from toolrig.agent.subagents.hub import UNSET, Lineage, RunNode
 from toolrig.agent.subagents.prompt import agent_types_section, child_instructions
+from toolrig.agent.turns import (
+    Progress,
+    RunSink,
+    ends_run,
+    paused_result,
+    record_of,
+    run_profile,
+    stop_of,
+    terminal_text,
+    todo_reminder,
+)
 from toolrig.agent.usage import Price, Usage, price_for
 from toolrig.approvals import ApprovalDecision, Verdict
-from toolrig.approvals.channel import QuestionsApart
+from toolrig.approvals.channel import ApprovalChannel, QuestionsApart
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
-from toolrig.approvals.questions import question_json
-from toolrig.approvals.routing import install_router
 from toolrig.config import AgentConfig
 from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
-from toolrig.hooks import run_hooks as current_hooks
-from toolrig.profiles import Profile
+from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool
-from toolrig.result import ToolResult
 from toolrig.rig import Rig
+from toolrig.sampling import ModelSource
+from toolrig.scope import CallScope
 from toolrig.telemetry import chat_span, traced_run
 
 log = logging.getLogger("toolrig.agent")
@@ -55,27 +62,6 @@ SUMMARY_REQUEST = (
     "did, what you found and what is left to do."
 )
 ABORTED = "aborted by the user"
-
-
-class _Sink:
-    """The run's event sink: a plain callback, or nothing."""
-
-    __slots__ = ("emit",)
-
-    def __init__(self, callback: Callable[[Event], None] | None) -> None:
-        self.emit: Callable[[Event], None] = callback or (lambda event: None)
-
-
-@dataclass
-class _Progress:
-    messages: list[Message]
-    new_from: int
-    usage: Usage = field(default_factory=Usage)
-    turns_used: int = 0
-    session_turn: int = 0
-    partial: list[str] = field(default_factory=list)
-    unsaved: list[Message] = field(default_factory=list)  # written with the next record, in one transaction
-    open_turn: bool = False  # an assistant turn with calls whose results are not recorded yet
 
 
 class _Run:
@@ -92,7 +78,7 @@ class _Run:
         self.resume_decisions: Mapping[str, ApprovalDecision | Verdict] = {}
         self.rig = rig
         self.options = options
-        self.sink = _Sink(on_event)
+        self.sink = RunSink(on_event)
         agent = rig.config.llm
         # Run as a named agent (`--agent`, a config profile or an agent type): its prompt, model and budgets
         # stand in for llm's, as they would for a child of that type. A child's come from its hub instead.
@@ -119,7 +105,7 @@ class _Run:
 
             self.system += prompt_sections(rig)
         self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
-        registry = rig.registry_for(self.agent_id).select(options.tools_allow, options.tools_deny)
+        registry = rig.registry_for(self.view).select(options.tools_allow, options.tools_deny)
         self.tools: list[AnyTool] = registry.list()
         if not options.tools_allow:  # llm.tools: a compact core set for small models (a caller's own list wins)
             from toolrig.agent.toolset import shown_tools
@@ -147,18 +133,23 @@ class _Run:
         self.hooks = HookChain()
         for hook in options.hooks:
             self.hooks.add(hook)
-        self.router = install_router(rig)
+        self.channel: ApprovalChannel | None = None  # who answers this run's approvals (``_guarded``); None: the Rig's
         self.pause = PauseChannel() if options.approvals == "pause" or options.questions == "pause" else None
         self.session_id = ""
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
-        self.progress: _Progress | None = None
-        from toolrig.agent.capabilities import install_grouper
+        self.progress: Progress | None = None
+        from toolrig.agent.capabilities import run_catalog
+        from toolrig.agent.mcp_sampling import RunModels
 
-        install_grouper(rig, self.provider)  # capabilities_refresh may ask this model to phrase the themes
-        from toolrig.agent.mcp_sampling import install_sampler
-
-        install_sampler(rig, self.provider)  # MCP servers with `sampling:` may ask this model (capped, approved)
+        self.models = RunModels(self.provider, self)  # tools' ctx.sample: this run's model, on its budget
+        # capabilities_refresh may ask this model for themes; tool_search names tools as this model does.
+        self.catalog = run_catalog(rig, self.provider, self.profile)
+        if rig.mcp_servers is not None:
+            # Remote MCP servers with `sampling:` ask the model of the run that last started (sources/ holds
+            # one sampler per server set); a tool's own ctx.sample goes with its call's scope instead.
+            rig.mcp_servers.use_model(self.models.for_server)
+        self.scope = CallScope()  # who this run is, for each of its calls: set when the run starts (``_guarded``)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
         """The tools under the run's profile; a face's name also finds its tool in ``offered``."""
@@ -207,7 +198,7 @@ class _Run:
         self._new_title = title
         return []
 
-    def _record(self, progress: _Progress, messages: list[Message], **fields: Any) -> None:
+    def _record(self, progress: Progress, messages: list[Message], **fields: Any) -> None:
         if self.store is not None:
             if progress.unsaved:
                 messages = [*progress.unsaved, *messages]
@@ -223,14 +214,14 @@ class _Run:
     async def start(self, prompt: str) -> RunResult:
         history = self._open_session(prompt, self.options.session_id)
         closing = close_open_calls(history, "the previous run ended before this call finished")
-        progress = _Progress(messages=history, new_from=len(history))
+        progress = Progress(messages=history, new_from=len(history))
         progress.session_turn = self.store.next_turn(self.session_id) if self.store is not None else 0
         self.sink.emit(InitEvent(self.session_id))
         await self._hook(HookEvent("before_prompt", self.session_id, self.agent_id, message=prompt))
         first = Message.user(prompt)
         if closing is not None:
             first = Message("user", [*closing.content, *first.content])
-        reminder = self._todo_reminder(history)
+        reminder = todo_reminder(self.rig.stores, self.session_id, history)
         if reminder is not None:
             first = Message("user", [reminder, *first.content])
         progress.messages.append(first)
@@ -252,7 +243,7 @@ class _Run:
             s = self.provider.settings
             self.store.create(model=s.model, provider=s.provider, session_id=state.session_id)
         self.session_id = state.session_id
-        progress = _Progress(messages=list(state.messages), new_from=state.new_from, usage=state.usage)
+        progress = Progress(messages=list(state.messages), new_from=state.new_from, usage=state.usage)
         progress.turns_used = state.turns_used
         progress.session_turn = self.store.next_turn(self.session_id) if self.store is not None else 0
         progress.open_turn = True
@@ -285,20 +276,6 @@ class _Run:
 
     # ------------------------------------------------------------------------------ people in the loop (approvals)
 
-    def _todo_reminder(self, history: list[Message]) -> TextBlock | None:
-        """A continued session starts with the model's own todo list, so it is never lost with old turns."""
-        if not history:
-            return None
-        try:
-            todos = self.rig.stores.notes.get(self.session_id, "todos")
-        except Exception:  # a reminder is a courtesy: an unreadable notes file must not stop the run
-            log.warning("could not read the todo list of session %s", self.session_id, exc_info=True)
-            return None
-        if not todos:
-            return None
-        lines = [f"- [{t.get('status', 'pending')}] {t.get('task', '')}" for t in todos if isinstance(t, dict)]
-        return TextBlock("Your todo list so far (update it with write_todos):\n" + "\n".join(lines))
-
     # ------------------------------------------------------------------------------ ask_user's questions (approvals)
 
     def _question_channel(self, channel: Any) -> Any:
@@ -306,7 +283,7 @@ class _Run:
         questions = self.options.questions
         if questions == "ask":
             return channel
-        approvals = channel if channel is not None else self.router.fallback
+        approvals = channel if channel is not None else self.rig.governance.channel
         return QuestionsApart(questions=self.pause if questions == "pause" else None, approvals=approvals)
 
     def _resumed_questions(self) -> Any:
@@ -319,10 +296,23 @@ class _Run:
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
     @traced_run  # telemetry: an invoke_agent span around the run (toolrig.telemetry), nothing when off
-    async def _guarded(self, progress: _Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
-        if channel is not None:
-            self.router.runs[self.session_id] = channel
-        reset_hooks = current_hooks.set(self.hooks if len(self.hooks) else None)
+    async def _guarded(self, progress: Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
+        self.channel = channel  # passed with each of the run's calls: nothing is registered on the Rig
+        self.scope = CallScope(
+            agent=self.view,
+            agent_id=self.agent_id,
+            parent_agent_id=self.lineage.parent.agent_id if self.lineage is not None else None,
+            session_id=self.session_id,
+            offered=self.offered,
+            events=self.sink,
+            channel=channel,
+            models=ModelSource(run=self.models.sample),
+            subagents=self.hub,
+            catalog=self.catalog,
+            profile=self.profile,
+            hooks=self.hooks if len(self.hooks) else None,
+            origin="agent",
+        )
         self.progress = progress
         node = None
         try:
@@ -361,8 +351,6 @@ class _Run:
         finally:
             if node is not None:
                 self.hub.leave(node)
-            self.router.runs.pop(self.session_id, None)
-            current_hooks.reset(reset_hooks)
             if self.owns_provider:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -373,7 +361,7 @@ class _Run:
         await abort.wait()
         scope.cancel()
 
-    def _close_interrupted(self, progress: _Progress, reason: str, status: str = "interrupted") -> None:
+    def _close_interrupted(self, progress: Progress, reason: str, status: str = "interrupted") -> None:
         """Keep the history valid after an interruption: streamed text kept, open calls answered."""
         added: list[Message] = []
         if progress.partial:
@@ -394,7 +382,7 @@ class _Run:
 
     # ------------------------------------------------------------------------------ the loop
 
-    async def _loop(self, progress: _Progress, done: dict[str, ToolResultBlock] | None) -> RunResult:
+    async def _loop(self, progress: Progress, done: dict[str, ToolResultBlock] | None) -> RunResult:
         if done is not None:  # resuming a paused turn: finish its calls first
             outcome = await self._tool_phase(progress, done)
             if outcome is not None:
@@ -405,12 +393,12 @@ class _Run:
             if not calls:
                 response = complete.message.text
                 await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
-                return self._result(progress, response, _stop_of(complete))
+                return self._result(progress, response, stop_of(complete))
             outcome = await self._tool_phase(progress, {})
             if outcome is not None:
                 return outcome
 
-    async def _model_turn(self, progress: _Progress, tool_choice: str) -> TurnComplete:
+    async def _model_turn(self, progress: Progress, tool_choice: str) -> TurnComplete:
         request = TurnRequest(self.system, progress.messages, self.tools, "none" if tool_choice == "none" else "auto")
         steps = self.options.steps
         # The tree's one budget (toolrig.agent.budget): admitted before the turn, charged as it completes.
@@ -429,7 +417,7 @@ class _Run:
             raise RunError("state", "the run is not entered in its hub")
         return self.node.ledger
 
-    async def _stream_turn(self, progress: _Progress, request: TurnRequest) -> TurnComplete:
+    async def _stream_turn(self, progress: Progress, request: TurnRequest) -> TurnComplete:
         emit = self.sink.emit
         complete: TurnComplete | None = None
         partial = progress.partial = []
@@ -448,7 +436,7 @@ class _Run:
             chat.done(complete)
         return complete
 
-    def _turn_done(self, progress: _Progress, complete: TurnComplete) -> TurnComplete:
+    def _turn_done(self, progress: Progress, complete: TurnComplete) -> TurnComplete:
         emit = self.sink.emit
         progress.partial = []
         usage = complete.usage.priced(self.price)
@@ -469,13 +457,13 @@ class _Run:
             model=s.model,
             provider=s.provider,
             stop_reason=complete.stop_reason,
-            status=None if message.tool_calls else ("max_tokens" if _stop_of(complete) == "max_tokens" else "done"),
+            status=None if message.tool_calls else ("max_tokens" if stop_of(complete) == "max_tokens" else "done"),
         )
         progress.session_turn += 1
         self._ledger().raise_if_over()  # this run's, or an ancestor's limit, counting every run under it
         return complete
 
-    async def _tool_phase(self, progress: _Progress, done: dict[str, ToolResultBlock]) -> RunResult | None:
+    async def _tool_phase(self, progress: Progress, done: dict[str, ToolResultBlock]) -> RunResult | None:
         """Run the last turn's calls (those not already ``done``); a RunResult when the run stops here."""
         calls = progress.messages[-1].tool_calls
         todo = [c for c in calls if c.id not in done]
@@ -490,10 +478,11 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
+            scope=self.scope,
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):
-            return self._paused(progress, calls, done, by_id)
+            return paused_result(self, progress, calls, done, by_id)
         blocks: list[ToolResultBlock] = []
         records: list[ToolCallRecord] = []
         terminal: CallOutcome | None = None
@@ -510,11 +499,11 @@ class _Run:
                     call.id, call.name, result.to_json(), result.is_error, media=parts_to_json(result.content)
                 )
             )
-            records.append(_record_of(call, result, progress.session_turn - 1))
+            records.append(record_of(call, result, progress.session_turn - 1))
             if self.deferred is not None and self.deferred.reveal(call.name, result):
                 self.tools = self._faced(self.deferred.visible())
             tool = self.offered.get(call.name)
-            if terminal is None and tool is not None and _ends_run(tool, result):
+            if terminal is None and tool is not None and ends_run(tool, result):
                 terminal = outcome
         message = Message("user", list(blocks))
         if terminal is None and progress.turns_used >= self.max_turns:
@@ -524,74 +513,17 @@ class _Run:
         self._record(progress, [message], tool_calls=records, status="done" if terminal is not None else None)
         if terminal is not None:
             output = (terminal.result.output if terminal.result else None) or {}
-            response = _terminal_text(output)
+            response = terminal_text(output)
             await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
             return self._result(progress, response, "terminal", output=output)
         if progress.turns_used >= self.max_turns:
             complete = await self._model_turn(progress, tool_choice="none")
             response = complete.message.text
             await self._hook(HookEvent("after_response", self.session_id, self.agent_id, response=response))
-            return self._result(progress, response, "max_turns" if _stop_of(complete) == "completed" else "max_tokens")
+            return self._result(progress, response, "max_turns" if stop_of(complete) == "completed" else "max_tokens")
         return None
 
-    def _paused(
-        self,
-        progress: _Progress,
-        calls: list[ToolCallBlock],
-        done: dict[str, ToolResultBlock],
-        by_id: dict[str, CallOutcome],
-    ) -> RunResult:
-        paused = self.pause or PauseChannel()
-        requests = paused.pending
-        pending: list[PendingCall] = []
-        results: dict[str, dict[str, Any]] = {
-            k: {"content": v.content, "is_error": v.is_error} for k, v in done.items()
-        }
-        for call in calls:
-            outcome = by_id.get(call.id)
-            if outcome is None:
-                continue
-            if outcome.paused or outcome.result is None:
-                request = requests.get(call.id)
-                pending.append(
-                    PendingCall(
-                        call.id,
-                        call.name,
-                        call.arguments,
-                        reason=request.reason if request else "",
-                        subjects=list(request.subjects) if request else [],
-                        needs_approval=request is not None and not request.questions,
-                        questions=[question_json(q) for q in request.questions] if request else [],
-                        fingerprint=request.fingerprint if request else "",
-                    )
-                )
-            else:
-                result = outcome.result
-                results[call.id] = {"content": result.to_json(), "is_error": result.is_error}
-                if result.content:  # an image read before the pause reaches the model after it
-                    results[call.id]["media"] = parts_to_json(result.content)
-        paused.pending.clear()
-        pending, children = self._children_paused(pending)
-        s = self.provider.settings
-        state = RunState(
-            session_id=self.session_id,
-            provider=s.provider,
-            model=s.model,
-            system_prompt=self.system,
-            turns_used=progress.turns_used,
-            max_turns=self.max_turns,
-            messages=list(progress.messages),
-            new_from=progress.new_from,
-            pending=pending,
-            results=results,
-            usage=progress.usage,
-            children=children,
-        )
-        progress.open_turn = False  # the calls stay open on purpose: the resumed run answers them
-        self._record(progress, [], status="paused")
-        return self._result(progress, "", "paused", state=state)
-
-    def _result(self, progress: _Progress, response: str, stop: StopReason, **extra: Any) -> RunResult:
+    def _result(self, progress: Progress, response: str, stop: StopReason, **extra: Any) -> RunResult:
         if self.node is not None and self.node.output is not UNSET:
             extra["output"] = self.node.output  # set_output: the last valid value is the run's output
         return RunResult(
@@ -616,10 +548,13 @@ class _Run:
         A child's ``lineage`` and narrowed profile are set by the hub before the child starts
         (``toolrig.agent.subagents.hub``); a root run has neither.
         """
-        from toolrig.agent.subagents.hub import install_hub
+        from toolrig.agent.subagents.hub import SubagentHub
 
         self.agent_id: str | None = self.options.agent_id if self.options.agent_id is not None else self.rig.agent
-        self.hub = install_hub(self.rig)
+        # Whose permissions the run's calls are judged by: a child's come with it (never looked up by its id).
+        self.view: AgentView = self.lineage.view if self.lineage is not None else self.rig.agent_view(self.agent_id)
+        # The runs of one tree share a hub (their lineage, budgets, results); a root run makes its own.
+        self.hub: SubagentHub = self.lineage.parent.run.hub if self.lineage is not None else SubagentHub(self.rig)
         if self.lineage is not None:
             self.system += child_instructions(self.lineage.kind)
 
@@ -628,27 +563,6 @@ class _Run:
         if not any(name in self.offered for name in ("spawn_agents", "Agent", "Task")):
             return ""
         return agent_types_section(self.hub, self.lineage.kind if self.lineage is not None else None)
-
-    def _children_paused(self, pending: list[PendingCall]) -> tuple[list[PendingCall], dict[str, Any]]:
-        """A pause that subagents share: their waiting calls join the run's pending list, their states its own."""
-        node = self.node
-        if node is None or not node.paused_spawns:
-            return pending, {}
-        spawns = dict(node.paused_spawns)
-        node.paused_spawns.clear()
-        out: list[PendingCall] = []
-        for call in pending:
-            saved = spawns.get(call.call_id)
-            if saved is None:
-                out.append(call)
-                continue
-            call.needs_approval, call.reason = False, "waits for its subagents' calls to be decided"
-            out.append(call)
-            for child in saved["children"]:
-                state = child.get("state")
-                for item in (state or {}).get("pending", []):
-                    out.append(PendingCall(**{**item, "task_id": item.get("task_id") or child["task_id"]}))
-        return out, {"counter": node.counter, "spawns": spawns}
 
     def _resume_children(
         self, state: RunState, decisions: Mapping[str, ApprovalDecision | Verdict]
@@ -684,136 +598,3 @@ class _Run:
     def spent(self) -> Usage:
         """What the run has spent so far (a child cut short still reports its usage)."""
         return self.progress.usage if self.progress is not None else Usage()
-
-
-def _ends_run(tool: AnyTool, result: ToolResult) -> bool:
-    """A terminal tool's success ends the run, unless the tool says this output does not (wait_task on children)."""
-    if not tool.terminal or result.is_error:
-        return False
-    ends = getattr(tool, "ends_run", None)
-    return bool(ends(result.output)) if callable(ends) else True
-
-
-def run_profile(rig: Rig, options: RunOptions, lineage: Lineage | None = None) -> Profile:
-    """The profile a run's model sees.
-
-    In order: the run's own, a subagent's type's ``profile:``, the rig's, the agent's ``profile:``, then
-    ``llm.tool_profile``.
-    """
-    from toolrig.profiles import get_profile
-
-    if options.profile is not None:
-        return get_profile(options.profile)
-    kind = getattr(getattr(lineage, "kind", None), "profile", None)  # the spawned agent type's settings
-    if getattr(kind, "profile", None):
-        return get_profile(kind.profile)  # type: ignore[union-attr]
-    if not rig.profile.is_identity:
-        return rig.profile
-    agent = rig.config.agents.get(rig.agent) if rig.agent else None
-    return get_profile(getattr(agent, "profile", None) or rig.config.llm.tool_profile)
-
-
-def _stop_of(complete: TurnComplete) -> StopReason:
-    """A final answer cut off by the token limit is not a completed run: callers must be able to tell."""
-    return "max_tokens" if complete.stop_reason == "length" else "completed"
-
-
-def _record_of(call: ToolCallBlock, result: ToolResult, turn: int) -> ToolCallRecord:
-    return ToolCallRecord(
-        call.id, max(turn, 0), call.name, call.arguments, result.is_error, preview(result), result.meta.duration_ms
-    )
-
-
-def _terminal_text(output: dict[str, Any]) -> str:
-    """A terminal tool's output as the run's response: its one text field, or the JSON."""
-    import json
-
-    if len(output) == 1:
-        (value,) = output.values()
-        if isinstance(value, str):
-            return value
-    return json.dumps(output, ensure_ascii=False)
-
-
-# ---------------------------------------------------------------------------------------------- public
-
-
-async def run_agent(
-    prompt: str,
-    options: RunOptions | None = None,
-    *,
-    rig: Rig | None = None,
-    on_event: Callable[[Event], None] | None = None,
-) -> RunResult:
-    """Run the agent on ``prompt`` until it answers; events go to ``on_event`` as they happen.
-
-    Raises ``RunError`` when the run cannot go on (no key, provider errors after retries, timeout,
-    budget); a tool's failure never raises, the model reads it and carries on.
-    """
-    run = _Run(rig or Rig("."), options or RunOptions(), on_event)
-    return await run.start(prompt)
-
-
-async def resume_run(
-    state: RunState,
-    decisions: Mapping[str, ApprovalDecision | Verdict] | None = None,
-    options: RunOptions | None = None,
-    *,
-    rig: Rig | None = None,
-    on_event: Callable[[Event], None] | None = None,
-    answers: Mapping[str, Any] | None = None,
-) -> RunResult:
-    """Continue a paused run with a person's decisions, keyed by tool call id (see ``RunState.pending``).
-
-    ``answers`` answer the questions of paused ``ask_user`` calls: ``{call_id: [answer, ...]}`` with one
-    answer per question (``{"selected": [label, ...], "other_text": "..."}``), or ``None`` to skip them.
-    """
-    options = options or RunOptions()
-    if options.model is None and options.provider is None:
-        options.model = state.model
-    run = _Run(rig or Rig("."), options, on_event)
-    return await run.resume(state, decisions or {}, answers)
-
-
-class AgentRun:
-    """A run in progress, iterated for its events; ``result`` is set once the iteration ends."""
-
-    def __init__(self, receive: anyio.abc.ObjectReceiveStream[Event]) -> None:
-        self._receive = receive
-        self.result: RunResult | None = None
-        self.error: BaseException | None = None
-
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._receive.__aiter__()
-
-
-@contextlib.asynccontextmanager
-async def stream_agent(
-    prompt: str, options: RunOptions | None = None, *, rig: Rig | None = None
-) -> AsyncIterator[AgentRun]:
-    """Run the agent and iterate its events: ``async for event in run``, then read ``run.result``.
-
-    Leaving the block before the events end stops the run. A run failure is raised on leaving the block,
-    as ``run_agent`` raises it.
-    """
-    send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
-    run = AgentRun(receive)
-
-    def forward(event: Event) -> None:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            send.send_nowait(event)
-
-    async def drive() -> None:
-        async with send:
-            try:
-                run.result = await run_agent(prompt, options, rig=rig, on_event=forward)
-            except RunError as exc:
-                run.error = exc
-
-    async with anyio.create_task_group() as tasks, receive:
-        tasks.start_soon(drive)
-        yield run
-        if run.result is None and run.error is None:
-            tasks.cancel_scope.cancel()  # the block was left before the run ended: stop it
-    if run.error is not None:
-        raise run.error

@@ -19,10 +19,9 @@ from toolrig.agent.providers.base import Provider, TurnComplete, TurnRequest
 from toolrig.agent.usage import Usage
 from toolrig.context import Sample
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sampling import ModelRouter
 
 if TYPE_CHECKING:
-    from toolrig.rig import Rig
+    pass
 
 _SDK_PROVIDERS = ("toolrig.agent.providers.anthropic", "toolrig.agent.providers.openai")
 
@@ -50,26 +49,21 @@ async def complete(
 
 
 class RunModels:
-    """The agent runtime's answer to sampling: the model of the run a call belongs to, on its budget.
+    """The agent runtime's answer to sampling: its run's model, on the run's budget (``ModelSource.run``).
 
-    A call is found by its session id (a root run's session, a child's task id) among the hub's live runs;
-    a request from outside any run (a server's notice between calls) uses ``provider`` and counts nowhere.
+    Made per run and passed in the run's call scope: a tool's ``ctx.sample`` in a child's call is answered by
+    the child's run, never found again by a session id. Without a run (a remote server's notice between
+    calls) ``provider`` answers and the tokens count nowhere.
     """
 
-    def __init__(self, rig: Rig, provider: Provider) -> None:
-        self.rig = rig
+    def __init__(self, provider: Provider, run: Any = None) -> None:
         self.provider = provider
-
-    def _run(self, session_id: str | None) -> Any:
-        hub = self.rig.executor.subagents
-        nodes = getattr(hub, "nodes", None)
-        node = nodes.get(session_id or "") if isinstance(nodes, dict) else None
-        return node.run if node is not None else None
+        self.run = run
 
     async def sample(
-        self, turns: list[tuple[str, str]], max_tokens: int, system: str | None, session_id: str | None
+        self, turns: list[tuple[str, str]], max_tokens: int, system: str | None, session_id: str | None = None
     ) -> Sample:
-        run = self._run(session_id)
+        run = self.run
         if run is not None and run.over_budget():
             raise ToolError(
                 ErrorType.DENIED,
@@ -88,13 +82,3 @@ class RunModels:
         """A remote MCP server's sampling request (``sources/mcp_relay.Sampler``), on the calling run's budget."""
         sample = await self.sample(turns, max_tokens, system, session_id)
         return sample.text, sample.model
-
-
-def install_sampler(rig: Rig, provider: Provider) -> None:
-    """Let the rig's tools (``ctx.sample``) and its MCP servers that enable sampling use the run's model."""
-    models = RunModels(rig, provider)
-    router = rig.executor.models
-    if isinstance(router, ModelRouter):
-        router.run = models.sample
-    if rig.mcp_servers is not None:
-        rig.mcp_servers.use_model(models.for_server)

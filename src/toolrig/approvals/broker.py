@@ -38,10 +38,18 @@ class Answer:
 class _Slot:
     request: ApprovalRequest
     events: EventSink
+    channel: ApprovalChannel | None = None  # the caller's own (its run's), else the Rig's
     answer: Answer | None = None
 
 
 class ApprovalBroker:
+    """One per Rig: the requests of every caller meet here so that calls that ask at once are asked at once.
+
+    Who is asked comes with each request (its caller's channel, passed with the call), the Rig's own channel
+    otherwise; a batch that gathers several callers' requests is split by channel. Nothing of a run is kept
+    here beyond the requests waiting in the batch.
+    """
+
     def __init__(
         self,
         channel: ApprovalChannel | None,
@@ -89,7 +97,9 @@ class ApprovalBroker:
             self._arriving.discard(call_id)
             self._notify()
 
-    async def decide(self, request: ApprovalRequest, events: EventSink) -> Answer:
+    async def decide(
+        self, request: ApprovalRequest, events: EventSink, channel: ApprovalChannel | None = None
+    ) -> Answer:
         from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent  # built on the first approval
 
         granted = self._grants.pop(request.fingerprint, None) if request.fingerprint else None
@@ -102,11 +112,11 @@ class ApprovalBroker:
                 ApprovalResolvedEvent(request.id, request.tool, answer.decision.verdict, answer.decision.reason)
             )
             return answer
-        if self.channel is None and not self.forward:
+        if channel is None and self.channel is None and not self.forward:
             return self._fallback("nobody can be asked here (no approval channel)", "no_channel")
         if not self._queue and not self._leading:
             self._changed = None  # nobody waits: never reuse an event made in another event loop
-        slot = _Slot(request, events)
+        slot = _Slot(request, events, channel)
         self._queue.append(slot)
         self._notify()
         try:
@@ -116,7 +126,7 @@ class ApprovalBroker:
                     continue
                 self._leading = True
                 try:
-                    await self._lead(self._asking())
+                    await self._lead()
                 finally:
                     self._leading = False
                     self._notify()
@@ -127,12 +137,12 @@ class ApprovalBroker:
 
     # ------------------------------------------------------------------------------ leading a batch
 
-    def _asking(self) -> ApprovalChannel:
-        """The channel a batch goes to: the Rig's own, raced against the forwarded ones when there are any."""
-        channels = [c for c in (self.channel, *self.forward) if c is not None]
+    def _asking(self, own: ApprovalChannel | None) -> ApprovalChannel:
+        """The channel a batch goes to: the caller's or the Rig's, raced against the forwarded ones if any."""
+        channels = [c for c in (own or self.channel, *self.forward) if c is not None]
         return channels[0] if len(channels) == 1 else FirstAnswer(channels)
 
-    async def _lead(self, channel: ApprovalChannel) -> None:
+    async def _lead(self) -> None:
         from toolrig.events import ApprovalRequestEvent, ApprovalResolvedEvent
 
         deadline = anyio.current_time() + self.batch_window
@@ -150,8 +160,14 @@ class ApprovalBroker:
                 slot.events.emit(
                     ApprovalRequestEvent(request.id, request.tool, request.args, list(request.subjects), request.reason)
                 )
-            answers = await self._ask(channel, [slot.request for slot in batch])
-            for slot, answer in zip(batch, answers, strict=True):
+            groups: dict[int, list[_Slot]] = {}
+            for slot in batch:  # one question per channel: each caller's requests go to its own
+                groups.setdefault(id(slot.channel), []).append(slot)
+            answered: list[tuple[_Slot, Answer]] = []
+            for slots in groups.values():
+                answers = await self._ask(self._asking(slots[0].channel), [slot.request for slot in slots])
+                answered += zip(slots, answers, strict=True)
+            for slot, answer in answered:
                 slot.answer = answer
                 decision = answer.decision
                 slot.events.emit(

@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
@@ -63,45 +62,21 @@ class Asker(Protocol):
 
 
 class McpApprovalChannel:
-    """The rig's ``ApprovalChannel`` under ``toolrig mcp serve``: asks the client that made each call.
+    """The ``ApprovalChannel`` of one call under ``toolrig mcp serve``: asks the client that made it.
 
-    A request names its call (its id, or ``call_id`` for a tool's own mid-call question), and the server
-    registers each call's asker (``asking``) for as long as the call runs: a batch that gathers calls from
-    several clients is split, and each client is asked only about its own calls. A call whose client
-    cannot ask gets the fallback.
+    Made per call and passed with it (``Rig.call(..., channel=...)``), so a batch that gathers several
+    clients' calls is split by the broker and each client is asked only about its own calls. A client that
+    cannot ask (``asker`` None) gets the fallback.
     """
 
-    def __init__(self, fallback: Fallback = "deny") -> None:
+    def __init__(self, fallback: Fallback = "deny", asker: Asker | None = None) -> None:
         self.fallback = fallback
-        self._askers: dict[str, Asker | None] = {}
-
-    @contextmanager
-    def asking(self, call_id: str, asker: Asker | None) -> Iterator[None]:
-        self._askers[call_id] = asker
-        try:
-            yield
-        finally:
-            self._askers.pop(call_id, None)
+        self.asker = asker
 
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
-        decisions: list[ApprovalDecision | None] = [None] * len(requests)
-        groups: dict[int, tuple[Asker, list[int]]] = {}
-        for index, request in enumerate(requests):
-            asker = self._askers.get(request.call_id or request.id)
-            if asker is None:
-                decisions[index] = self._fallback()
-            else:
-                groups.setdefault(id(asker), (asker, []))[1].append(index)
-
-        async def ask(asker: Asker, indexes: list[int]) -> None:
-            answers = await asker.ask([requests[i] for i in indexes])
-            for i, answer in zip(indexes, answers, strict=True):
-                decisions[i] = answer
-
-        async with anyio.create_task_group() as group:  # two clients' users answer at their own pace
-            for asker, indexes in groups.values():
-                group.start_soon(ask, asker, indexes)
-        return [d if d is not None else self._fallback() for d in decisions]
+        if self.asker is None:
+            return [self._fallback() for _ in requests]
+        return list(await self.asker.ask(requests))
 
     def _fallback(self) -> ApprovalDecision:
         if self.fallback == "deny":

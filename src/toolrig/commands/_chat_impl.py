@@ -129,7 +129,7 @@ class Chat:
             await self.provider.aclose()
 
     async def _run(self, line: str, options: RunOptions) -> RunResult:
-        from toolrig.agent.loop import run_agent
+        from toolrig.agent.entry import run_agent
 
         return await run_agent(line, options, rig=self.rig, on_event=self.screen.on_event)
 

@@ -99,7 +99,7 @@ def run_once(
     answers: str | None = None,
     decisions: str | None = None,
 ) -> None:
-    from toolrig.agent.loop import resume_run, run_agent
+    from toolrig.agent.entry import resume_run, run_agent
     from toolrig.commands import _paused_runs as paused_runs
 
     if resume and continue_latest:

@@ -55,7 +55,7 @@ async def _refresh(rig: Rig) -> str:
         raise click.UsageError("this rig has no tool catalog bound")
     provider = None
     if rig.config.llm.model:
-        from toolrig.agent.capabilities import install_grouper
+        from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.errors import RunError
         from toolrig.agent.providers import make_provider, settings_from
 
@@ -64,7 +64,7 @@ async def _refresh(rig: Rig) -> str:
         except RunError as exc:
             click.echo(f"toolrig: warning: grouping by tool group: {exc.message}", err=True)
         else:
-            install_grouper(rig, provider)
+            catalog = run_catalog(rig, provider)
     async with rig:
         try:
             text, _ = await catalog.refresh_capabilities(rig.agent)

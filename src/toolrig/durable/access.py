@@ -35,8 +35,8 @@ class DurableAccess:
         self.config = config
         self.state_dir = state_dir
         self.task_id = task_id
-        # The agents a later run can be: the configured ones, as they are before any subagent's narrowed
-        # profile joins ``config.agents`` for the child's lifetime (Rig.set_agent_profile).
+        # The agents a later run can be: the configured ones (a subagent's id names none: its profile lives on
+        # its own view for the child's lifetime only).
         self.configured_agents = frozenset(config.agents)
         self._records: Records | None = None
         self._jobs: JobBook | None = None

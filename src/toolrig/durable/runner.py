@@ -69,8 +69,8 @@ class _CheckedJournal(Journal):
 @continues_task_trace  # telemetry: the attempt runs in the trace that queued the task (nothing when off)
 async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, worker: str) -> dict[str, Any] | None:
     """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run."""
+    from toolrig.agent.entry import resume_run, run_agent
     from toolrig.agent.errors import RunError
-    from toolrig.agent.loop import resume_run, run_agent
     from toolrig.agent.state import RunOptions, RunState
     from toolrig.approvals import ApprovalDecision, Verdict
 

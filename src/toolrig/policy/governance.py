@@ -26,7 +26,7 @@ from toolrig.policy.rules import Policy
 from toolrig.policy.subjects import escape, kind_of, view
 
 if TYPE_CHECKING:
-    from toolrig.config import AgentConfig, LoadedConfig
+    from toolrig.config import LoadedConfig
     from toolrig.executor import Extensions, Reserved, ToolCall
     from toolrig.policy.audit import AuditLog
     from toolrig.registry import AnyTool
@@ -37,6 +37,12 @@ log = logging.getLogger("toolrig.policy")
 
 
 class Governance:
+    """The one gate's policy half, built once per Rig: admission, rules, rate limits, approvals, the audit row.
+
+    Every consumer's calls meet here, so a rule, a limit or an audit row cannot depend on who called; what does
+    depend on the caller (its agent's view, its approval channel) comes with each call, never stored here.
+    """
+
     def __init__(
         self,
         loaded: LoadedConfig,
@@ -67,8 +73,8 @@ class Governance:
         self._rate_gate: Reserved | None = None
         self._approval_gate: Reserved | None = None
         self._audit_sink: Reserved | None = None
-        limited = config.rate_limits or any(a.rate_limit or a.rate_limits for a in config.agents.values())
-        self._limiter = RateLimiter(config, workspace.state_dir) if limited else None
+        # Always there (its database opens on the first token drawn): a caller's view may bring limits of its own.
+        self._limiter: RateLimiter | None = RateLimiter(config, workspace.state_dir)
         self._audit: AuditLog | None = None  # opened with the first row: listing tools needs no database
         # Read once, as every setting here: the sink waits off the path when it is off, so reading it per
         # call (a config object flipped afterwards) would turn the audit off for some calls and on for none.
@@ -110,42 +116,21 @@ class Governance:
         return self._audit
 
     def install(self, extensions: Extensions) -> None:
-        rules = self.config.tools.rules
-        outright = any(r.verdict == "deny" and r.subject is None and r.args is None for r in rules)
         # Admission refuses a tool not offered to its caller before its arguments are read (no schema shows
-        # through their errors). With no agent and no outright deny every tool is offered to every caller, so
-        # it waits until an agent profile arrives at run time (a subagent's) or another policy is put in place.
-        awake = bool(self.config.agents) or outright
-        self._admission = extensions.reserve("admission", self.check_offered, awake=awake)
+        # through their errors). Always on the path: a call may bring its own view (a subagent's), so whether
+        # some caller is refused a tool is not known when the rig is built.
+        self._admission = extensions.reserve("admission", self.check_offered, awake=True)
         extensions.policy.append(self.check_policy)  # always: every call's verdict is the policy's
         # The others wait outside the path until they have something to do, each woken by what gives it that:
         # rate limits (``limiter``); a verdict "ask", or a channel that batches (``check_policy``); the audit
         # log turned on, or that channel (the sink also tells the broker a call is over).
-        self._rate_gate = extensions.reserve("rate_limit", self.check_rate, awake=self._limiter is not None)
+        self._rate_gate = extensions.reserve("rate_limit", self.check_rate, awake=True)
         self._approval_gate = extensions.reserve("approval", self.check_approval, awake=False)
         self._audit_sink = extensions.reserve("audit", self.record, awake=self._auditing)
-
-    def set_agent_profile(self, name: str, profile: AgentConfig | None, rate_owner: str | None) -> None:
-        """An agent profile added (or with None dropped) at run time: its rules, approvals and rate limits.
-
-        A profile with a rate limit in a rig that had none gets the limiter here, which puts the rate-limit
-        gate on the calls' path: a limit set at run time is never one no call walks past.
-        """
-        if profile is not None and (profile.rate_limit or profile.rate_limits) and self._limiter is None:
-            self.limiter = RateLimiter(self.config, self.workspace.state_dir)
-        if self._limiter is not None:
-            self._limiter.share_buckets(name, rate_owner if profile is not None else None)
-        self._policy.set_profile(name, profile, rate_owner)
-        if profile is not None and self._admission is not None:
-            self._admission.wake()  # the tools it is not offered are refused before their arguments are read
 
     @property
     def channel(self) -> ApprovalChannel | None:
         return self.broker.channel
-
-    @channel.setter
-    def channel(self, channel: ApprovalChannel | None) -> None:
-        self.broker.channel = channel
 
     # ------------------------------------------------------------------------------ gates
 
@@ -154,8 +139,9 @@ class Governance:
         tool = call.tool
         if tool is None:
             return
-        plan = self._policy_plans.get((tool.name, call.agent_id))  # the common case: planned before
-        refusal = plan.unavailable if plan is not None else self._policy.unavailable(tool, call.agent_id)
+        agent = call.agent
+        plan = self._policy_plans.get((tool.name, call.agent_id)) if agent is None else None  # planned before
+        refusal = plan.unavailable if plan is not None else self._policy.unavailable(tool, agent or call.agent_id)
         if refusal is not None:
             self._refuse(call, refusal.rule, refusal.reason)
 
@@ -163,10 +149,13 @@ class Governance:
         tool = call.tool
         if tool is None:  # gates run only for known tools; nothing to decide otherwise
             return
-        plan = self._policy_plans.get((tool.name, call.agent_id))
+        agent = call.agent
+        plan = self._policy_plans.get((tool.name, call.agent_id)) if agent is None else None
         decision = plan.settled if plan is not None else None  # no rule names this tool: ``decide``'s answer
         if decision is None or self._policy.session_grants:  # a run's own grants (a skill's) have a say too
-            decision = self._policy.decide(tool, call.agent_id, call.subjects, call.input, session=call.session_id)
+            decision = self._policy.decide(
+                tool, agent or call.agent_id, call.subjects, call.input, session=call.session_id
+            )
         verdict = call.verdict = decision.verdict
         call.decided_by = decision.rule
         call.verdict_reason = decision.reason
@@ -180,7 +169,7 @@ class Governance:
             if own is not None:
                 self._refuse(call, *own)
         broker = self.broker
-        if (broker.channel is not None or broker.forward) and not call.dry_run:
+        if (broker.channel is not None or broker.forward or call.channel is not None) and not call.dry_run:
             # The broker counts calls on their way to the approval step (batching), so both steps that
             # tell it a call left that way walk from this call on.
             if self._approval_gate is not None and self._audit_sink is not None:
@@ -197,12 +186,15 @@ class Governance:
         )
 
     def check_rate(self, call: ToolCall) -> Awaitable[None] | None:
-        if self.limiter is None or call.tool is None or call.dry_run:
+        limiter = self._limiter
+        if limiter is None or call.tool is None or call.dry_run:
             return None  # nothing to wait for: the executor skips the await
-        return self._acquire(self.limiter, call.tool, call)
+        if not limiter.limits_for(call.tool, call.agent or call.agent_id):
+            return None  # no bucket applies (worked out once per tool and caller)
+        return self._acquire(limiter, call.tool, call)
 
     async def _acquire(self, limiter: RateLimiter, tool: AnyTool, call: ToolCall) -> None:
-        refusal = await limiter.acquire(tool, call.agent_id)
+        refusal = await limiter.acquire(tool, call.agent or call.agent_id)
         if refusal is not None:
             call.verdict = "rate_limited"
             call.decided_by = refusal.limit.source
@@ -217,7 +209,7 @@ class Governance:
         return self._ask(call)
 
     async def _ask(self, call: ToolCall) -> None:
-        answer = await self.broker.decide(self.request_for(call), call.events or self.events)
+        answer = await self.broker.decide(self.request_for(call), call.events or self.events, call.channel)
         call.approval = answer.how
         decision = answer.decision
         if decision.verdict == "deny":
@@ -263,12 +255,13 @@ class Governance:
 
     async def remember(self, call: ToolCall, decision: ApprovalDecision) -> None:
         patterns = list(decision.patterns or self.suggest(call))
-        agent = self.policy.lasting_scope(call.agent_id)
+        caller = call.agent if call.agent is not None else self.policy.view(call.agent_id)
+        agent = self.policy.lasting_scope(caller)
         try:
             self.policy.add_allow(patterns, "approvals.allow (allowed always)", agent)
-            if call.agent_id is not None and call.agent_id != agent and call.agent_id in self.config.agents:
+            if not caller.configured:
                 # A subagent: from its next call on too (its own rules were narrowed when it started).
-                self.policy.add_allow(patterns, "approvals.allow (allowed always)", call.agent_id)
+                self.policy.add_allow(patterns, "approvals.allow (allowed always)", caller)
         except ValueError as exc:
             call.notes.append(f"The approval holds for this call only: {exc}")
             return
@@ -282,7 +275,9 @@ class Governance:
         except (OSError, ConfigError) as exc:
             log.warning("could not save %s to %s: %s", patterns, self.allowlist_file, exc)
 
-    async def ask_in_call(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
+    async def ask_in_call(
+        self, tool: str, subject: str, reason: str, *, call_id: str = "", channel: ApprovalChannel | None = None
+    ) -> bool:
         """``ToolContext.approvals.ask``: a tool asks mid-call (same channel, batching, timeout and fallback).
 
         The request has an id of its own (an answer to the call's approval never answers it) and names the
@@ -300,7 +295,7 @@ class Governance:
             reason=reason,
             fingerprint=fingerprint(tool, args),
         )
-        answer = await self.broker.decide(request, self.events)
+        answer = await self.broker.decide(request, self.events, channel)
         return answer.decision.verdict != "deny"
 
     async def ask_user(
@@ -311,6 +306,7 @@ class Governance:
         session_id: str | None,
         agent_id: str | None,
         events: EventSink | None = None,
+        channel: ApprovalChannel | None = None,
     ) -> list[dict[str, Any]] | None:
         """``ask_user``: a question request through the same broker and channels as approvals.
 
@@ -340,7 +336,7 @@ class Governance:
             questions=parsed,
         )
         # The asking call's own sink: its front end hears the question (a chat stops its spinners first).
-        answer = await self.broker.decide(request, events or self.events)
+        answer = await self.broker.decide(request, events or self.events, channel)
         replies = answer.decision.answers
         if answer.decision.verdict == "deny" or replies is None or len(replies) != len(parsed):
             return None
@@ -382,13 +378,20 @@ class Governance:
 
 
 class ToolApprovals:
-    """The ``Approvals`` a ToolContext carries, answered through the rig's governance."""
+    """The ``Approvals`` a ToolContext carries, answered through the rig's governance.
 
-    def __init__(self, governance: Governance) -> None:
+    ``through`` gives the same for one caller's channel (a run's): a tool's questions go where its call's do.
+    """
+
+    def __init__(self, governance: Governance, channel: ApprovalChannel | None = None) -> None:
         self.governance = governance
+        self.channel = channel
+
+    def through(self, channel: ApprovalChannel) -> ToolApprovals:
+        return ToolApprovals(self.governance, channel)
 
     async def ask(self, tool: str, subject: str, reason: str, *, call_id: str = "") -> bool:
-        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id)
+        return await self.governance.ask_in_call(tool, subject, reason, call_id=call_id, channel=self.channel)
 
     async def ask_user(
         self,
@@ -400,7 +403,7 @@ class ToolApprovals:
         events: EventSink | None = None,
     ) -> list[dict[str, Any]] | None:
         return await self.governance.ask_user(
-            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events
+            questions, call_id=call_id, session_id=session_id, agent_id=agent_id, events=events, channel=self.channel
         )
 
 

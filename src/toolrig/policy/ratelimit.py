@@ -6,7 +6,7 @@ ones; a limit holds however many agents, MCP servers or command lines run at onc
 ``rate_limits: {send_email: 10/minute}`` is one bucket per tool the glob names, shared by every agent;
 ``agents.NAME.rate_limit`` is one bucket for all of that agent's calls; ``agents.NAME.rate_limits`` are
 per tool for that agent. A call draws one token from every bucket that applies, or from none. A subagent
-draws from its root agent's per-agent buckets (``share_buckets``): children spend their parent's budget.
+draws from its root agent's per-agent buckets (its ``AgentView.owner``): children spend their parent's budget.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from toolrig.config import Config, parse_rate
 from toolrig.errors import ErrorType, ToolError
+from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, matches_any
 
 MIGRATIONS = [
@@ -65,20 +66,19 @@ class RateLimiter:
 
         self.db = Database(state_dir / "ratelimit.db", MIGRATIONS, lazy=True, accept_newer=True)
         self._limits: dict[tuple[str, str | None], list[Limit]] = {}
-        self._owners: dict[str, str] = {}  # an agent (a subagent's id) -> whose per-agent buckets it uses
 
-    def share_buckets(self, agent: str, owner: str | None) -> None:
-        """Make ``agent``'s per-agent limits draw from ``owner``'s buckets (None: its own again)."""
-        root = self._owners.get(owner, owner) if owner is not None else None
-        if root is None or root == agent:
-            self._owners.pop(agent, None)
-        else:
-            self._owners[agent] = root
-        for key in [k for k in self._limits if k[1] == agent]:
-            del self._limits[key]
+    def limits_for(self, tool: AnyTool, agent: AgentView | str | None) -> list[Limit]:
+        """The buckets a call of ``tool`` by ``agent`` draws from: the tool's, and its agent's (or its root's).
 
-    def limits_for(self, tool: AnyTool, agent: str | None) -> list[Limit]:
-        found = self._limits.get((tool.name, agent))
+        A subagent's view carries its parent's per-agent limits and names its root as owner: children draw
+        from their root's buckets rather than multiply them. Worked out once per tool, on the view's own memo
+        for a subagent (nothing of a run is kept here).
+        """
+        view = agent if isinstance(agent, AgentView) and not agent.configured else None
+        name = (agent.name if isinstance(agent, AgentView) else agent) if view is None else None
+        cache: dict[tuple[str, str | None], list[Limit]]
+        cache = self._limits if view is None else view.memo.setdefault("limits", {})
+        found = cache.get((tool.name, name))
         if found is not None:
             return found
         limits = [
@@ -86,9 +86,9 @@ class RateLimiter:
             for pattern, text in self.config.rate_limits.items()
             if matches_any(tool, (pattern,))
         ]
-        profile = self.config.agents.get(agent) if agent else None
-        if profile is not None and agent is not None:
-            owner = self._owners.get(agent, agent)
+        profile = self.config.agents.get(name) if name else view.profile if view is not None else None
+        owner = name if view is None else view.owner or view.label
+        if profile is not None and owner is not None:
             if profile.rate_limit:
                 limits.append(limit(f"agent:{owner}", profile.rate_limit, f"agents.{owner}.rate_limit"))
             limits.extend(
@@ -96,10 +96,10 @@ class RateLimiter:
                 for pattern, text in profile.rate_limits.items()
                 if matches_any(tool, (pattern,))
             )
-        self._limits[(tool.name, agent)] = limits
+        cache[(tool.name, name)] = limits
         return limits
 
-    async def acquire(self, tool: AnyTool, agent: str | None) -> Refusal | None:
+    async def acquire(self, tool: AnyTool, agent: AgentView | str | None) -> Refusal | None:
         """Take a token from every bucket that applies, or say which bucket is empty and for how long."""
         limits = self.limits_for(tool, agent)
         if not limits:

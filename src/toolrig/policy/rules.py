@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from toolrig.config import AgentConfig, ApprovalMode, Config, RuleConfig
 from toolrig.errors import ConfigError
+from toolrig.permissions import AgentView, configured
 from toolrig.policy.names import seed_subjects
 from toolrig.policy.subjects import SubjectView, kind_of, matches, view
 from toolrig.registry import AnyTool, matches_any
@@ -107,18 +108,29 @@ class _Plan:
     settled: Decision | None = None
 
 
+Agent = AgentView | str | None  # a view, or a configured agent's name (None: the global settings)
+
+
 @dataclass
 class Policy:
+    """The rules a call is decided by, read from the config once; a caller's view says which agent's apply.
+
+    The configured agents' views are built here, once; a subagent's view comes with its calls (``AgentView``)
+    and its rules and plans live on that view, so no run adds or removes anything here but "allow always"
+    answers and a run's own grants.
+    """
+
     config: Config
     workspace: Workspace
     loaded: LoadedConfig | None = None
     _rules: list[Rule] = field(default_factory=list)
     _agent_rules: dict[str, list[Rule]] = field(default_factory=dict)
     _plans: dict[tuple[str, str | None], _Plan] = field(default_factory=dict)
-    _owners: dict[str, str | None] = field(default_factory=dict)  # a run-time agent -> its tree's root
     _allow_decisions: dict[tuple[int, ...], Decision] = field(default_factory=dict)
     # Allow rules that hold in one run only, by (session, agent): what a skill pre-approves for the run that loaded it.
     session_grants: dict[tuple[str, str | None], list[Rule]] = field(default_factory=dict)
+    _views: dict[str | None, AgentView] = field(default_factory=dict)
+    _generation: int = 0  # bumped by every rule added at run time: a child view's plans are rebuilt after it
 
     def __post_init__(self) -> None:
         # Read once, as the rules are: plans cache each tool's default, so a mode read later would hold for
@@ -128,11 +140,23 @@ class Policy:
             *self._from_config(self.config.tools.rules, ("tools", "rules")),
             *self._from_allowlist(self.config.approvals.allow, ("approvals", "allow")),
         ]
+        self._views[None] = configured(None, None)
         for name, agent in self.config.agents.items():
+            self._views[name] = configured(name, agent)
             self._agent_rules[name] = [
                 *self._from_config(agent.rules, ("agents", name, "rules")),
                 *self._from_allowlist(agent.approvals.allow, ("agents", name, "approvals", "allow")),
             ]
+
+    def view(self, agent: Agent) -> AgentView:
+        """The view of ``agent``: itself, a configured agent's, or (any other id, or None) the global settings.
+
+        An id that names no configured agent gets the global settings, as it always did: an id is a label.
+        """
+        if isinstance(agent, AgentView):
+            return agent
+        found = self._views.get(agent)
+        return found if found is not None else self._views[None]
 
     # ------------------------------------------------------------------------------ building
 
@@ -162,99 +186,104 @@ class Policy:
         return [replace(rule, subject=s) for s in seed_subjects(rule.tool, rule.subject, self.workspace.root)]
 
     def add_allow(
-        self, patterns: Sequence[str], source: str, agent: str | None = None, *, session: str | None = None
+        self, patterns: Sequence[str], source: str, agent: Agent = None, *, session: str | None = None
     ) -> list[Rule]:
         """Add allowlist patterns at run time ("allow always"); they hold from the next call on.
 
         With ``session``, they hold only for that session's calls as ``agent`` (a run), never for another run.
+        A subagent's view keeps its own (its rules are its own object); a configured agent's go to its section.
         """
         rules = [r for p in patterns for r in self._seed_meaning(allow_pattern(p, f"{source} ({p})"))]
+        chosen = self.view(agent) if isinstance(agent, AgentView) else None
         if session is not None:
-            self.session_grants.setdefault((session, agent), []).extend(rules)
+            self.session_grants.setdefault((session, _label(agent)), []).extend(rules)
             return rules
-        target = self._agent_rules.setdefault(agent, []) if agent else self._rules
-        target.extend(rules)
+        if chosen is not None and not chosen.configured:
+            self._child_rules(chosen).extend(rules)
+        else:
+            name = chosen.name if chosen is not None else _name(agent)
+            target = self._agent_rules.setdefault(name, []) if name else self._rules
+            target.extend(rules)
         self._plans.clear()
+        self._generation += 1
         return rules
 
-    def set_profile(self, name: str, profile: AgentConfig | None, owner: str | None = None) -> None:
-        """Add (or with None drop) an agent profile at run time: a subagent's narrowed permissions.
-
-        ``owner`` is the agent that started it (a subagent's parent): what a person answers "always" for
-        this short-lived agent is kept for the root of its tree, never under its own name.
-        """
-        if profile is None:
-            self.config.agents.pop(name, None)
-            self._agent_rules.pop(name, None)
-            self._owners.pop(name, None)
-        else:
-            self._owners[name] = self._owners.get(owner, owner) if owner is not None else None
-            self.config.agents[name] = profile
-            keys = ("agents", name)
-            self._agent_rules[name] = [
+    def _child_rules(self, agent: AgentView) -> list[Rule]:
+        """A subagent's own rules, compiled from its profile on first use and kept on its view."""
+        rules: list[Rule] | None = agent.memo.get("rules")
+        if rules is None:
+            profile = agent.profile or AgentConfig()
+            keys = ("agents", agent.label or "")
+            rules = agent.memo["rules"] = [
                 *self._from_config(profile.rules, (*keys, "rules")),
                 *self._from_allowlist(profile.approvals.allow, (*keys, "approvals", "allow")),
             ]
-        for key in [k for k in self._plans if k[1] == name]:
-            del self._plans[key]
+        return rules
 
-    def lasting_scope(self, agent: str | None) -> str | None:
+    def lasting_scope(self, agent: Agent) -> str | None:
         """The configured agent a lasting answer ("allow always") of ``agent`` belongs to; None: the global one.
 
         A subagent's id is made up per child: it answers for its tree's root (a configured agent, or none).
         """
-        if agent in self._owners:
-            agent = self._owners[agent]
-        if agent is None or agent in self._owners or agent not in self.config.agents:
-            return None
-        return agent
+        owner = self.view(agent).owner
+        return owner if owner is not None and owner in self._views else None
 
-    def mode(self, agent: str | None) -> ApprovalMode:
-        profile = self.config.agents.get(agent) if agent else None
+    def mode(self, agent: Agent) -> ApprovalMode:
+        profile = self.view(agent).profile
         if profile is not None and profile.approvals.mode is not None:
             return profile.approvals.mode
         return self._mode
 
-    def _plan(self, tool: AnyTool, agent: str | None) -> _Plan:
-        plan = self._plans.get((tool.name, agent))
+    def _plan(self, tool: AnyTool, agent: Agent) -> _Plan:
+        chosen = self.view(agent)
+        if chosen.configured:
+            plans = self._plans
+        else:
+            memo = chosen.memo.get("plans")
+            if memo is None or memo[0] is not self or memo[1] != self._generation:
+                memo = chosen.memo["plans"] = (self, self._generation, {})
+            plans = memo[2]
+        plan = plans.get((tool.name, chosen.name))
         if plan is not None:
             return plan
-        rules = [r for r in (*self._agent_rules.get(agent or "", ()), *self._rules) if r.applies_to(tool)]
+        own = self._agent_rules.get(chosen.name or "", ()) if chosen.configured else self._child_rules(chosen)
+        rules = [r for r in (*own, *self._rules) if r.applies_to(tool)]
         deny = [r for r in rules if r.verdict == "deny"]
         ask = [r for r in rules if r.verdict == "ask"]
         plan = _Plan(
             kind=kind_of(tool),
-            unavailable=self._unavailable(tool, agent, deny),
+            unavailable=self._unavailable(tool, chosen, deny),
             deny=deny,
             ask=ask,
             allow=[r for r in rules if r.verdict == "allow"],
-            default=self._default(tool, agent),
+            default=self._default(tool, chosen),
             subject_rules=any(r.subject is not None for r in (*deny, *ask)),
             predicates=any(r.args is not None for r in rules),
         )
         if plan.unavailable is None and not rules:
             plan.settled = plan.default
-        self._plans[(tool.name, agent)] = plan
+        plans[(tool.name, chosen.name)] = plan
         return plan
 
-    def _unavailable(self, tool: AnyTool, agent: str | None, deny: list[Rule]) -> Decision | None:
-        profile = self.config.agents.get(agent) if agent else None
+    def _unavailable(self, tool: AnyTool, agent: AgentView, deny: list[Rule]) -> Decision | None:
+        profile = agent.profile
         if profile is not None and profile.tools is not None and not matches_any(tool, profile.tools):
+            label = agent.label or ""
             return Decision(
                 "deny",
-                f"agents.{agent}.tools",
-                f"the tool '{tool.name}' is not available to agent '{agent}'",
-                ("agents", agent or "", "tools"),
+                f"agents.{label}.tools",
+                f"the tool '{tool.name}' is not available to agent '{label}'",
+                ("agents", label, "tools"),
             )
         for rule in deny:
             if rule.outright:
                 return self._deny(rule, tool.name, "")
         return None
 
-    def _default(self, tool: AnyTool, agent: str | None) -> Decision:
+    def _default(self, tool: AnyTool, agent: AgentView) -> Decision:
         mode = self.mode(agent)
-        profile = self.config.agents.get(agent) if agent else None
-        where = f"agents.{agent}.approvals.mode" if profile and profile.approvals.mode else "approvals.mode"
+        profile = agent.profile
+        where = f"agents.{agent.label}.approvals.mode" if profile and profile.approvals.mode else "approvals.mode"
         if mode == "off":
             return Decision("allow", where, "approvals are off")
         if mode == "smart" and tool.read_only:
@@ -265,18 +294,18 @@ class Policy:
 
     # ------------------------------------------------------------------------------ deciding
 
-    def offered(self, tool: AnyTool, agent: str | None) -> bool:
+    def offered(self, tool: AnyTool, agent: Agent) -> bool:
         """Whether the tool appears in this agent's schemas at all."""
         return self._plan(tool, agent).unavailable is None
 
-    def unavailable(self, tool: AnyTool, agent: str | None) -> Decision | None:
+    def unavailable(self, tool: AnyTool, agent: Agent) -> Decision | None:
         """The refusal of every call of this tool by this agent (not offered, or denied outright), if any."""
         return self._plan(tool, agent).unavailable
 
     def decide(
         self,
         tool: AnyTool,
-        agent: str | None,
+        agent: Agent,
         subjects: list[str],
         args: Mapping[str, Any] | BaseModel | None = None,
         *,
@@ -289,7 +318,7 @@ class Policy:
         if plan.unavailable is not None:
             return _with(plan.unavailable, trace, "the tool is not offered: nothing else is considered")
         allow = plan.allow
-        if session is not None and (granted := self.session_grants.get((session, agent))):
+        if session is not None and (granted := self.session_grants.get((session, _label(agent)))):
             allow = [*allow, *(rule for rule in granted if rule.applies_to(tool))]
         if not (plan.deny or plan.ask or allow or explain):
             return plan.default
@@ -495,3 +524,11 @@ def _operator(op: str, operand: Any, value: Any) -> bool:
     if not (_number(value) and _number(operand)):
         return False
     return bool(_COMPARE[op](value, operand))
+
+
+def _name(agent: Agent) -> str | None:
+    return agent.name if isinstance(agent, AgentView) else agent
+
+
+def _label(agent: Agent) -> str | None:
+    return agent.label if isinstance(agent, AgentView) else agent

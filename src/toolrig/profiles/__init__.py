@@ -7,7 +7,6 @@ Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``ca
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from functools import cache
 
 from toolrig.errors import UsageError
@@ -26,14 +25,8 @@ __all__ = [
     "all_faces",
     "canonical_name",
     "get_profile",
-    "speaking",
     "tools_named",
 ]
-
-# The profile the model making the current call speaks, set around its call by the two paths that translate
-# calls (Rig.call, the agent loop); read by the tools that name tools (tool_search, tool_info), so the names
-# they return are the names that model can call.
-speaking: ContextVar[Profile | None] = ContextVar("toolrig_speaking", default=None)
 
 # Names other agents' skill and agent files use that no built-in profile serves as a face: Claude Code's ``LS``
 # (gone from its SDK's tool list, still in older files), and its rule that ``Edit`` covers every file-editing

@@ -1,6 +1,7 @@
 """What a rig hands the skill and catalog tools through their ToolContext (``ctx.skills``, ``ctx.catalog``).
 
-A rig binds these once; tools see only the narrow protocols in ``toolrig.context``, never the rig.
+A rig builds these once and hands them to its executor; tools see only the narrow protocols in
+``toolrig.context``, never the rig.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolrig.config import is_trusted
-from toolrig.profiles import speaking
+from toolrig.profiles import Profile
 
 # What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
 # load on first use, not at every rig's start-up.
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
     from toolrig.skills.skill import Skill
 
 log = logging.getLogger("toolrig.skills")
-
-
-def bind(rig: Rig) -> None:
-    rig.executor.catalog = RigCatalog(rig)
-    rig.executor.skills = RigSkills(rig)
 
 
 def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
@@ -49,18 +45,27 @@ AsyncGrouper = Callable[[list["Theme"]], Awaitable["list[Theme] | None"]]
 
 
 class RigCatalog:
-    """``grouper``, when set (by whoever holds a model: the agent loop, the CLI), phrases the themes."""
+    """``grouper``, when given (by whoever holds a model: an agent run, the CLI), phrases the themes.
 
-    def __init__(self, rig: Rig) -> None:
+    The Rig's own has none; a run passes ``with_grouper``'s copy in its call scope, so one run's model never
+    answers for another's calls.
+    """
+
+    def __init__(self, rig: Rig, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> None:
         self._rig = rig
-        self.grouper: AsyncGrouper | None = None
+        self.grouper = grouper
+        self.profile = profile  # the names the calling model speaks (None: the tools' own)
+
+    def for_caller(self, *, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> RigCatalog:
+        """A copy for one caller's scope: its model phrases the themes, its profile names the tools."""
+        return RigCatalog(self._rig, grouper or self.grouper, profile or self.profile)
 
     def offered(self, agent: str | None) -> list[Any]:
         """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""
         from toolrig.skills import verdicts
 
         tools = verdicts.offered(self._rig, agent)
-        profile = speaking.get()
+        profile = self.profile
         if profile is None or profile.is_identity:
             return tools
         from toolrig.adapters.faces import faced

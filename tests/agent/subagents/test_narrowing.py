@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tests.support.sample_tools import agent_tools
 from toolrig.agent.subagents.narrowing import child_profile, exact, stricter
 from toolrig.config import AgentConfig
+from toolrig.permissions import AgentView
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.sandbox.network import domain_matches
@@ -85,16 +86,16 @@ def reaches(settings: FetchUrlConfig, host: str) -> bool:
     return allowed and not any(domain_matches(p, host) for p in settings.blocked_domains)
 
 
-def assert_settings_no_wider(rig: Rig, child_offered: set[str]) -> None:
+def assert_settings_no_wider(rig: Rig, child_offered: set[str], child: AgentView, parent: AgentView) -> None:
     """Every command the child may run and every host it may reach, its parent may too; bounds only lower."""
     if RUN.name in child_offered:
-        assert_run_command_no_wider(rig)
+        assert_run_command_no_wider(rig, child, parent)
     if FETCH.name in child_offered:
-        assert_fetch_url_no_wider(rig)
+        assert_fetch_url_no_wider(rig, child, parent)
 
 
-def assert_run_command_no_wider(rig: Rig) -> None:
-    mine, theirs = rig.tool_settings(RUN, "child"), rig.tool_settings(RUN, "parent")
+def assert_run_command_no_wider(rig: Rig, child: AgentView, parent: AgentView) -> None:
+    mine, theirs = rig.tool_settings(RUN, child), rig.tool_settings(RUN, parent)
     assert isinstance(mine, RunCommandConfig) and isinstance(theirs, RunCommandConfig)
     for command in COMMANDS:
         assert not runs(mine, command) or runs(theirs, command), command
@@ -102,8 +103,8 @@ def assert_run_command_no_wider(rig: Rig) -> None:
     assert (mine.mode, mine.allow_no_timeout) == (theirs.mode, theirs.allow_no_timeout)
 
 
-def assert_fetch_url_no_wider(rig: Rig) -> None:
-    web, their_web = rig.tool_settings(FETCH, "child"), rig.tool_settings(FETCH, "parent")
+def assert_fetch_url_no_wider(rig: Rig, child: AgentView, parent: AgentView) -> None:
+    web, their_web = rig.tool_settings(FETCH, child), rig.tool_settings(FETCH, parent)
     assert isinstance(web, FetchUrlConfig) and isinstance(their_web, FetchUrlConfig)
     for host in HOSTS:
         assert not reaches(web, host) or reaches(their_web, host), host
@@ -137,33 +138,29 @@ def test_nothing_a_child_may_do_is_denied_to_its_parent(
 ) -> None:
     rig = rig_for(global_mode)
     policy = rig.governance.policy
-    rig.set_agent_profile("parent", AgentConfig.model_validate(parent))
-    try:
-        # What the parent's run offers: its profile, narrowed further by the run's own deny list.
-        offered = {t.name: t for t in rig.registry_for("parent").select((), run_deny).list()}
-        profile = child_profile(
-            rig.config.agents["parent"],
-            policy.mode("parent"),
-            offered,
-            AgentConfig.model_validate(child),
-            lambda tool: rig.tool_settings(tool, "parent"),
-        )
-        rig.set_agent_profile("child", profile)
-        try:
-            child_offered = set(rig.registry_for("child").names())
-            assert_settings_no_wider(rig, child_offered)
-            assert child_offered <= set(offered)
-            for tool in rig.catalog.list():
-                mine = policy.decide(tool, "child", []).verdict
-                theirs = policy.decide(tool, "parent", []).verdict
-                if tool.name not in offered:
-                    assert tool.name not in child_offered
-                    continue
-                assert RANK[mine] >= RANK[theirs], (tool.name, mine, theirs)
-        finally:
-            rig.set_agent_profile("child", None)
-    finally:
-        rig.set_agent_profile("parent", None)
+    before = {name: agent.model_dump() for name, agent in rig.config.agents.items()}
+    parent_view = rig.agent_view().child("parent", AgentConfig.model_validate(parent))
+    # What the parent's run offers: its profile, narrowed further by the run's own deny list.
+    offered = {t.name: t for t in rig.registry_for(parent_view).select((), run_deny).list()}
+    profile = child_profile(
+        parent_view.profile,
+        policy.mode(parent_view),
+        offered,
+        AgentConfig.model_validate(child),
+        lambda tool: rig.tool_settings(tool, parent_view),
+    )
+    child_view = parent_view.child("child", profile)
+    child_offered = set(rig.registry_for(child_view).names())
+    assert_settings_no_wider(rig, child_offered, child_view, parent_view)
+    assert child_offered <= set(offered)
+    for tool in rig.catalog.list():
+        mine = policy.decide(tool, child_view, []).verdict
+        theirs = policy.decide(tool, parent_view, []).verdict
+        if tool.name not in offered:
+            assert tool.name not in child_offered
+            continue
+        assert RANK[mine] >= RANK[theirs], (tool.name, mine, theirs)
+    assert {name: agent.model_dump() for name, agent in rig.config.agents.items()} == before
 
 
 def test_stricter_keeps_the_stricter_mode() -> None:

@@ -6,14 +6,16 @@ other, audited with the child's agent id and task id. Ids are lineage: a root ru
 id, and a child's is its parent's task id plus ``.N`` (``20261124-010203-abc123.2.1``), so an audit row's
 session column names the task and, by its prefix, every ancestor.
 
-The hub is installed once per Rig as ``executor.subagents``: the tools reach it only through
-``ToolContext.subagents``, never by importing the runtime.
+A root run makes the hub its tree shares (children reach it through their lineage) and passes it in its
+calls' scope; the tools reach it only through ``ToolContext.subagents``, never by importing the runtime.
+Nothing of a run is kept on the Rig: two root runs on one Rig have two hubs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -39,6 +41,7 @@ from toolrig.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from toolrig.permissions import AgentView
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -126,10 +129,11 @@ class Lineage:
     parent: RunNode
     child: Child
     kind: AgentType
+    view: AgentView  # the child's permissions: its parent's view narrowed by its type (``narrowing.py``)
 
 
 class SubagentHub:
-    """``ToolContext.subagents`` for every run on one Rig."""
+    """``ToolContext.subagents`` for the runs of one tree: a root run and its descendants."""
 
     def __init__(self, rig: Rig) -> None:
         self.rig = rig
@@ -285,7 +289,7 @@ class SubagentHub:
         children: list[Child] = []
         async with anyio.create_task_group() as group:
             for item in saved.get("children", []):
-                child = Child(str(item["task_id"]), str(item["agent_id"]), str(item["agent_type"]), node.task_id, "")
+                child = self._saved_child(node, item)
                 node.children[child.task_id] = child
                 children.append(child)
                 if "state" not in item:
@@ -298,6 +302,30 @@ class SubagentHub:
                 state = RunState.from_json(json.dumps(item["state"]))
                 group.start_soon(self._run_child, node, child, kind, state)
         return self._collected(node, call_id, children)
+
+    def _saved_child(self, node: RunNode, item: Mapping[str, Any]) -> Child:
+        """A child read back from a saved state (input): its ids are labels, checked here, never trusted as keys.
+
+        A saved agent id is kept only if it has the form this hub gives (``<type>-`` and six hex digits) and
+        names no configured agent; a task id only if it is this run's own (``<task id>.<n>``). Anything else
+        gets a fresh id, as a new child would: a state file must not choose whose memory, tasks or session a
+        child works in.
+        """
+        kind = str(item.get("agent_type") or "")
+        agent_id, task_id = str(item.get("agent_id") or ""), str(item.get("task_id") or "")
+        if not re.fullmatch(re.escape(kind) + r"-[0-9a-f]{6}", agent_id) or agent_id in self.rig.config.agents:
+            agent_id = self._fresh_agent_id(kind)
+        suffix = task_id.removeprefix(node.task_id + ".")
+        if suffix == task_id or not suffix.isascii() or not suffix.isdigit() or task_id in node.children:
+            node.counter += 1
+            task_id = f"{node.task_id}.{node.counter}"
+        return Child(task_id, agent_id, kind, node.task_id, "")
+
+    def _fresh_agent_id(self, kind: str) -> str:
+        agent_id = f"{kind}-{secrets.token_hex(3)}"
+        while agent_id in self.rig.config.agents:  # pragma: no cover - 24 random bits
+            agent_id = f"{kind}-{secrets.token_hex(3)}"
+        return agent_id
 
     def _kind_for(self, node: RunNode, request: dict[str, Any]) -> AgentType:
         name = str(request.get("agent_type") or "")
@@ -321,9 +349,7 @@ class SubagentHub:
     def _new_child(self, node: RunNode, kind: AgentType, request: dict[str, Any]) -> Child:
         node.counter += 1
         task_id = f"{node.task_id}.{node.counter}"
-        agent_id = f"{kind.name}-{secrets.token_hex(3)}"
-        while agent_id in self.rig.config.agents:  # pragma: no cover - 24 random bits
-            agent_id = f"{kind.name}-{secrets.token_hex(3)}"
+        agent_id = self._fresh_agent_id(kind.name)
         prompt = str(request.get("prompt") or "")
         params = request.get("params")
         if params:
@@ -337,7 +363,6 @@ class SubagentHub:
         result: RunResult | None = None
         error: str | None = None
         usage = Usage()
-        profile_set = False
         try:
             async with parent.limit:
                 with anyio.CancelScope() as scope:
@@ -354,14 +379,14 @@ class SubagentHub:
                             child.prompt[:PREVIEW_CHARS],
                         )
                     )
-                    profile_set = True
                     run = self._child_run(parent, child, kind)
                     async with anyio.create_task_group() as ticker:
                         ticker.start_soon(self._tick, child, root_emit)
                         try:
                             if resume is None:
                                 result = await run.start(child.prompt)
-                            else:
+                            else:  # the child's session is its task id, whatever the saved state says
+                                resume = replace(resume, session_id=child.task_id)
                                 result = await run.resume(resume, parent.decisions)
                         except RunError as exc:
                             usage = run.spent()
@@ -383,9 +408,7 @@ class SubagentHub:
             error = "the parent run was cancelled"
             raise
         finally:
-            if profile_set:
-                self.rig.set_agent_profile(child.agent_id, None)
-                self.shared_memory.pop(child.agent_id, None)
+            self.shared_memory.pop(child.agent_id, None)
             if result is None and child.status not in ENDED:
                 child.status = "failed"
             record = self._record(parent, child, kind, result, usage, error)
@@ -396,20 +419,19 @@ class SubagentHub:
             child.done.set()
 
     def _child_run(self, parent: RunNode, child: Child, kind: AgentType) -> Any:
-        from toolrig.agent.loop import _Run
         from toolrig.agent.state import RunOptions
 
         prun = parent.run
         settings = self.rig.config.subagents
         own = kind.profile
-        parent_profile = self.rig.config.agents.get(prun.agent_id) if prun.agent_id else None
+        parent_view: AgentView = prun.view
         warnings: list[str] = []
         profile = child_profile(
-            parent_profile,
-            self.rig.governance.policy.mode(prun.agent_id),
+            parent_view.profile,
+            self.rig.governance.policy.mode(parent_view),
             prun.offered,
             own,
-            lambda tool: self.rig.tool_settings(tool, prun.agent_id),
+            lambda tool: self.rig.tool_settings(tool, parent_view),
             type_name=kind.name,
             warnings=warnings,
         )
@@ -430,11 +452,11 @@ class SubagentHub:
             hooks=prun.options.hooks,
             agent_id=child.agent_id,
         )
-        # Registered before the run is built: the run's offered tools are read from its profile.
-        self.rig.set_agent_profile(child.agent_id, profile, rate_owner=prun.agent_id)
         if own.shared_memory:
             self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
-        return _Run(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind))
+        view = parent_view.child(child.agent_id, profile)  # handed to the child's run: nothing is registered
+        # The same loop as its parent's run (its class: the hub never imports the loop above it).
+        return type(prun)(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind, view))
 
     def _forwarder(self, parent: RunNode, child: Child) -> Any:
         """The child's event sink: its tool events and text, tagged with its task id, go up to the parent."""
@@ -616,13 +638,3 @@ def schema_problem(schema: dict[str, Any], value: Any) -> str | None:
         return None
     where = "/".join(str(p) for p in error.path) or "(the value)"
     return f"at {where}: {error.message[:300]}"
-
-
-def install_hub(rig: Rig) -> SubagentHub:
-    """The Rig's hub, created on its first agent run."""
-    hub = rig.executor.subagents
-    if isinstance(hub, SubagentHub):
-        return hub
-    hub = SubagentHub(rig)
-    rig.executor.subagents = hub
-    return hub

@@ -1,15 +1,15 @@
 """A child's permissions: the intersection of its type and its parent, as an ordinary agent profile.
 
-Nothing here decides a call: the result is an ``AgentConfig`` registered under the child's agent id
-(``Rig.set_agent_profile``), so the one gate judges the child's calls with the same per-agent machinery as
-a configured agent. What the intersection keeps:
+Nothing here decides a call: the result is an ``AgentConfig`` the child's own ``AgentView`` holds (never
+registered on the Rig, never found by the child's id), so the one gate judges the child's calls with the
+same per-agent machinery as a configured agent. What the intersection keeps:
 
 - tools: the parent's offered tools (its profile and its run's own narrowing already applied) that the
   type allows and does not disallow, as exact names, so no glob can reach beyond the parent's list;
 - rules: the parent's own rules, plus only the deny and ask rules of the type (an allow rule or allowlist
   entry of the type would let the child skip a question its parent must ask);
 - approvals: the stricter of the parent's mode and the type's;
-- rate limits: the parent's, drawn from the root's buckets (``Rig.set_agent_profile(rate_owner=...)``), so
+- rate limits: the parent's, drawn from the root's buckets (the view's ``owner``), so
   children share their parent's budget rather than multiply it;
 - tool_config: the parent's effective settings of each tool, narrowed by the type's with the same
   ``Narrow`` rules that narrow an untrusted workspace's (``toolrig.config.narrow_settings``): a type may
