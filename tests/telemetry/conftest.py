@@ -14,6 +14,6 @@ def otlp() -> Iterator[Receiver]:
     yield receiver
     from toolrig.telemetry.setup import shutdown
 
-    shutdown()  # flushed while the receiver still listens
+    shutdown()  # every provider flushed while the receiver still listens (the session ends)
     server.shutdown()
     server.server_close()

@@ -176,11 +176,11 @@ def wall_ns(perf_started: float) -> int:
     return time.time_ns() - int((time.perf_counter() - perf_started) * 1e9)
 
 
-def shutdown() -> None:
-    """Flush and stop every provider toolrig built (at exit, or a test's receiver going away)."""
+def shutdown(endpoint: str | None = None) -> None:
+    """Flush and stop the providers toolrig built (for ``endpoint`` only, when given): a receiver going away."""
     with _lock:
-        built = list(_built.values())
-        _built.clear()
+        keys = [key for key in _built if endpoint is None or key[0] == endpoint]
+        built = [_built.pop(key) for key in keys]
     for telemetry in built:
         if isinstance(telemetry.tracer_provider, TracerProvider):
             telemetry.tracer_provider.shutdown()
