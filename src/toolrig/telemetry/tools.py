@@ -10,6 +10,7 @@ The span and its context token live on the call object itself, never on a shared
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 _SPAN = "_otel_span"  # attributes set on the ToolCall (not slotted): this call's span, token, approval span
 _TOKEN = "_otel_context"  # noqa: S105 - the context token to detach the span with, not a secret
 _ASKED = "_otel_asked"
+log = logging.getLogger("toolrig.telemetry")
 _CONTENT_CAP = 8192  # characters of arguments or result kept on a span when content is captured
 
 
@@ -42,11 +44,17 @@ class ToolSpans:
         extensions.reserve("before_tool", self.answered, awake=True)
         extensions.reserve("audit", self.end, awake=True)
 
+    # Each member is guarded: telemetry that fails (an exporter's bug, a sampler's) is logged, and never
+    # changes a call's outcome (a gate that raised would refuse the call; an audit sink, withhold its result).
+
     def begin(self, call: ToolCall) -> None:
         if call.dry_run:  # `policy explain`: judged, never run, never recorded
             return
-        span = self._open(call)
-        call.__dict__[_TOKEN] = context.attach(trace.set_span_in_context(span))
+        try:
+            span = self._open(call)
+            call.__dict__[_TOKEN] = context.attach(trace.set_span_in_context(span))
+        except Exception:
+            log.exception("telemetry: could not open the span of call %s", call.call_id)
 
     def _open(self, call: ToolCall) -> trace.Span:
         name = call.tool.name if call.tool is not None else call.name
@@ -70,16 +78,22 @@ class ToolSpans:
         span = call.__dict__.get(_SPAN)
         if call.verdict != "ask" or span is None or call.dry_run:
             return
-        asked = self.telemetry.tracer.start_span(
-            f"approval {span.name.removeprefix('execute_tool ')}",
-            context=trace.set_span_in_context(span),
-            attributes={names.TOOL_CALL_ID: call.call_id, names.DECIDED_BY: call.decided_by},
-        )
-        call.__dict__[_ASKED] = (asked, time.perf_counter())
+        try:
+            asked = self.telemetry.tracer.start_span(
+                f"approval {call.tool.name if call.tool is not None else call.name}",
+                context=trace.set_span_in_context(span),
+                attributes={names.TOOL_CALL_ID: call.call_id, names.DECIDED_BY: call.decided_by},
+            )
+            call.__dict__[_ASKED] = (asked, time.perf_counter())
+        except Exception:
+            log.exception("telemetry: could not open the approval span of call %s", call.call_id)
 
     def answered(self, call: ToolCall) -> None:
         if _ASKED in call.__dict__:
-            self._close_approval(call)
+            try:
+                self._close_approval(call)
+            except Exception:
+                log.exception("telemetry: could not close the approval span of call %s", call.call_id)
 
     def _close_approval(self, call: ToolCall) -> None:
         asked, since = call.__dict__.pop(_ASKED)
@@ -91,6 +105,16 @@ class ToolSpans:
     def end(self, call: ToolCall, result: ToolResult) -> None:
         if call.dry_run:
             return
+        try:
+            self._end(call, result)
+        except Exception:
+            log.exception("telemetry: could not close the span of call %s", call.call_id)
+        finally:
+            token = call.__dict__.pop(_TOKEN, None)
+            if token is not None:
+                context.detach(token)
+
+    def _end(self, call: ToolCall, result: ToolResult) -> None:
         span = call.__dict__.get(_SPAN) or self._open(call)  # refused before admission: opened now
         if _ASKED in call.__dict__:
             self._close_approval(call)  # denied, timed out or cancelled while asking
@@ -121,9 +145,6 @@ class ToolSpans:
                 attributes[names.TOOL_RESULT] = _content(result.output)
         span.set_attributes(attributes)
         span.end()
-        token = call.__dict__.pop(_TOKEN, None)
-        if token is not None:
-            context.detach(token)
         self.telemetry.tool_calls.add(1, {names.TOOL_NAME: tool, names.DECISION: decision, names.OUTCOME: outcome})
 
 
