@@ -82,7 +82,9 @@ async def main(rounds: int, per_round: int) -> None:
     print(f"\ntelemetry on adds {fmt_seconds(on - off)} per tool call")
     telemetry = rigs["on"].telemetry
     assert telemetry is not None
-    telemetry.force_flush()
+    from toolrig.telemetry.setup import shutdown
+
+    shutdown()  # the exporters' last flush while the receiver still listens
     server.shutdown()
     print(result_line("telemetry", on, off, added_us=f"{(on - off) * 1e6:.1f}"))
 
