@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from toolrig.executor import Extensions
     from toolrig.telemetry.setup import Telemetry
 
-_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 R = TypeVar("R")
 __all__ = [
@@ -51,7 +50,8 @@ def wanted(config: TelemetryConfig) -> bool:
         return False
     if config.enabled is not None:
         return config.enabled
-    return config.endpoint is not None or any(os.environ.get(name, "").strip() for name in _ENDPOINTS)
+    endpoints = (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"), os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    return config.endpoint is not None or any(value and value.strip() for value in endpoints)
 
 
 def install(config: TelemetryConfig, extensions: Extensions) -> Telemetry | None:

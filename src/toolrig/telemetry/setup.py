@@ -66,7 +66,7 @@ class Telemetry:
 
 def telemetry_for(config: TelemetryConfig) -> Telemetry:
     """The providers for this section (built on first use): its endpoint, else the application's own."""
-    protocol = config.protocol or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    protocol = config.protocol or _clean(os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")) or "http/protobuf"
     key = (config.endpoint, protocol, config.service_name)
     with _lock:
         built = _built.get(key)
@@ -75,14 +75,14 @@ def telemetry_for(config: TelemetryConfig) -> Telemetry:
     return built.with_capture(config.capture_content)
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
+def _clean(value: str | None) -> str | None:
+    return value.strip() or None if value else None
 
 
 def _build(config: TelemetryConfig, protocol: str) -> Telemetry:
     own_endpoint = config.endpoint is not None or any(
-        _env(v) for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        _clean(v)
+        for v in (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"), os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
     )
     if not own_endpoint:
         # `enabled: true` with no endpoint: the application configured OpenTelemetry itself (logfire, a
@@ -91,7 +91,7 @@ def _build(config: TelemetryConfig, protocol: str) -> Telemetry:
         meter_provider: Any = metrics.get_meter_provider()
     else:
         attributes = {"service.name": config.service_name} if config.service_name else {}
-        if not config.service_name and not _env("OTEL_SERVICE_NAME"):
+        if not config.service_name and not _clean(os.environ.get("OTEL_SERVICE_NAME")):
             attributes["service.name"] = "toolrig"
         resource = Resource.create(attributes)  # also reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
         span_exporter, metric_exporter = _exporters(config.endpoint, protocol)
