@@ -2,11 +2,14 @@
 
 The tool runs every command under ``bash -c`` (started by the launcher's per-command keeper, in a pids
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
-``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Target: ours / peer <= 1.3 with the
-pids cgroup on. The machine's load matters a great deal here (each command is three process hand-offs:
-toolrig -> keeper -> bash -> keeper -> toolrig), so note ``uptime`` with any figure. CPU per command over the
-whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by process: on a
-busy machine it moves far less than wall time.
+``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Every command runs confined by default
+(issue 31: bubblewrap, a mount, pid and network namespace per command, and an egress proxy with its bridge):
+the *confined ratio*, ours / peer, has a target of <= 5x; the same with ``network: none`` (no proxy) and with
+``sandbox: off`` (the keeper alone, whose target was 1.3x) are shown beside it.
+The machine's load matters a great deal here (each command is three process hand-offs: toolrig -> keeper ->
+bash -> keeper -> toolrig, and namespaces made and torn down), so note ``uptime`` with any figure. CPU per
+command over the whole process tree (toolrig, the launcher and its keepers, bash) is printed too, in total and by
+process: on a busy machine it moves far less than wall time.
 
     python benchmarks/run_command.py [--rounds N] [--per-round N] [--cpu-calls N]
 """
@@ -88,6 +91,8 @@ async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> dict[
 async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cpu_calls: int) -> None:
     rig = Rig(tempfile.mkdtemp(), config={})
     rig_no_cgroup = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"max_processes": None}}})
+    rig_unconfined = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"sandbox": "off"}}})
+    rig_offline = Rig(tempfile.mkdtemp(), config={"tool_config": {"run_command": {"network": "none"}}})
 
     async def toolrig_run_command() -> object:
         result = await rig.call("run_command", {"command": "true"})
@@ -96,6 +101,12 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
 
     async def toolrig_without_cgroup() -> object:
         return await rig_no_cgroup.call("run_command", {"command": "true"})
+
+    async def toolrig_unconfined() -> object:
+        return await rig_unconfined.call("run_command", {"command": "true"})
+
+    async def toolrig_offline() -> object:
+        return await rig_offline.call("run_command", {"command": "true"})
 
     async def subprocess_bash() -> object:
         return subprocess.run(["bash", "-c", "true"], capture_output=True, stdin=subprocess.DEVNULL, check=True)
@@ -106,6 +117,8 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     contenders = {
         "subprocess.run(['bash', '-c', 'true'])": subprocess_bash,
         "toolrig run_command('true')": toolrig_run_command,
+        "toolrig run_command('true'), network none": toolrig_offline,
+        "toolrig run_command('true'), sandbox off": toolrig_unconfined,
         "toolrig run_command('true'), max_processes off": toolrig_without_cgroup,
         "subprocess.run(['true'])": subprocess_true,
     }
@@ -121,6 +134,7 @@ async def main(rounds: int, per_round: int, gap_ms: float, spaced_calls: int, cp
     print(f"containment: {sample.output['containment']}")
     ours = series["toolrig run_command('true')"].median
     print(result_line("run_command", ours, peer, peer_name="subprocess.run_bash_-c_true"))
+    print(f"confined ratio: {ours / peer:.2f}x bare bash -c true (target <= 5x); load: {os.getloadavg()}")
     if cpu_calls:
         cpu = {name: await cpu_per_call(fn, cpu_calls) for name, fn in list(contenders.items())[:2]}
         for name, split in cpu.items():  # clock ticks: 10 ms each, so take more calls for a finer split

@@ -217,6 +217,7 @@ SLOW_FILES = frozenset(
         "tests/test_dependencies.py",
         "tests/stores/memory/test_semantic.py",  # loads an embedding model
         "tests/stores/memory/test_minilm.py",  # loads an embedding model, embeds 256-token texts
+        "tests/test_servers.py",  # starts redis-server, BaseX and PostgreSQL on ports another process holds
     }
 )
 SLOW_TESTS = frozenset(

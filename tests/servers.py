@@ -7,12 +7,13 @@ import json
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 
@@ -102,10 +103,59 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# Ports, safe under `pytest -n 2`. Picking a free port and closing it before a server binds it is a race with
+# every other process on the machine (the other xdist worker included). So: a server that takes a socket gets one
+# bound to port 0 (`bound_socket`); a server that binds only the port it is told (redis-server, BaseX,
+# PostgreSQL) is started through `on_a_free_port`, which tries a fresh port when the server's own output says
+# the port was taken; a test that needs a port nobody answers on holds one bound and never listening
+# (`refusing_port`).
+
+
+def bound_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a port the kernel chose, held: hand it to the server (uvicorn, asyncio)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, 0))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class PortTaken(Exception):
+    """A server reported, in its own words, that its port was already in use when it tried to bind it."""
+
+
+T = TypeVar("T")
+
+
+def on_a_free_port(start: Callable[[int], T], *, attempts: int = 10, first: int | None = None) -> T:
+    """``start(port)`` on a port free a moment ago; again on another while it raises ``PortTaken``.
+
+    For servers that cannot bind port 0 themselves: another process may take the port between the pick and the
+    server's bind, and the server says so and exits (the signal is its message, never a timeout). ``first`` is
+    tried before any fresh port (tests of this very path hand it a port they hold).
+    """
+    taken: list[int] = []
+    for attempt in range(attempts):
+        if attempt == 0 and first is not None:
+            port = first
+        else:
+            with bound_socket() as probe:
+                port = int(probe.getsockname()[1])
+        try:
+            return start(port)
+        except PortTaken:
+            taken.append(port)
+    raise AssertionError(f"every port tried was taken before the server could bind it: {taken}")
+
+
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the block: bound here and never listening, so nothing can
+    listen on it meanwhile (a port picked and closed could be another worker's server a moment later)."""
+    with bound_socket() as sock:
+        yield int(sock.getsockname()[1])
 
 
 @dataclass
@@ -137,11 +187,10 @@ def start_smtp(
     mode: str, *, tls: ssl.SSLContext | None = None, ca_file: str | None = None, users: dict[str, str] | None = None
 ) -> SmtpServer:
     """An aiosmtpd server on 127.0.0.1: mode 'plain', 'starttls' (required) or 'tls' (implicit)."""
-    from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult
 
     mailbox = Mailbox()
-    port = free_port()
+    sock = bound_socket()
     options: dict[str, Any] = {}
     if users is not None:
 
@@ -155,6 +204,17 @@ def start_smtp(
         options.update(tls_context=tls, require_starttls=True)
     if mode == "tls":
         options.update(ssl_context=tls, server_hostname="127.0.0.1")
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port, **options)
+    controller = _controller_on(sock)(mailbox, hostname="127.0.0.1", port=sock.getsockname()[1], **options)
     controller.start()
-    return SmtpServer(mailbox, port, controller, ca_file)
+    return SmtpServer(mailbox, controller.port, controller, ca_file)
+
+
+def _controller_on(sock: socket.socket) -> Any:
+    """aiosmtpd's Controller serving on a socket bound already (it binds host and port itself otherwise)."""
+    from aiosmtpd.controller import Controller
+
+    class BoundController(Controller):  # type: ignore[misc]
+        def _create_server(self) -> Any:
+            return self.loop.create_server(self._factory_invoker, sock=sock, ssl=self.ssl_context)
+
+    return BoundController

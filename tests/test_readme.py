@@ -79,10 +79,21 @@ def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, too
     assert serve[0] == ".venv/bin/toolrig" and serve[1:3] == ["mcp", "serve"]
     toolrig = str(Path(sys.executable).parent / "toolrig")
     env = {**os.environ, "TOOLRIG_HOME": str(toolrig_home)}
+    env.pop("TOOLRIG_MCP_TOKEN", None)
     with running([toolrig, *serve[1:], "--port", "0"], env=env, cwd=workspace) as process:
         assert process.stderr is not None
-        line = process.stderr.readline()
-    assert "MCP server listening on http://127.0.0.1:" in line
+        lines = [process.stderr.readline()]
+        while not lines[-1].startswith("toolrig: or: claude mcp add"):
+            lines.append(process.stderr.readline())
+            assert lines[-1], lines
+    assert "MCP server listening on http://127.0.0.1:" in lines[0]
+    # The HTTP client entry the README shows is the shape the server prints, token header included.
+    printed = json.loads("".join(lines[lines.index("{\n") : lines.index("}\n") + 1]))["mcpServers"]["toolrig"]
+    [entry] = re.findall(r'`("toolrig": \{"type": "http".*?\}\})`', quick)
+    shown = json.loads("{" + entry + "}")["toolrig"]
+    assert shown.keys() == printed.keys() and shown["headers"].keys() == printed["headers"].keys()
+    assert printed["headers"]["Authorization"].startswith("Bearer ")
+    assert shown["headers"]["Authorization"] == "Bearer TOKEN"
     # The client snippet is valid JSON whose arguments the command accepts.
     snippet = json.loads(re.findall(r"```json\n(.*?)```", quick, flags=re.S)[0])
     args = snippet["mcpServers"]["toolrig"]["args"]

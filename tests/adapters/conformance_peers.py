@@ -46,7 +46,9 @@ def fixture_server(workspace: Path, home: Path, site: Path, *extra: str) -> Iter
     env = {**os.environ, "TOOLRIG_HOME": str(home), "PYTHONPATH": plugin_path(site)}
     env.pop("TOOLRIG_MCP_TOKEN", None)
     args = [toolrig_command(), "mcp", "serve", "--transport", "http", "--port", "0", "--root", str(workspace)]
-    with running([*args, *extra], env=env) as process:
+    # --no-token on purpose: the suite's CLI cannot send a header (its DNS-rebinding scenario needs a 2xx for a
+    # plain localhost request); the token itself is tested in tests/hostile/test_mcp_http_guard.py.
+    with running([*args, "--no-token", *extra], env=env) as process:
         assert process.stderr is not None
         line = process.stderr.readline()
         if "listening on" not in line:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.adapters.mcp_peers import running, toolrig_command
-from toolrig.adapters.mcp_http import allowed_hosts, is_loopback
+from toolrig.adapters.http_auth import allowed_hosts, is_loopback
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +29,16 @@ INIT = {
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+TOKEN = "test-token-0123456789abcdef"  # what a script puts in TOOLRIG_MCP_TOKEN
+AUTH = {"authorization": f"Bearer {TOKEN}"}
 
 
 @contextmanager
-def http_server(workspace: Path, home: Path, *extra: str, token: str | None = None) -> Iterator[str]:
+def serving(workspace: Path, home: Path, *extra: str, token: str | None = TOKEN) -> Iterator[tuple[str, Any]]:
+    """`toolrig mcp serve --transport http` on a free loopback port: its URL and process (stderr after line one).
+
+    ``token`` goes to TOOLRIG_MCP_TOKEN, as a script gives it; None leaves the server to keep its own.
+    """
     env = {**os.environ, "TOOLRIG_HOME": str(home)}
     env.pop("TOOLRIG_MCP_TOKEN", None)
     if token is not None:
@@ -41,11 +49,28 @@ def http_server(workspace: Path, home: Path, *extra: str, token: str | None = No
         line = process.stderr.readline()
         if "listening on" not in line:
             pytest.fail(f"the server did not start: {line}{process.stderr.read()}")
-        yield line.rsplit(" ", 1)[1].strip()
+        yield line.rsplit(" ", 1)[1].strip(), process
 
 
-def post(url: str, headers: dict[str, str] | None = None) -> httpx2.Response:
-    return httpx2.post(url, content=json.dumps(INIT), headers={**MCP_HEADERS, **(headers or {})}, timeout=20)
+@contextmanager
+def http_server(workspace: Path, home: Path, *extra: str, token: str | None = TOKEN) -> Iterator[str]:
+    """The server's URL; clients authenticate with ``AUTH`` (``post`` and ``client`` do)."""
+    with serving(workspace, home, *extra, token=token) as (url, _):
+        yield url
+
+
+def post(url: str, headers: dict[str, str] | None = None, *, auth: dict[str, str] = AUTH) -> httpx2.Response:
+    """An ``initialize`` POST with the test token, unless ``headers`` or ``auth`` say otherwise."""
+    sent = {**MCP_HEADERS, **auth, **(headers or {})}
+    return httpx2.post(url, content=json.dumps(INIT), headers=sent, timeout=20)
+
+
+@asynccontextmanager
+async def client(url: str, *, mode: Any = "auto", headers: dict[str, str] = AUTH) -> AsyncIterator[Client]:
+    """The official SDK client, sending the bearer token on every request."""
+    http = create_mcp_http_client(headers=headers)
+    async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as connected:
+        yield connected
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -54,12 +79,12 @@ async def test_the_official_client_lists_and_calls_tools_over_streamable_http(
 ) -> None:
     with http_server(workspace, toolrig_home) as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-        async with Client(url, mode=mode) as client:
-            names = [tool.name for tool in (await client.list_tools()).tools]
+        async with client(url, mode=mode) as connected:
+            names = [tool.name for tool in (await connected.list_tools()).tools]
             assert "calculate" in names
-            result = await client.call_tool("calculate", {"expression": "6 * 7"})
+            result = await connected.call_tool("calculate", {"expression": "6 * 7"})
             assert result.structured_content == {"result": 42}
-            broken = await client.call_tool("calculate", {"expression": "6 *"})
+            broken = await connected.call_tool("calculate", {"expression": "6 *"})
             assert broken.is_error is True
 
 
@@ -94,7 +119,7 @@ async def test_each_http_client_is_its_own_session_for_per_session_tool_state(
 
     (workspace / "build").mkdir()
     with http_server(workspace, toolrig_home) as url:
-        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+        async with client(url, mode="legacy") as a, client(url, mode="legacy") as b:
             moved = await a.call_tool("run_command", {"command": "cd build && pwd"})
             assert moved.is_error is not True and (moved.structured_content or {})["cwd"] == "build"
             elsewhere = await b.call_tool("run_command", {"command": "pwd"})
@@ -126,11 +151,11 @@ async def test_sessionless_2026_requests_leave_nothing_behind_for_the_next_reque
 
     (workspace / "build").mkdir()
     with http_server(workspace, toolrig_home) as url:
-        async with Client(url, mode="auto") as a, Client(url, mode="auto") as b:
+        async with client(url) as a, client(url) as b:
             moved = await a.call_tool("run_command", {"command": "cd build && pwd"})
             assert (moved.structured_content or {})["cwd"] == "build"
-            for client in (b, a):
-                after = await client.call_tool("run_command", {"command": "pwd"})
+            for each in (b, a):
+                after = await each.call_tool("run_command", {"command": "pwd"})
                 assert (after.structured_content or {})["cwd"] == "."
     sessions = [row.session for row in AuditLog(workspace / ".toolrig").query(tool="run_command")]
     assert len(set(sessions)) == 3
@@ -153,16 +178,16 @@ async def test_a_body_over_the_limit_is_refused_with_413_declared_or_streamed_an
 
     with http_server(workspace, toolrig_home, "--max-message-bytes", "100000") as url:
         for content in (big, chunks()):
-            refused = httpx2.post(url, content=content, headers=MCP_HEADERS, timeout=20)
+            refused = httpx2.post(url, content=content, headers={**MCP_HEADERS, **AUTH}, timeout=20)
             assert refused.status_code == 413, refused.text
         assert post(url).status_code == 200  # the server goes on
-        async with Client(url) as client:  # a call within the limit is read whole and answered by the tool
-            within = await client.call_tool("calculate", {"expression": "1+" * 40_000 + "1"})
+        async with client(url) as connected:  # a call within the limit is read whole and answered by the tool
+            within = await connected.call_tool("calculate", {"expression": "1+" * 40_000 + "1"})
             assert within.is_error or within.structured_content == {"result": 40_001}
             assert "over the" not in str(within.content)
 
 
 def test_the_size_limit_is_checked_only_after_the_bearer_token(workspace: Path, toolrig_home: Path) -> None:
-    with http_server(workspace, toolrig_home, "--max-message-bytes", "100000", token="s3cret") as url:
+    with http_server(workspace, toolrig_home, "--max-message-bytes", "100000") as url:
         refused = httpx2.post(url, content=_call("1" * 200_000), headers=MCP_HEADERS, timeout=20)
         assert refused.status_code == 401  # nobody unauthenticated learns the limit, or makes us read a byte more

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.adapters.mcp_peers import inspector, toolrig_command
-from tests.adapters.test_mcp_http import http_server
+from tests.adapters.test_mcp_http import TOKEN, http_server
 
 
 def inspector_env(home: Path) -> dict[str, str]:
@@ -94,7 +94,8 @@ def test_the_inspector_does_not_see_a_denied_tool(workspace: Path, toolrig_home:
 
 def test_the_inspector_calls_our_streamable_http_endpoint(workspace: Path, toolrig_home: Path) -> None:
     with http_server(workspace, toolrig_home) as url:
-        args = [*inspector(), url, "--method", "tools/call", "--tool-name", "calculate", "--tool-arg", "expression=3*3"]
+        args = [*inspector(), url, "--header", f"Authorization: Bearer {TOKEN}", "--method", "tools/call"]
+        args += ["--tool-name", "calculate", "--tool-arg", "expression=3*3"]
         env = inspector_env(toolrig_home)
         done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr

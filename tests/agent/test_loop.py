@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -280,7 +281,11 @@ async def test_a_stalled_stream_times_out_as_a_run_error(llm: FakeLLM, make_rig:
     assert events[-1].type == "error" and events[-1].kind == "timeout"  # type: ignore[union-attr]
 
 
-async def test_the_run_timeout_stops_a_run_that_takes_too_long(llm: FakeLLM, make_rig: Any) -> None:
+async def test_the_run_timeout_stops_a_run_that_takes_too_long(llm: FakeLLM, make_rig: Any, provider: str) -> None:
+    # The provider's SDK is imported on first use: cold, that is seconds under load, and it would spend the run's
+    # 1.5 s before the model's first reply whenever this test is the first of its process to use that SDK (the
+    # order differs with each xdist worker). Imported here, the timeout times the run, not the import.
+    importlib.import_module(provider)
     probe = sample_tools.reset_probe()
     llm.script(reply(Call("c1", "hang", "{}")))
     with anyio.fail_after(15), pytest.raises(RunError) as caught:

@@ -1,5 +1,7 @@
 """A real PostgreSQL server for the tests: Debian's ``postgresql`` binaries, a temporary data directory,
 listening on 127.0.0.1 only. As root (CI), the server runs as the ``postgres`` user, since it refuses root.
+PostgreSQL cannot bind port 0, so it starts on a port free a moment ago, and on another when its log says that
+one was taken (``on_a_free_port``: safe with two xdist workers each starting one).
 """
 
 from __future__ import annotations
@@ -8,12 +10,13 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.servers import PortTaken, on_a_free_port
 
 INSTALL_HINT = "PostgreSQL is needed for these tests: apt-get install -y postgresql (bash .ci/run does it)."
 
@@ -26,12 +29,6 @@ def _bindir() -> Path:
     if found:
         return Path(found).parent
     raise RuntimeError(INSTALL_HINT)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -52,7 +49,7 @@ class PostgresServer:
 
 
 @contextmanager
-def postgres_server(base: Path) -> Iterator[PostgresServer]:
+def postgres_server(base: Path, first_port: int | None = None) -> Iterator[PostgresServer]:
     bindir = _bindir()
     data = base / "pgdata"
     sockets = base / "pgsock"
@@ -65,17 +62,28 @@ def postgres_server(base: Path) -> Iterator[PostgresServer]:
             os.chown(path, account.pw_uid, account.pw_gid)
         base.chmod(0o755)
         run_as = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
 
     def pg(*args: str) -> None:
         subprocess.run([*run_as, *args], check=True, capture_output=True, timeout=120)
 
     pg(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "toolrig", "--no-sync")
-    options = (
-        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-        "-c full_page_writes=off -c max_connections=300"
-    )
-    pg(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "pg.log"), "-w", "start")
+
+    def start(port: int) -> int:
+        options = (
+            f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off -c max_connections=300"
+        )
+        log = base / f"pg-{port}.log"
+        try:
+            pg(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "start")
+        except subprocess.CalledProcessError:
+            said = log.read_text(errors="replace") if log.exists() else ""
+            if "Address already in use" in said:  # 'could not bind IPv4 address "127.0.0.1": Address already in use'
+                raise PortTaken(said) from None
+            raise
+        return port
+
+    port = on_a_free_port(start, first=first_port)
     try:
         yield PostgresServer(port)
     finally:

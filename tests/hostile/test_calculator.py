@@ -8,9 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client
 
-from tests.adapters.test_mcp_http import http_server
+from tests.adapters.test_mcp_http import client, http_server
 from tests.cpu_cost import cpu_spent
 from toolrig.rig import Rig
 
@@ -41,7 +40,7 @@ async def test_r20_another_mcp_clients_arithmetic_answers_while_a_costly_express
     costly: list[bool] = []
     cheap: list[object] = []
     with http_server(workspace, toolrig_home) as url:
-        async with Client(url) as attacker, Client(url) as other:
+        async with client(url) as attacker, client(url) as other:
             done = anyio.Event()
 
             async def attack() -> None:

@@ -28,6 +28,9 @@ from toolrig.sandbox.launcher import Board
 
 
 def shell(workspace: Path, **settings: Any) -> Rig:
+    # The launcher and keepers on their own: these commands reach their keeper's cgroup and pids, which the
+    # sandbox hides (a read-only /sys, a pid namespace); tests/sandbox/test_confined_routes.py covers the sandbox.
+    settings.setdefault("sandbox", "off")
     return Rig(workspace, config={"tool_config": {"run_command": settings}})
 
 
@@ -295,9 +298,14 @@ def test_a_stopped_launcher_whose_keepers_are_gone_fails_the_next_command_and_is
     launcher = int(run(rig, f"echo {LAUNCHER}").output["stdout"])
     handle = os.pidfd_open(launcher)
     try:
+        # Each step waits for its effect (kill only queues a signal): the launcher stopped, so it forks no keeper
+        # after the listing; every other keeper a zombie, so none takes the next request while it is dying.
         stop_all = (
-            f"L={LAUNCHER}; kill -STOP $L;"
-            " for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && kill -9 $k; done; kill -9 $PPID"
+            f"L={LAUNCHER}; kill -STOP $L; until grep -q ') T ' /proc/$L/stat; do :; done;"
+            " others=$(for k in $(cat /proc/$L/task/*/children); do [ $k != $PPID ] && echo $k; done);"
+            " for k in $others; do kill -9 $k; done;"
+            " for k in $others; do until grep -qs ') Z ' /proc/$k/stat || [ ! -e /proc/$k ]; do :; done; done;"
+            " kill -9 $PPID"
         )
         run(rig, stop_all)
 
@@ -470,7 +478,9 @@ def test_a_keeper_or_launcher_changed_for_good_is_replaced_before_a_later_comman
 def test_a_command_that_killed_its_keeper_says_so_in_its_result(workspace: Path) -> None:
     """Its processes are killed with the keeper (cgroup or launcher): output after that is never seen, and the
     result had no exit code and no word of why (keeprev F5)."""
-    result = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after").output
+    called = run(shell(workspace), "echo before; kill -9 $PPID; sleep 5; echo after")
+    result = called.output
+    assert result is not None, (called.error_type, called.message)
     assert result["stdout"] == "before\n", result
     assert result["exit_code"] is None and "keeper" in (result["stopped"] or ""), result
 

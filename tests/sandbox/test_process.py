@@ -302,3 +302,25 @@ def test_commands_run_in_a_process_holding_more_descriptors_than_select_takes(wo
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_extra_descriptors_reach_the_command_as_5_and_on_and_the_callers_stay_open(workspace: Path) -> None:
+    """A sandbox wrapper's descriptors (a session's namespaces) ride along with the request, large ones too."""
+    ends = [os.pipe() for _ in range(2)]
+    for number, (_, write) in enumerate(ends):
+        os.write(write, f"fd{number}".encode())
+        os.close(write)
+    reads = [read for read, _ in ends]
+    env = {"PATH": os.environ["PATH"], "BIG": "x" * 70_000}  # over the inline limit: the request goes in a memfd
+    try:
+        result = anyio.run(
+            lambda: run_contained(
+                ["bash", "-c", "cat <&5; cat <&6; pwd"], cwd=workspace, env=env, timeout=10, extra_fds=reads
+            )
+        )
+        assert result.stdout == f"fd0fd1{workspace}\n", result
+        for fd in reads:
+            os.fstat(fd)  # still the caller's
+    finally:
+        for fd in reads:
+            os.close(fd)

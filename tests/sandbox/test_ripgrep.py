@@ -111,3 +111,24 @@ def test_no_listed_name_keeps_a_leading_dot_slash_whichever_search_path_prints_f
     for paths in ([".github", "."], [".", ".github"]):
         names = sorted(name for batch, _ in list_files(tmp_path, paths) for name in batch)
         assert names == [".github/w/ci.yml", "a/b.py", "c.txt"]
+
+
+def test_hidden_paths_are_carved_out_of_ripgreps_grant_in_the_kernel(tmp_path: Path) -> None:
+    """Without any exclusion glob, ripgrep still cannot read a deny-globbed file or toolrig's state (Landlock)."""
+    from toolrig.sandbox.confine.view import hidden_below
+    from toolrig.sandbox.paths import Workspace
+    from toolrig.sandbox.ripgrep import confine_to
+
+    root = tmp_path.resolve()
+    (root / "deep").mkdir()
+    for name in (".env", "deep/.env", "deep/ok.txt", "ok.txt"):
+        (root / name).write_text("NEEDLE")
+    (root / ".toolrig").mkdir()
+    (root / ".toolrig" / "state").write_text("NEEDLE")
+    hidden = hidden_below(Workspace(root, deny_globs=[".env"]), root)
+    assert sorted(hidden) == sorted(str(root / p) for p in (".toolrig", ".env", "deep/.env"))
+    argv = [*base_argv(hidden=True), "--no-ignore", "-l", "NEEDLE", "."]
+    with RgRun(argv, root, 10.0, confine_to(root, root, hidden=hidden)) as run:
+        found = sorted(line.decode().strip().removeprefix("./") for line in run.lines())
+    assert found == ["deep/ok.txt", "ok.txt"], (found, run.errors)
+    assert run.confined

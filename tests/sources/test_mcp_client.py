@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.adapters.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
-from tests.adapters.test_mcp_http import http_server
+from tests.adapters.test_mcp_http import TOKEN, http_server
 from toolrig.events import Event, EventBus, ToolProgressEvent
 from toolrig.rig import Rig
 
@@ -276,8 +276,8 @@ async def test_a_changed_definition_is_blocked_until_the_user_trusts_it(
 async def test_a_url_server_is_reached_over_streamable_http_with_its_headers(
     workspace: Path, toolrig_home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with http_server(workspace, toolrig_home, token="tok-123") as url:
-        good = {"mcp_servers": {"local": {"url": url, "headers": {"Authorization": "Bearer tok-123"}}}}
+    with http_server(workspace, toolrig_home) as url:
+        good = {"mcp_servers": {"local": {"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}}}}
         async with Rig(workspace, config=good) as rig:
             assert rig.registry.find("local/calculate") is not None
             result = await rig.call("local__calculate", {"expression": "2 + 3"})

@@ -104,10 +104,11 @@ def test_sqlite_kv_keeps_values_across_reopening(tmp_path) -> None:  # type: ign
 
 
 def test_redis_kv_reports_an_unreachable_server_as_unavailable() -> None:
-    from tests.state_servers import free_port
+    from tests.servers import refusing_port
 
-    store = RedisKeyValueStore(f"redis://127.0.0.1:{free_port()}/0")
-    with pytest.raises(ToolError) as caught:
-        store.get("ns", "k")
+    with refusing_port() as port:
+        store = RedisKeyValueStore(f"redis://127.0.0.1:{port}/0")
+        with pytest.raises(ToolError) as caught:
+            store.get("ns", "k")
     assert caught.value.error_type is ErrorType.UNAVAILABLE
     store.close()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import HttpServer, SmtpServer, free_port
+from tests.servers import HttpServer, SmtpServer, refusing_port
 from toolrig import Rig
 from toolrig.result import ToolResult
 
@@ -111,7 +111,8 @@ def test_an_unconfigured_mailer_says_so(workspace: Path) -> None:
 
 
 def test_an_unreachable_server_is_unavailable(workspace: Path, smtp_servers: dict[str, SmtpServer]) -> None:
-    result = send(mailer(workspace, smtp_servers["none"], "none", port=free_port(), timeout_seconds=5))
+    with refusing_port() as port:
+        result = send(mailer(workspace, smtp_servers["none"], "none", port=port, timeout_seconds=5))
     assert result.error_type == "unavailable"
 
 

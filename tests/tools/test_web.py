@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import HttpServer, Seen, free_port
+from tests.servers import HttpServer, Seen, refusing_port
 from toolrig import Rig
 from toolrig.errors import ConfigError
 from toolrig.result import ToolResult
@@ -117,7 +117,8 @@ def test_charset_from_the_headers_is_honoured(workspace: Path, http_server: Http
 
 
 def test_an_unreachable_host_is_unavailable(workspace: Path) -> None:
-    result = fetch(web(workspace), f"http://127.0.0.1:{free_port()}/")
+    with refusing_port() as port:
+        result = fetch(web(workspace), f"http://127.0.0.1:{port}/")
     assert result.error_type == "unavailable"
 
 
@@ -299,7 +300,8 @@ def test_a_rejected_key_is_reported_as_such(workspace: Path, http_server: HttpSe
 
 
 def test_an_unreachable_provider_is_unavailable(workspace: Path) -> None:
-    result = search(workspace, provider="searxng", base_url=f"http://127.0.0.1:{free_port()}")
+    with refusing_port() as port:
+        result = search(workspace, provider="searxng", base_url=f"http://127.0.0.1:{port}")
     assert result.error_type == "unavailable" and "SearXNG" in result.message
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -15,6 +15,7 @@ import click
 from toolrig.cli import root_option
 
 if TYPE_CHECKING:
+    from toolrig.adapters.http_auth import TokenChoice
     from toolrig.approvals.mcp import Fallback
     from toolrig.config import Config, McpServerConfig
 
@@ -40,6 +41,30 @@ def approval_line(mode: str, fallback: str) -> str:
     return f"toolrig: approvals: {mode}: {_MODES[mode]}{asks}"
 
 
+def token_lines(choice: TokenChoice, url: str, env_var: str) -> list[str]:
+    """What a user needs to connect a client: the token's source and a client config to paste, or the warning."""
+    from toolrig.adapters.http_auth import client_config
+
+    if choice.value is None:
+        return [
+            "toolrig: WARNING: --no-token: any program of any user on this machine can connect and call every tool "
+            "as you (write files, run commands). Drop --no-token to require the token."
+        ]
+    if choice.stored is None:
+        return [f"toolrig: clients must send the token from {env_var}: Authorization: Bearer <token>"]
+    stored = choice.stored
+    kept = "a new token, kept" if stored.created else "the token kept"
+    lines = [f"toolrig: {stored.notice}"] if stored.notice else []
+    config = json.dumps(client_config(url, choice.value), indent=2)
+    return [
+        *lines,
+        f"toolrig: clients must send {kept} in {stored.path} (--rotate-token replaces it). "
+        "A client config to paste (Claude Code's .mcp.json, Cursor's mcp.json):",
+        config,
+        f'toolrig: or: claude mcp add --transport http toolrig {url} --header "Authorization: Bearer {choice.value}"',
+    ]
+
+
 @command.command("serve")
 @_root
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
@@ -63,7 +88,15 @@ def approval_line(mode: str, fallback: str) -> str:
     "--token-env",
     default="TOOLRIG_MCP_TOKEN",
     show_default=True,
-    help="HTTP: environment variable holding the bearer token clients must send (required beyond loopback).",
+    help="HTTP: environment variable holding the bearer token clients must send; unset, toolrig keeps its own "
+    "(made once, 0600 in ~/.toolrig/tokens/mcp.token, printed at start).",
+)
+@click.option("--rotate-token", is_flag=True, help="HTTP: replace the kept token with a new one before serving.")
+@click.option(
+    "--no-token",
+    is_flag=True,
+    help="HTTP, loopback only: accept clients without a token. Any program of any user on this machine can then "
+    "run tools as you.",
 )
 @click.option("--allow-host", multiple=True, help="HTTP: another Host header value to accept (name:port).")
 @click.option("--allow-origin", multiple=True, help="HTTP: another browser Origin to accept.")
@@ -90,6 +123,8 @@ def serve(
     approval_fallback: str | None,
     approval_timeout: float | None,
     token_env: str,
+    rotate_token: bool,
+    no_token: bool,
     allow_host: tuple[str, ...],
     allow_origin: tuple[str, ...],
     sse_poll_after: float | None,
@@ -113,14 +148,18 @@ def serve(
             anyio.run(partial(server.serve_stdio, max_message_bytes=max_message_bytes))
         return
 
-    from toolrig.adapters.mcp_http import bind, is_loopback, serve_http
+    from toolrig.adapters.http_auth import TokenError, choose_token, is_loopback, token_file
+    from toolrig.adapters.mcp_http import bind, serve_http
+    from toolrig.errors import ToolError
 
-    token = os.environ.get(token_env) or None
-    if not is_loopback(host) and token is None:
-        fail(
-            f"refusing to serve MCP on {host}, beyond loopback, without a bearer token: "
-            f"put one in the environment variable {token_env}"
-        )
+    if no_token and not is_loopback(host):
+        fail(f"refusing to serve MCP on {host}, beyond loopback, without a bearer token: drop --no-token")
+    try:
+        choice = choose_token("mcp", env_var=token_env, no_token=no_token, rotate=rotate_token)
+    except (TokenError, ToolError) as exc:
+        fail(f"{exc}")
+    except OSError as exc:  # an unwritable toolrig home
+        fail(f"cannot keep the bearer token in {token_file('mcp')}: {exc.strerror or exc}; set {token_env} instead")
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -129,6 +168,8 @@ def serve(
     def ready(url: str) -> None:
         click.echo(f"toolrig: MCP server listening on {url}", err=True)  # first: scripts read the URL from it
         click.echo(approvals, err=True)
+        for line in token_lines(choice, url, token_env):
+            click.echo(line, err=True)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
@@ -136,7 +177,7 @@ def serve(
                 serve_http,
                 server,
                 sock,
-                token=token,
+                token=choice.value,
                 extra_hosts=allow_host,
                 extra_origins=allow_origin,
                 ready=ready,

@@ -71,7 +71,7 @@ def _add(ruleset: int, fd: int, access: int) -> None:
         raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
 
 
-def _ruleset(directories: Sequence[int], files: Sequence[int], paths: Sequence[str]) -> int:
+def _ruleset(directories: Sequence[int], files: Sequence[int], paths: Sequence[str], listed: Sequence[int] = ()) -> int:
     attr = _RulesetAttr(_HANDLED)
     ruleset = int(_libc().syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0))
     if ruleset < 0:
@@ -81,6 +81,8 @@ def _ruleset(directories: Sequence[int], files: Sequence[int], paths: Sequence[s
             _add(ruleset, fd, _READ_FILE | _READ_DIR)
         for fd in files:
             _add(ruleset, fd, _READ_FILE)
+        for fd in listed:
+            _add(ruleset, fd, _READ_DIR)
         for path in paths:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -102,11 +104,13 @@ def spawn(
     directories: Sequence[int],
     files: Sequence[int] = (),
     paths: Sequence[str] = (),
+    listed: Sequence[int] = (),
     **popen: Any,
 ) -> tuple[subprocess.Popen[bytes], bool]:
     """``Popen(argv)`` that may read only below ``directories`` and the ``files`` given (descriptors).
 
-    ``paths`` are more files it may read, named by path (trusted ones: ignore files above the search root).
+    ``paths`` are more files it may read, named by path (trusted ones: ignore files above the search root);
+    ``listed``, directories it may list but whose files it may not read (a directory a hidden path was carved from).
 
     The restriction is applied to a short-lived thread that then starts the process (Landlock confines the
     calling thread and what it starts), so toolrig itself stays unconfined. Returns the process and whether
@@ -114,7 +118,7 @@ def spawn(
     """
     if abi() < 1:
         return subprocess.Popen(argv, **popen), False  # noqa: S603 - argv is built by the caller, no shell
-    ruleset = _ruleset(directories, files, [*paths, *loader_files(argv[0])])
+    ruleset = _ruleset(directories, files, [*paths, *loader_files(argv[0])], listed)
     outcome: dict[str, Any] = {}
     # The confined thread could not open /dev/null itself: open it here and hand the descriptor over.
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)

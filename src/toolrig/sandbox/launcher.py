@@ -33,7 +33,9 @@ launcher fork a keeper too many or too few, and a request then waits for a keepe
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
 command's stdout, stderr, a status socket, the directory it starts in and (optionally) the final-directory pipe.
-The directory comes as a descriptor toolrig opened beneath the workspace without following symlinks: the keeper
+Last may come ``extra_fds`` descriptors for the sandbox's wrapper (a session's namespaces), given to the command
+as 5, 6, ... The directory comes as a descriptor toolrig opened beneath the workspace without following symlinks: the
+keeper
 ``fchdir``s to it and never walks a path that was checked earlier (a symlink swapped in meanwhile would lead out).
 On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
@@ -65,6 +67,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _CWD_FD = 3
 _PRELUDE_FD = 4
+_EXTRA_FD = 5  # the first number ``extra_fds`` are given in the command (5, 6, ...)
 _HIGH_FD = 10
 _COUNT_INTERVAL = 0.02
 INLINE_REQUEST = 64 * 1024  # a larger request comes in a memfd (a small receive buffer is a cheap one)
@@ -498,7 +501,9 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
 def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_idle: bool) -> None:
     """Start one command, wait for it and end everything it started; the status socket says how it went."""
     out, err, status, start = fds[:4]
-    cwd_fd = fds[4] if len(fds) > 4 else -1
+    extra = request.get("extra_fds")
+    count = extra if isinstance(extra, int) and 0 < extra <= len(fds) - 4 else 0
+    cwd_fd = fds[4] if len(fds) - count > 4 else -1
     os.set_blocking(status, False)
     _reaped.clear()
     me = os.getpid()
@@ -520,6 +525,8 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
         if cwd_fd >= 0:
             actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
             env["__TOOLRIG_CWD_FD"] = str(_CWD_FD)
+    for number, fd in enumerate(fds[len(fds) - count :] if count else (), _EXTRA_FD):
+        actions.append((os.POSIX_SPAWN_DUP2, fd, number))  # the sandbox's own (a session's namespaces)
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
     if _caller_gone(status):  # a request toolrig gave up on (nothing took it in time, or it was cancelled) never runs
         raise OSError("toolrig no longer waits for this command")

@@ -9,23 +9,14 @@ an output flood or when the leader exits, everything the command started dies, `
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import fnmatch
-import functools
-import json
 import logging
 import math
 import os
-import re
 import select
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,283 +25,23 @@ import anyio
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.arglimits import too_long
-from toolrig.sandbox.launcher import INLINE_REQUEST
+from toolrig.sandbox.capped import CappedText
+from toolrig.sandbox.environment import DEFAULT_ENV_ALLOW, SECRET_NAME, scrub_env
+from toolrig.sandbox.launcher_client import Launcher, _ended
+from toolrig.sandbox.pids import Limits, PidsCgroup, _command_cgroup, _user_process_count
+
+__all__ = [
+    "DEFAULT_ENV_ALLOW", "SECRET_NAME", "CappedText", "Launcher", "Limits", "PidsCgroup", "ProcessResult",
+    "containment", "run_contained", "scrub_env",
+]  # fmt: skip
 
 log = logging.getLogger("toolrig.sandbox.process")
 
-DEFAULT_ENV_ALLOW = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "HOSTNAME",
-)  # fmt: skip
-# A glob never lets these through; naming the variable exactly in the allowlist does.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE", re.IGNORECASE)
-
-# CSI, OSC, string sequences (DCS, SOS, PM, APC) and the two-character escapes that introduce none of them.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-OQ-WYZ\\])")
-_CARRY_LIMIT = 256
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 1.0
 # How long a request may wait to be taken after its timeout (or, with no timeout, at all) before its launcher is
 # taken for broken: a command can stop the launcher and kill every keeper, and then nothing would ever read it.
 _START_SECONDS = 10.0
-
-# ------------------------------------------------------------------------------------------ output
-
-
-class CappedText:
-    """Decoded, ANSI-free text of a stream, keeping only its head and tail: memory stays bounded.
-
-    What falls between is counted, and ``text()`` puts a marker saying how much was dropped in its place.
-    """
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._head_cap = cap // 2
-        self._tail_cap = cap - self._head_cap
-        self._head: list[str] = []
-        self._head_len = 0
-        self._tail: deque[str] = deque()
-        self._tail_len = 0
-        self.dropped = 0
-        self.bytes_seen = 0
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._carry = ""
-
-    def feed(self, data: bytes) -> None:
-        self.bytes_seen += len(data)
-        self._add(self._clean(self._decoder.decode(data)))
-
-    def close(self) -> None:
-        rest = self._carry + self._decoder.decode(b"", final=True)
-        self._carry = ""
-        self._add(_ANSI.sub("", rest).replace("\x1b", ""))
-
-    def _clean(self, text: str) -> str:
-        text = self._carry + text
-        self._carry = ""
-        cut = text.rfind("\x1b")
-        if cut >= 0 and len(text) - cut < _CARRY_LIMIT and _ANSI.match(text, cut) is None:
-            text, self._carry = text[:cut], text[cut:]  # an escape sequence split across reads
-        return _ANSI.sub("", text).replace("\x1b", "") if "\x1b" in text else text
-
-    def _add(self, text: str) -> None:
-        if not text:
-            return
-        room = self._head_cap - self._head_len
-        if room > 0:
-            self._head.append(text[:room])
-            self._head_len += min(room, len(text))
-            text = text[room:]
-            if not text:
-                return
-        if len(text) >= self._tail_cap:
-            self.dropped += self._tail_len + len(text) - self._tail_cap
-            self._tail = deque([text[-self._tail_cap :]])
-            self._tail_len = self._tail_cap
-            return
-        self._tail.append(text)
-        self._tail_len += len(text)
-        while self._tail_len > self._tail_cap:
-            first = self._tail[0]
-            excess = self._tail_len - self._tail_cap
-            if len(first) <= excess:
-                self._tail.popleft()
-                self._tail_len -= len(first)
-                self.dropped += len(first)
-            else:
-                self._tail[0] = first[excess:]
-                self._tail_len -= excess
-                self.dropped += excess
-
-    def text(self) -> str:
-        head = "".join(self._head)
-        tail = "".join(self._tail)
-        if not self.dropped:
-            return head + tail
-        return f"{head}\n[... {self.dropped:,} characters dropped from the middle ...]\n{tail}"
-
-
-# ------------------------------------------------------------------------------------------ environment
-
-
-def scrub_env(
-    environ: Mapping[str, str], allow: Sequence[str] = DEFAULT_ENV_ALLOW, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The variables a child may see: those the allowlist names, never a secret-looking one by glob.
-
-    For ``os.environ`` the answer is kept and reused while the environment is unchanged (one comparison of its
-    raw dictionary, in C): judging every variable cost ~50 µs per command.
-    """
-    raw = getattr(environ, "_data", None) if environ is os.environ else None
-    if not isinstance(raw, dict):
-        return _scrub(environ, tuple(allow), extra)
-    key = (tuple(allow), tuple(extra.items()) if extra else ())
-    kept = _SCRUBBED.get(key)
-    if kept is not None and kept[0] == raw:
-        return dict(kept[1])
-    env = _scrub(environ, key[0], extra)
-    if len(_SCRUBBED) >= 16:
-        _SCRUBBED.clear()
-    _SCRUBBED[key] = (dict(raw), env)
-    return dict(env)
-
-
-# (allowlist, extra) -> (the raw os.environ it was judged from, the scrubbed environment)
-_SCRUBBED: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], tuple[dict[object, object], dict[str, str]]] = {}
-
-
-def _scrub(environ: Mapping[str, str], allow: tuple[str, ...], extra: Mapping[str, str] | None) -> dict[str, str]:
-    exact, globbed = _env_matcher(allow)
-    env: dict[str, str] = {}
-    for name, value in environ.items():
-        if name in exact or (globbed.match(name) and not SECRET_NAME.search(name)):
-            env[name] = value
-    env.update(extra or {})
-    return env
-
-
-@functools.lru_cache(maxsize=64)
-def _env_matcher(allow: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str]]:
-    globs = [fnmatch.translate(p) for p in allow if any(ch in p for ch in "*?[")] or ["(?!)"]
-    return frozenset(allow), re.compile("|".join(globs))
-
-
-# ------------------------------------------------------------------------------------------ limits
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    cpu_seconds: int | None = None
-    memory_mb: int | None = None  # address space
-    max_processes: int | None = None
-    file_size_mb: int | None = None
-
-    def ulimit_args(self, nproc: int | None) -> str:
-        parts = []
-        if self.cpu_seconds:
-            parts.append(f"-t {int(self.cpu_seconds)}")
-        if self.memory_mb:
-            parts.append(f"-v {int(self.memory_mb) * 1024}")
-        if self.file_size_mb:
-            parts.append(f"-f {int(self.file_size_mb) * 1024}")  # bash counts 1024-byte blocks
-        if nproc:
-            parts.append(f"-u {nproc}")
-        return " ".join(parts)
-
-
-class PidsCgroup:
-    """A pids cgroup per keeper (so per running command), where the kernel offers one.
-
-    The launcher makes one for each keeper, which joins it once and keeps command after command in it (the join
-    is the slow part); toolrig empties and removes it only if the keeper died. It caps forks (root ignores
-    RLIMIT_NPROC) and finds every process the command left behind, including those that left its session or
-    process group.
-    """
-
-    _base: Path | None = None
-    _probed = False
-    _lock = threading.Lock()
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @classmethod
-    def base(cls) -> Path | None:
-        with cls._lock:
-            if not cls._probed:
-                cls._base = _find_pids_hierarchy()
-                cls._probed = True
-            return cls._base
-
-    @classmethod
-    def forget_spares(cls, launcher_pid: int | None) -> None:
-        """Remove the empty cgroups a dead launcher's idle spares left behind (by name: ours, and that launcher's).
-
-        Only that launcher's: a new one, started by another thread meanwhile, has made empty cgroups of its
-        own that its keepers are about to join; removing those would leave a keeper with no cgroup.
-        """
-        base = cls.base()
-        if base is None or launcher_pid is None:
-            return
-        for path in base.glob(f"toolrig-spare-{os.getpid()}-{launcher_pid}-*"):
-            with contextlib.suppress(OSError):
-                path.rmdir()
-
-    def pids(self) -> list[int]:
-        try:
-            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []
-
-    async def kill_all(self) -> bool:
-        """SIGKILL everything in the cgroup until it is empty, then remove it (bounded: ~2 s); True once gone."""
-        for _ in range(400):
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            await anyio.sleep(0.005)
-        else:
-            log.warning("processes still alive in %s after SIGKILL", self.path)
-        try:
-            self.path.rmdir()
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
-        return True
-
-
-@functools.lru_cache(maxsize=64)
-def _command_cgroup(reported: str, owner: int) -> PidsCgroup | None:
-    """The cgroup a keeper says its command runs in, if it is one a spare of ours made (toolrig kills all in it).
-
-    Kept per name (a keeper reports the same one for command after command) and per process (``owner``, our pid:
-    a fork judges again, under its own pid). ``PidsCgroup`` holds only the path.
-    """
-    base = PidsCgroup.base()
-    parent, _, name = reported.rpartition("/")
-    if base is None or parent != str(base) or not name.startswith(f"toolrig-spare-{owner}-"):
-        return None
-    return PidsCgroup(Path(reported))
-
-
-def _find_pids_hierarchy() -> Path | None:
-    """Our own pids cgroup directory if we may create children in it (v1 pids, or delegated v2)."""
-    if os.environ.get("TOOLRIG_NO_CGROUP"):
-        return None
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            candidate = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
-            exists = (candidate / "pids.max").exists() or candidate == Path("/sys/fs/cgroup/pids")
-            if exists and os.access(candidate, os.W_OK):
-                return candidate
-        if controllers == "" and path:
-            candidate = Path("/sys/fs/cgroup") / path.lstrip("/")
-            try:
-                delegated = "pids" in (candidate / "cgroup.subtree_control").read_text().split()
-            except OSError:
-                delegated = False
-            if delegated and os.access(candidate, os.W_OK):
-                return candidate
-    return None
-
-
-def _user_process_count() -> int:
-    uid = os.getuid()
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                count += entry.stat().st_uid == uid
-    return count
-
 
 # ------------------------------------------------------------------------------------------ running
 
@@ -326,117 +57,6 @@ class ProcessResult:
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
     containment: str = ""
-
-
-def _ended(pidfd: int) -> bool:
-    """Whether the process a pidfd refers to has ended (readable), without waiting.
-
-    ``poll``, not ``select``: a process with many descriptors open (a server, a long test run) gets pidfds above
-    ``FD_SETSIZE`` (1024), which ``select`` refuses, and every command then failed as ``internal``.
-    """
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-class Launcher:
-    """The process that starts every command (``toolrig.sandbox.launcher``), one per toolrig process.
-
-    It is shared by every session: it holds no session state, only a socket to the launcher.
-    """
-
-    _lock = threading.Lock()
-    _current: Launcher | None = None
-
-    def __init__(self, base: Path | None) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        script = Path(__file__).with_name("launcher.py")
-        env = {"LC_ALL": "C.UTF-8"}  # nothing of toolrig's environment: commands may read their ancestors'
-        argv = [sys.executable, "-I", "-S", str(script), str(theirs.fileno()), str(base or ""), str(os.getpid())]
-        with theirs:
-            starter = subprocess.Popen(  # noqa: S603 - our own interpreter and script
-                argv,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                pass_fds=(theirs.fileno(),),
-                close_fds=True,
-            )
-            starter.wait()  # it double-forks: the launcher's parent is not toolrig
-        said = b""
-        if starter.stdout is not None:
-            with starter.stdout:
-                said = starter.stdout.read(64)  # the launcher's pid, then it closes its stdout
-        self.pidfd: int | None = None
-        self.pid: int | None = None  # names its keepers' cgroups (``PidsCgroup.forget_spares``)
-        with contextlib.suppress(ValueError, OSError):
-            self.pid = int(said)
-            self.pidfd = os.pidfd_open(self.pid)
-        self.sock = ours
-        self.owner = os.getpid()
-        self.base = base
-
-    def gone(self) -> bool:
-        """Whether the launcher process has ended (a command may kill it)."""
-        return self.pidfd is None or _ended(self.pidfd)
-
-    def close(self) -> None:
-        self.sock.close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-
-    def kill(self) -> None:
-        """End a launcher that takes no request (a command may have stopped it): the next command starts another."""
-        if self.pidfd is not None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-
-    @classmethod
-    def get(cls) -> Launcher:
-        base = PidsCgroup.base()
-        with cls._lock:
-            current = cls._current
-            if current is None or current.owner != os.getpid() or current.base != base or current.gone():
-                if current is not None:  # ours: its keepers see the end and it exits; inherited: the parent's
-                    current.close()
-                    PidsCgroup.forget_spares(current.pid)
-                current = cls._current = cls(base)
-            return current
-
-    @classmethod
-    def forget(cls, launcher: Launcher) -> None:
-        """Start a new launcher for the next command: this one died."""
-        with cls._lock:
-            if cls._current is launcher:
-                cls._current = None
-        launcher.close()
-        PidsCgroup.forget_spares(launcher.pid)
-
-    @classmethod
-    def send(cls, request: dict[str, object], fds: list[int]) -> Launcher:
-        """Hand the request to a keeper of the current launcher (started again once if it died); returns it."""
-        data = json.dumps(request).encode()
-        big = -1
-        if len(data) > INLINE_REQUEST:
-            big = os.memfd_create("toolrig-request", os.MFD_CLOEXEC)
-            os.write(big, data)
-            data = json.dumps({"memfd": len(data)}).encode()
-            fds = [*fds, big]
-        try:
-            for attempt in range(2):
-                launcher = cls.get()
-                try:
-                    socket.send_fds(launcher.sock, [data], fds)
-                    return launcher
-                except OSError:  # the launcher died (a command may kill it): start another once
-                    cls.forget(launcher)
-                    if attempt:
-                        raise
-            raise AssertionError("unreachable")
-        finally:
-            if big >= 0:
-                os.close(big)
 
 
 class Keeper:
@@ -665,7 +285,7 @@ async def run_contained(
     cwd_fd: int | None = None,
     env: Mapping[str, str],
     timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline, not just abandoned
-    limits: Limits = Limits(),
+    limits: Limits = Limits(),  # noqa: B008 - a frozen dataclass
     output_cap: int = 50_000,
     max_output_bytes: int = 64 * 1024 * 1024,
     kill_grace: float = 2.0,
@@ -674,6 +294,7 @@ async def run_contained(
     on_progress: Callable[[float, str], None] | None = None,
     progress_interval: float = 1.0,
     retry: bool = True,
+    extra_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -682,7 +303,8 @@ async def run_contained(
     only its name), or else in ``cwd`` opened here: the keeper changes into a descriptor, never walks a path.
     With ``prelude`` the child must be bash: it applies the limits itself before the command starts and, with
     ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
-    ``progress_interval`` seconds while the command runs (MCP clients show it).
+    ``progress_interval`` seconds while the command runs (MCP clients show it). ``extra_fds`` (left open, the
+    caller's) reach the command as descriptors 5, 6, ...: a sandbox wrapper's (a session's namespaces).
     """
     if why := too_long(argv, env):
         raise ToolError(
@@ -707,12 +329,14 @@ async def run_contained(
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         fds.append(write_fd)
+    fds.extend(os.dup(fd) for fd in extra_fds)  # the caller keeps its own; these copies go with the request
     request = {
         "argv": list(argv),
         "env": child_env,
         "prelude": prelude,
         "pids_max": limits.max_processes + 1 if limits.max_processes and base else None,  # + 1: the keeper
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
+        "extra_fds": len(extra_fds),
     }
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())
@@ -785,7 +409,10 @@ async def run_contained(
                 "Run the command again.",
             )
         elif not lost:
-            if not keeper.pid and (keeper.error is not None or keeper.closed):
+            # A keeper gone without a word whose command wrote output did start it: the command killed its keeper
+            # before the keeper could say P (the spawned child may run first); the launcher kills what is left.
+            ran = keeper.error is None and bool(watch.out.bytes_seen or watch.err.bytes_seen)
+            if not keeper.pid and not ran and (keeper.error is not None or keeper.closed):
                 reason = keeper.error or "the launcher stopped before it started the command"
                 unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
             else:
@@ -817,7 +444,7 @@ async def run_contained(
         return await run_contained(
             argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
-            on_progress=on_progress, progress_interval=progress_interval, retry=False,
+            on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
         )  # fmt: skip
     if unstarted is not None:
         raise unstarted

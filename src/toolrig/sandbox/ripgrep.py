@@ -10,6 +10,7 @@ confined (``Confinement``, Landlock) to the search root as opened without follow
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import tempfile
 import threading
@@ -23,6 +24,7 @@ from toolrig.cancel import current_token
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox import fdwalk, landlock
 from toolrig.sandbox.arglimits import too_long
+from toolrig.sandbox.paths import is_within
 from toolrig.sandbox.patterns import PatternSet
 
 # Hidden directories worth searching although ripgrep skips hidden files by default.
@@ -92,25 +94,38 @@ class Confinement:
     directories: list[int] = field(default_factory=list)
     files: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    listed: list[int] = field(default_factory=list)  # carved directories: their names may be listed, nothing more
 
     def close(self) -> None:
-        for fd in (*self.directories, *self.files):
+        for fd in (*self.directories, *self.files, *self.listed):
             os.close(fd)
         self.directories.clear()
         self.files.clear()
+        self.listed.clear()
 
 
-def confine_to(root: Path, start: Path, ignore_files: Sequence[Path] = ()) -> Confinement:
+def confine_to(root: Path, start: Path, ignore_files: Sequence[Path] = (), hidden: Sequence[str] = ()) -> Confinement:
     """The confinement for searching ``start`` (a directory or file under ``root``, already resolved and checked).
 
     ripgrep also reads the .gitignore files of the directories above the search root: those are allowed by
     name, as are ``ignore_files`` (they only steer which files are skipped; their text is never shown).
+    ``hidden`` (absolute paths: toolrig's state, what the deny globs match; ``confine.view.hidden_below``) are
+    carved out in the kernel as well as skipped by ripgrep's globs: the grant is split into the largest pieces
+    of ``start`` that hold none of them (``carve``), each opened without following a symlink.
     """
     parts = start.relative_to(root).parts
     confinement = Confinement()
     try:
         if os.path.isdir(start):
-            confinement.directories.append(fdwalk.open_dir(root, parts))
+            below = [h for h in hidden if is_within(Path(h), start)]
+            top = fdwalk.open_dir(root, parts)
+            if below:
+                try:
+                    carve(top, start, below, confinement)
+                finally:
+                    os.close(top)
+            else:
+                confinement.directories.append(top)
         else:
             confinement.files.append(fdwalk.open_regular(root, parts))
     except (FileNotFoundError, NotADirectoryError):
@@ -127,6 +142,49 @@ def confine_to(root: Path, start: Path, ignore_files: Sequence[Path] = ()) -> Co
                 confinement.paths.append(str(candidate))
     confinement.paths += [str(path) for path in ignore_files]
     return confinement
+
+
+_MAX_PIECES = 4096
+
+
+def carve(fd: int, path: Path, hidden: Sequence[str], into: Confinement) -> None:
+    """Grant the directory ``fd`` (at ``path``) whole if nothing in ``hidden`` is below it, else its other entries.
+
+    Entries are opened with ``O_NOFOLLOW`` relative to their parent's descriptor: a name swapped for a
+    symlink meanwhile is a symlink here, granted nothing (ripgrep does not follow links). A hidden entry is
+    granted nothing; past ``_MAX_PIECES`` grants the rest of a directory is left out (not searched).
+    """
+    inside = [h for h in hidden if is_within(Path(h), path) and Path(h) != path]
+    if not inside:
+        into.directories.append(os.dup(fd))
+        return
+    into.listed.append(os.dup(fd))  # ripgrep walks through it; the hidden entry's content stays unreadable
+    for entry in sorted(os.listdir(fd)):
+        child = path / entry
+        if str(child) in hidden or len(into.directories) + len(into.files) >= _MAX_PIECES:
+            continue
+        try:
+            opened = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        except NotADirectoryError:
+            _grant_file(fd, entry, into)
+            continue
+        except OSError:
+            continue  # a symlink (ELOOP), gone, or unreadable: nothing to grant
+        try:
+            carve(opened, child, inside, into)
+        finally:
+            os.close(opened)
+
+
+def _grant_file(parent: int, name: str, into: Confinement) -> None:
+    try:
+        opened = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return
+    if stat.S_ISREG(os.fstat(opened).st_mode):
+        into.files.append(opened)
+    else:
+        os.close(opened)  # a symlink, device, FIFO or socket: ripgrep has nothing to read there
 
 
 @dataclass
@@ -172,6 +230,7 @@ class RgRun:
                     directories=self.confinement.directories,
                     files=self.confinement.files,
                     paths=self.confinement.paths,
+                    listed=self.confinement.listed,
                     **options,
                 )
             finally:

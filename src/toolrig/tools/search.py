@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.sandbox.confine.view import hidden_below
 from toolrig.sandbox.mtimes import cache_for, lstat_mtimes
 from toolrig.sandbox.paths import Workspace, is_within
 from toolrig.sandbox.rgflags import parse_flags, rebase_glob
@@ -188,7 +189,8 @@ class CodeSearch(Tool[CodeSearchInput, CodeSearchOutput]):
             mode = "--files-with-matches" if input.output_mode == "files_with_matches" else "--count"
             argv += [mode, "--null", "--", input.pattern, *paths]
         # Opened last, right before ripgrep starts (which closes them): nothing in between can raise.
-        run = RgRun(argv, root, input.timeout_seconds, confine_to(root, start, ignore_files))
+        hidden = hidden_below(ctx.workspace, root)  # carved out of ripgrep's Landlock grant, as from a command's view
+        run = RgRun(argv, root, input.timeout_seconds, confine_to(root, start, ignore_files, hidden))
         if input.output_mode == "content":
             out = self._content(ctx, root, run, input, selection)
         else:
@@ -379,7 +381,12 @@ class Glob(Tool[GlobInput, GlobOutput]):
         try:
             # Stamp each batch while ripgrep walks on: without the cache the mtimes cost as much as the walk.
             found = list_files(
-                root, paths, extra=selection.argv, deny=deny, hidden=hidden, confinement=confine_to(root, start)
+                root,
+                paths,
+                extra=selection.argv,
+                deny=deny,
+                hidden=hidden,
+                confinement=confine_to(root, start, hidden=hidden_below(ctx.workspace, root)),
             )
             for batch, plain in found:
                 names = selection.keep(batch, plain)

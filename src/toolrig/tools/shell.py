@@ -7,6 +7,8 @@ in it (an allowlist is the boundary, a denylist a tripwire); the process runs co
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import os
 import shlex
@@ -16,22 +18,60 @@ import weakref
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import anyio
+from pydantic import ConfigDict, Field, field_validator
 
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
-from toolrig.sandbox.paths import StateDirectoryError
-from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, run_contained, scrub_env
+from toolrig.sandbox.allowed import AllowedPathsSettings
+from toolrig.sandbox.confine import SandboxUnavailable, View
+from toolrig.sandbox.confine.bwrap import setup_failure
+from toolrig.sandbox.confine.choose import Choice, choose
+from toolrig.sandbox.confine.net import bridge_paths, bridged, egress_for, refusal_notes
+from toolrig.sandbox.confine.notes import boundary_note
+from toolrig.sandbox.confine.tmpdir import session_tmp
+from toolrig.sandbox.confine.view import view_for
+from toolrig.sandbox.network import NetworkSettings, Resolver
+from toolrig.sandbox.paths import StateDirectoryError, is_within
+from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
 
 DEFAULT_SESSION = "default"
 
 
-class RunCommandConfig(BaseModel):
-    """Settings under ``tool_config.run_command``."""
+class RunCommandConfig(AllowedPathsSettings, NetworkSettings):
+    """Settings under ``tool_config.run_command``.
+
+    ``allowed_paths`` narrows what commands see of the workspace, ``allowed_domains`` and the rest of the
+    network settings what they reach through the egress proxy.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    sandbox: Annotated[Literal["off", "auto", "required"], Narrow.STRICTER] = Field(
+        default="auto",
+        description=(
+            "auto: confine commands with the best mechanism this machine has (bubblewrap, else Landlock, else none; "
+            "each result's containment says which); required: refuse to run commands unconfined; off: no "
+            "confinement (toolrig already runs inside a container of your own)."
+        ),
+    )
+    network: Annotated[Literal["guarded", "none"], Narrow.STRICTER] = Field(
+        default="guarded",
+        description=(
+            "guarded: commands reach the network only through toolrig's egress proxy, which applies fetch_url's "
+            "guard with these settings (allowed_domains, blocked_domains, allow_loopback, allow_networks); "
+            "none: no network at all (offline work). Needs the bwrap sandbox; elsewhere containment says so."
+        ),
+    )
+    write_paths: Annotated[list[str], Narrow.INTERSECT] = Field(
+        default_factory=list, description="More directories commands may write (~/.cache/pip); default: none."
+    )
+    hidden_paths: Annotated[list[str], Narrow.UNION] = Field(
+        default_factory=list,
+        description="More paths commands may not see, beside ~/.ssh, ~/.aws and the other default secrets.",
+    )
 
     mode: Literal["shell", "argv"] = Field(
         default="shell", description="shell: bash -c; argv: shlex-split and run with no shell (stricter)."
@@ -104,16 +144,41 @@ class RunCommandOutput(ToolOutput):
     cwd: str = Field(description="The working directory after the command, relative to the workspace.")
     stopped: str | None = Field(default=None, description="Why toolrig stopped the command early, if it did.")
     containment: str = Field(
-        default="", description="What held the command (pids cgroup or subreaper keeper, process limit)."
+        default="",
+        description="What held the command: the sandbox (bwrap, landlock or none, and why), then the process tree.",
     )
     note: str | None = Field(
         default=None,
-        description="Why the command started somewhere else than where the last one ended, if it did.",
+        description=(
+            "What the sandbox refused the command (a hidden or read-only path, no network), or why it started "
+            "somewhere else than where the last one ended."
+        ),
     )
 
 
-def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None) -> str | None:
-    """Why config refuses the command, or None. Every simple command inside it must pass."""
+# What an allow list no longer refuses where the kernel confines the command: each inner command of these is still
+# in the analysis (and must match an allowed pattern), and what they do beyond that is held by the sandbox (writes
+# only in the workspace, jobs killed with the command, startup files read-only).
+KERNEL_HELD = (
+    "runs a job in the background (&)",
+    "uses command substitution",
+    "uses process substitution",
+    "redirects output to a file",
+    "uses a here-document",
+    "starts a nested shell",
+    "reads the user's startup files",
+)
+
+
+def judge(
+    command: str, config: RunCommandConfig, argv: list[str] | None = None, *, confined: bool = False
+) -> str | None:
+    """Why config refuses the command, or None. Every simple command inside it must pass.
+
+    ``confined``: the command will run in a sandbox (``containment`` not "none"), so an allow list accepts the
+    constructs in ``KERNEL_HELD`` around allowed commands (``bash -lc 'make'``, ``make > log``, ``$(git rev-parse
+    HEAD)``, ``server &``) instead of asking for a plain command.
+    """
     if not config.allow and not config.deny:
         return None
     from toolrig.sandbox.shell_syntax import analyse, matches
@@ -121,8 +186,9 @@ def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None)
     analysis = analyse(shlex.join(argv) if argv is not None else command)
     if not analysis.parsed:
         return f"it cannot be read reliably ({'; '.join(analysis.reasons)})"
-    if config.allow and not analysis.plain:
-        return f"only plain commands are allowed here, and this one {'; '.join(analysis.reasons)}"
+    reasons = [r for r in analysis.reasons if not (confined and any(held in r for held in KERNEL_HELD))]
+    if config.allow and reasons:
+        return f"only plain commands are allowed here, and this one {'; '.join(reasons)}"
     if not analysis.readable:
         return f"it may run commands that cannot be checked ({'; '.join(analysis.opaque)})"
     for simple in analysis.commands:
@@ -130,6 +196,8 @@ def judge(command: str, config: RunCommandConfig, argv: list[str] | None = None)
             for pattern in config.deny:
                 if matches(pattern, text):
                     return f"'{text}' matches the deny pattern '{pattern}'"
+        if confined and _reads_its_script(simple.argv):
+            continue  # `bash -lc 'make test'`: the script's own commands are judged, each on its own
         if config.allow and not any(matches(pattern, simple.text) for pattern in config.allow):
             return f"'{simple.text}' matches no allowed pattern ({', '.join(config.allow)})"
     return None
@@ -156,7 +224,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         if config is None or not (config.allow or config.deny):
             return None
         argv = _split(input.command) if config.mode == "argv" else None
-        why = judge(input.command, config, argv)
+        why = judge(input.command, config, argv, confined=_confined(config))
         if why is None:
             return None
         setting = "deny" if "deny pattern" in why or not config.allow else "allow"
@@ -165,7 +233,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
     async def execute(self, input: RunCommandInput, ctx: ToolContext) -> RunCommandOutput:
         config = ctx.settings(RunCommandConfig)
         argv = _split(input.command) if config.mode == "argv" else None
-        refusal = judge(input.command, config, argv)
+        refusal = judge(input.command, config, argv, confined=_confined(config))
         if refusal is not None:
             raise ToolError(
                 ErrorType.DENIED,
@@ -173,32 +241,21 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
                 "Run a different command that the policy allows, or ask the user.",
             )
         timeout = _timeout(input.timeout_seconds, config)
+        choice = _choose(config)
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
         try:
-            env = scrub_env(os.environ, config.env_allow, config.env_set)
-            env["PWD"] = str(cwd)
-            limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
-            script = (
-                ["bash", "-c", input.command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
-            )
-            result = await run_contained(
-                script,
-                cwd=cwd,
-                cwd_fd=cwd_fd,
-                env=env,
-                timeout=timeout,
-                limits=limits,
-                output_cap=config.max_output_chars,
-                max_output_bytes=config.max_output_bytes,
-                kill_grace=config.kill_grace_seconds,
-                report_cwd=argv is None,
-                on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
-                progress_interval=config.progress_interval_seconds,
-            )
+            result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
+        if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
+            raise ToolError(
+                ErrorType.DENIED,
+                f"The command was not run: its sandbox could not be set up ({why}); a path of the workspace changed "
+                "while it was (a symlink swapped in, a directory removed).",
+                "Run it again once nothing else is changing the workspace.",
+            )
         final = _remember(result.final_cwd, cwd, ctx)
         with _CWDS_LOCK:  # most recently used last; a session at the root needs no entry
             cwds.pop(key, None)
@@ -215,9 +272,133 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=result.containment,
-            note=note,
+            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice)}",
+            note=_joined(
+                note,
+                refused,
+                boundary_note(view, result.stderr, result.exit_code, input.command) if view is not None else None,
+            ),
         )
+
+
+async def _run(
+    ctx: ToolContext,
+    config: RunCommandConfig,
+    choice: Choice,
+    command: str,
+    argv: list[str] | None,
+    cwd: Path,
+    cwd_fd: int,
+    timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline (run_contained)
+) -> tuple[ProcessResult, View | None, str | None]:
+    """Run the command in this call's view (and, guarded, behind its own egress proxy): result, view, refusals."""
+    env = scrub_env(os.environ, config.env_allow, config.env_set)
+    env["PWD"] = str(cwd)
+    limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
+    script = ["bash", "-c", command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
+    view: View | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        egress = None
+        if choice.backend.name != "none":
+            session = ctx.session_id or DEFAULT_SESSION
+            walks = ctx.workspace.deny_globs or ctx.workspace.read_only_globs or config.allowed_paths
+            # A walk of the roots goes to a thread; the default view is a few stat calls (a thread hop costs more).
+            view = (
+                await anyio.to_thread.run_sync(_view, ctx, config, cwd, session)
+                if walks
+                else _view(ctx, config, cwd, session)
+            )
+            env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
+            if choice.backend.name == "bwrap" and config.network == "guarded":
+                egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
+                # A narrowed view empties the roots: toolrig's own interpreter may live there (a venv in the repo).
+                kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in view.emptied))
+                view = dataclasses.replace(
+                    view, network="guarded", egress_dir=egress.directory, read_only=(*view.read_only, *kept)
+                )
+                script = bridged(egress, script)
+            script = choice.backend.wrap(view, script)
+        result = await run_contained(
+            script,
+            cwd=cwd,
+            cwd_fd=cwd_fd,
+            env=env,
+            timeout=timeout,
+            limits=limits,
+            output_cap=config.max_output_chars,
+            max_output_bytes=config.max_output_bytes,
+            kill_grace=config.kill_grace_seconds,
+            report_cwd=argv is None,
+            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+            progress_interval=config.progress_interval_seconds,
+        )
+        return result, view, refusal_notes(egress) if egress is not None else None
+
+
+def _network_words(view: View | None, choice: Choice) -> str:
+    if view is None or choice.backend.name != "bwrap":
+        return ""
+    return "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
+
+
+def _resolver(ctx: ToolContext) -> Resolver | None:
+    """The resolver the call's guarded HTTP uses (a test's injected one), so the proxy decides as fetch_url does."""
+    resolver = getattr(ctx.http, "resolver", None)
+    return resolver if callable(resolver) else None
+
+
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
+
+
+def _reads_its_script(argv: tuple[str, ...]) -> bool:
+    """A shell given ``-c SCRIPT`` (its script was read as a nested command line; an unreadable one is opaque)."""
+    return (
+        bool(argv)
+        and os.path.basename(argv[0]) in _SHELLS
+        and any(a.startswith("-") and not a.startswith("--") and "c" in a for a in argv[1:4])
+    )
+
+
+def _confined(config: RunCommandConfig) -> bool:
+    """Whether this call's command will run in a sandbox (probed once per process; required and missing: False)."""
+    try:
+        return choose(config.sandbox).backend.name != "none"
+    except SandboxUnavailable:
+        return False
+
+
+def _choose(config: RunCommandConfig) -> Choice:
+    """The mechanism this call's commands run under (probed once per process); required and missing: an error."""
+    try:
+        return choose(config.sandbox)
+    except SandboxUnavailable as exc:
+        raise ToolError(
+            ErrorType.UNAVAILABLE,
+            f"The command was not run: tool_config.run_command.sandbox is 'required' and {exc}.",
+            "Ask the user to install bubblewrap or allow user namespaces (`toolrig sandbox check` says why).",
+            retryable=False,
+        ) from None
+
+
+def _view(ctx: ToolContext, config: RunCommandConfig, cwd: Path, session: str) -> View:
+    """The view of this call: its workspace and its own settings (an agent's narrower allowed_paths included)."""
+    try:
+        tmp = session_tmp(str(ctx.workspace.root), session)
+    except OSError as exc:
+        raise ToolError(ErrorType.UNAVAILABLE, f"The session's temp directory cannot be made: {exc}.") from None
+    return view_for(
+        ctx.workspace,
+        cwd=cwd,
+        tmp=tmp,
+        allowed_paths=config.allowed_paths,
+        write_paths=config.write_paths,
+        hidden_paths=config.hidden_paths,
+    )
+
+
+def _joined(*notes: str | None) -> str | None:
+    kept = [n for n in notes if n]
+    return " ".join(kept) if kept else None
 
 
 def _start(requested: str | None, remembered: Path | None, ctx: ToolContext) -> tuple[Path, int, str | None]:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.state_servers import BaseXServer, free_port
+from tests.servers import refusing_port
+from tests.state_servers import BaseXServer
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.librarian.basex import _EVAL, BaseXError, BaseXLibrarian, BaseXSession
 
@@ -34,9 +35,10 @@ def test_basex_librarian_reports_a_wrong_password_as_unavailable(basex_server: B
 
 
 def test_basex_librarian_reports_an_unreachable_server_as_unavailable() -> None:
-    librarian = BaseXLibrarian(f"basex://127.0.0.1:{free_port()}", "admin", "x")
-    with pytest.raises(ToolError) as caught:
-        librarian.search("anything", None, 5)
+    with refusing_port() as port:
+        librarian = BaseXLibrarian(f"basex://127.0.0.1:{port}", "admin", "x")
+        with pytest.raises(ToolError) as caught:
+            librarian.search("anything", None, 5)
     assert caught.value.error_type is ErrorType.UNAVAILABLE
     librarian.close()
 

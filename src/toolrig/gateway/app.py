@@ -1,0 +1,246 @@
+"""The gateway's ASGI app: the JSON API, the runs' event streams, and the web page, on one port.
+
+Trust model: everything here sits behind ``auth.GatewayGuard`` (Host, Origin, token or the page's cookie). Bodies
+are capped and validated by the models in ``models.py``; a malformed request is a 4xx with a reason, never a
+traceback. Runs live in this process's task group; a run's failure ends that run, never the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from toolrig.gateway import models as m
+from toolrig.gateway import reads
+from toolrig.gateway.channel import AnswerRefused
+from toolrig.gateway.runs import RunManager, RunRefused
+
+if TYPE_CHECKING:
+    from toolrig.rig import Rig
+
+MAX_BODY = 1_000_000
+MAX_LIMIT = 1000
+HEARTBEAT = 15.0  # seconds of silence before an SSE comment line keeps the stream (and its proxies) awake
+STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
+Model = TypeVar("Model", bound=BaseModel)
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _answer(model: type[Model], data: Any, status: int = 200) -> JSONResponse:
+    """Every response goes through its model: what the OpenAPI document says is what is sent."""
+    return JSONResponse(model.model_validate(data).model_dump(mode="json"), status_code=status)
+
+
+async def _body(request: Request, model: type[Model]) -> Model:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        raise Refused(413, f"the body is over {MAX_BODY} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise Refused(413, f"the body is over {MAX_BODY} bytes")
+        chunks.append(chunk)
+    try:
+        return model.model_validate_json(b"".join(chunks))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise Refused(422, f"{where}: {first['msg']} ({exc.error_count()} problem(s))") from None
+
+
+def _limit(request: Request, default: int = 100) -> int:
+    text = request.query_params.get("limit")
+    if text is None:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise Refused(422, f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    return int(text)
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Refusals (ours, the run manager's, an answer's, a missing record) become their status and a reason."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except (Refused, RunRefused, AnswerRefused) as exc:
+            return _error(exc.status, exc.message)
+        except reads.NotFound:
+            return _error(404, "no session has this id")
+        except ImportError as exc:
+            return _error(503, f"this needs an extra that is not installed ({exc.name})")
+
+    return wrapped
+
+
+class Gateway:
+    """The handlers, over one Rig and the runs this process started."""
+
+    def __init__(self, rig: Rig, *, version: str) -> None:
+        self.rig = rig
+        self.version = version
+        self._runs: RunManager | None = None
+
+    @property
+    def runs(self) -> RunManager:
+        if self._runs is None:
+            raise Refused(503, "the server is starting or stopping")
+        return self._runs
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        from toolrig.gateway.runs import warm_provider
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
+            self._runs = RunManager(self.rig, tasks)
+            self._runs.restore()
+            try:
+                yield
+            finally:
+                for run in self._runs.running():
+                    run.scope.cancel()  # a paused run's state stays kept for the next start
+                self._runs = None
+
+    async def start(self, request: Request) -> Response:
+        body = await _body(request, m.StartRun)
+        run = self.runs.start(body.prompt, session_id=body.session_id, agent=body.agent)
+        return _answer(m.RunInfo, run.summary(), 201)
+
+    async def list_runs(self, request: Request) -> Response:
+        runs = sorted(self.runs.runs.values(), key=lambda r: (r.finished, -r.started))
+        return _answer(m.RunList, {"runs": [r.summary() for r in runs]})
+
+    async def run(self, request: Request) -> Response:
+        return _answer(m.RunInfo, self.runs.get(request.path_params["run_id"]).summary())
+
+    async def cancel(self, request: Request) -> Response:
+        return _answer(m.RunInfo, self.runs.cancel(request.path_params["run_id"]).summary())
+
+    async def answer(self, request: Request) -> Response:
+        run = self.runs.get(request.path_params["run_id"])
+        body = await _body(request, m.Answer)
+        pending_id = request.path_params["pending_id"]
+        answered = run.answer(
+            pending_id, call_id=body.call_id, verdict=body.verdict, reason=body.reason, answers=body.answers
+        )
+        return _answer(m.Answered, answered)
+
+    async def events(self, request: Request) -> Response:
+        run = self.runs.get(request.path_params["run_id"])
+        after_text = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        if not after_text.isdigit():
+            raise Refused(422, "Last-Event-ID / after must be an event id (a whole number)")
+        after = int(after_text)
+
+        async def stream() -> AsyncIterator[bytes]:
+            async for item in run.follow(after, heartbeat=HEARTBEAT):
+                if item is None:
+                    yield b": keep-alive\n\n"
+                    continue
+                seq, event = item
+                yield f"id: {seq}\ndata: {json.dumps(event, ensure_ascii=False, default=str)}\n\n".encode()
+            yield b"event: end\ndata: {}\n\n"
+
+        headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    async def sessions(self, request: Request) -> Response:
+        return _answer(m.SessionList, {"sessions": await reads.sessions(self.rig, _limit(request, 50))})
+
+    async def session(self, request: Request) -> Response:
+        return _answer(m.SessionDetail, await reads.session(self.rig, request.path_params["session_id"]))
+
+    async def notes(self, request: Request) -> Response:
+        return _answer(m.Notes, await reads.notes(self.rig, request.path_params["session_id"]))
+
+    async def tasks(self, request: Request) -> Response:
+        status = request.query_params.get("status")
+        return _answer(m.Rows, {"rows": await reads.tasks(self.rig, status, _limit(request))})
+
+    async def schedules(self, request: Request) -> Response:
+        return _answer(m.Rows, {"rows": await reads.schedules(self.rig)})
+
+    async def audit(self, request: Request) -> Response:
+        query = request.query_params
+        since = _since(query.get("since"))
+        rows = await reads.audit(
+            self.rig, since=since, tool=query.get("tool"), agent=query.get("agent"), limit=_limit(request)
+        )
+        return _answer(m.Rows, {"rows": rows})
+
+    async def openapi(self, request: Request) -> Response:
+        from toolrig.gateway.openapi import document
+
+        return JSONResponse(document(self.version))
+
+    async def page(self, request: Request) -> Response:
+        return Response(_static("index.html"), media_type="text/html; charset=utf-8")
+
+    async def asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return _error(404, "no such file")
+        return Response(_static(name), media_type=f"{STATIC[name]}; charset=utf-8")
+
+
+def _since(text: str | None) -> float | None:
+    if text is None:
+        return None
+    import click
+
+    from toolrig.commands.audit import parse_since
+
+    try:
+        return parse_since(text[:100])
+    except click.BadParameter as exc:
+        raise Refused(422, f"since: {exc.message}") from None
+
+
+def _static(name: str) -> bytes:
+    return files("toolrig.gateway").joinpath("static", name).read_bytes()
+
+
+def build_app(rig: Rig, *, version: str = "0") -> Starlette:
+    gw = Gateway(rig, version=version)
+    table: list[tuple[str, str, Handler]] = [
+        ("GET", "/", gw.page),
+        ("GET", "/static/{name}", gw.asset),
+        ("GET", "/api/openapi.json", gw.openapi),
+        ("POST", "/api/runs", gw.start),
+        ("GET", "/api/runs", gw.list_runs),
+        ("GET", "/api/runs/{run_id}", gw.run),
+        ("GET", "/api/runs/{run_id}/events", gw.events),
+        ("POST", "/api/runs/{run_id}/cancel", gw.cancel),
+        ("POST", "/api/runs/{run_id}/pending/{pending_id}", gw.answer),
+        ("GET", "/api/sessions", gw.sessions),
+        ("GET", "/api/sessions/{session_id}", gw.session),
+        ("GET", "/api/sessions/{session_id}/notes", gw.notes),
+        ("GET", "/api/tasks", gw.tasks),
+        ("GET", "/api/schedules", gw.schedules),
+        ("GET", "/api/audit", gw.audit),
+    ]
+    routes = [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
+    return Starlette(routes=routes, lifespan=gw.lifespan)

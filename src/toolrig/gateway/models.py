@@ -1,0 +1,140 @@
+"""The gateway API's requests and responses, one pydantic model each; the OpenAPI document is built from them.
+
+Requests forbid unknown fields and cap every size: a body is input from whoever holds the token.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ID = r"^[A-Za-z0-9_.:-]{1,128}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class StartRun(Strict):
+    """Start a run: a new session, or ``session_id`` to continue one (one run per session at a time)."""
+
+    prompt: str = Field(min_length=1, max_length=200_000)
+    session_id: str | None = Field(default=None, pattern=ID)
+    agent: str | None = Field(default=None, pattern=ID, description="A configured agent (agents: in the config).")
+
+
+class Question(Open):
+    question: str
+    header: str = ""
+    options: list[dict[str, Any]] = []
+    allow_multiple: bool = False
+    allow_other_text: bool = False
+
+
+class Pending(BaseModel):
+    """An approval or a question the run waits for; answer it by ``id`` (single use, bound to ``call_id``)."""
+
+    type: Literal["pending"] = "pending"
+    id: str
+    kind: Literal["approval", "question"]
+    call_id: str
+    tool: str
+    arguments: str = Field(description="The call's arguments exactly as the model sent them (JSON text).")
+    subjects: list[str]
+    reason: str
+    task_id: str | None = Field(description="Set when the call is a subagent's.")
+    questions: list[Question]
+
+
+class RunFailure(BaseModel):
+    kind: str
+    message: str
+
+
+class RunInfo(BaseModel):
+    id: str
+    session_id: str | None
+    agent: str | None
+    prompt: str
+    status: str = Field(
+        description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, aborted or failed"
+    )
+    started: float
+    events: int = Field(description="How many events the run has sent so far (the last SSE id).")
+    error: RunFailure | None
+    pending: list[Pending]
+
+
+class RunList(BaseModel):
+    runs: list[RunInfo]
+
+
+class Answer(Strict):
+    """A person's answer: a verdict for an approval; ``answers`` (one per question) for a question."""
+
+    verdict: Literal["allow_once", "deny"] = Field(
+        default="allow_once", description="For a question: allow_once with answers, or deny to skip it."
+    )
+    call_id: str | None = Field(default=None, max_length=256, description="The call it answers; refused if another.")
+    reason: str = Field(default="", max_length=2000)
+    answers: list[Any] | None = Field(default=None, max_length=50)
+
+
+class Answered(BaseModel):
+    id: str
+    call_id: str
+    verdict: str
+
+
+class SessionInfo(BaseModel):
+    id: str
+    title: str
+    model: str
+    provider: str
+    status: str
+    created: float
+    updated: float
+    turns: int
+    usage: dict[str, Any]
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionInfo]
+
+
+class ToolCallRow(BaseModel):
+    call_id: str
+    turn: int
+    name: str
+    args: Any
+    is_error: bool
+    preview: str
+    duration_ms: float | None
+
+
+class SessionDetail(SessionInfo):
+    messages: list[dict[str, Any]]
+    tool_calls: list[ToolCallRow]
+
+
+class Notes(BaseModel):
+    """A session's todo list and the follow-ups the model suggested last."""
+
+    session_id: str
+    todos: list[dict[str, Any]]
+    followups: list[str]
+
+
+class Rows(BaseModel):
+    """Rows as ``toolrig tasks list --json``, ``cron list --json`` or ``audit --json`` print them."""
+
+    rows: list[dict[str, Any]]
+
+
+class ErrorBody(BaseModel):
+    error: str

@@ -1,0 +1,65 @@
+"""Serving the gateway: the app behind its guard on a socket bound beforehand (so ``--port 0`` works)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from toolrig.adapters.http_auth import host_header
+from toolrig.gateway.app import build_app
+from toolrig.gateway.auth import gateway_guard
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from toolrig.rig import Rig
+
+
+def make_server(
+    rig: Rig,
+    sock: socket.socket,
+    *,
+    token: str | None,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+    version: str = "0",
+) -> tuple[uvicorn.Server, str]:
+    """The uvicorn server and the page's base URL; raises ``TokenError`` for a tokenless bind beyond loopback."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    app = gateway_guard(
+        build_app(rig, version=version),
+        host=host,
+        port=port,
+        token=token,
+        extra_hosts=extra_hosts,
+        extra_origins=extra_origins,
+    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    return uvicorn.Server(config), f"http://{host_header(host, port)}"
+
+
+def login_url(base: str, token: str | None) -> str:
+    """The one-time address that logs a browser in (sets the cookie, then drops the token from the URL)."""
+    return f"{base}/login?token={token}" if token else f"{base}/"
+
+
+async def serve(
+    rig: Rig,
+    sock: socket.socket,
+    *,
+    token: str | None,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+    ready: Callable[[str], None] | None = None,
+    version: str = "0",
+) -> None:
+    server, base = make_server(
+        rig, sock, token=token, extra_hosts=extra_hosts, extra_origins=extra_origins, version=version
+    )
+    async with rig:  # MCP servers in the config stay up while the gateway serves
+        if ready is not None:
+            ready(base)
+        await server.serve(sockets=[sock])
