@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from toolrig import telemetry as _telemetry
 from toolrig.approvals import ApprovalChannel
 from toolrig.config import (
     ALLOW_NOTHING,
@@ -147,6 +148,8 @@ class Rig:
         self.extensions = extensions or Extensions()
         self.governance.install(self.extensions)
         self.hook_gate.install(self.extensions)
+        # telemetry (toolrig.telemetry): None when off; when on, its members trace every call (after the audit)
+        self.telemetry = _telemetry.install(self.config.telemetry, self.extensions)
         self._available = self._base_registry.select(self.config.tools.allow, self.config.tools.deny)
         self._validate_tool_config(self._available)
         self._validate_agents()

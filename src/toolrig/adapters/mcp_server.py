@@ -46,6 +46,7 @@ from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
 from toolrig.sampling import ClientSampler, ModelSource
 from toolrig.scope import CallScope
+from toolrig.telemetry.propagation import continues_client_trace
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -303,6 +304,7 @@ class McpToolServer:
         self.log_levels.set(ctx, params.level)
         return EmptyResult()
 
+    @continues_client_trace  # telemetry: a request's traceparent (in _meta or HTTP headers) is the call's parent
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
@@ -519,6 +521,7 @@ class FastToolCalls:
             and "elicitation" not in capabilities
             and "sampling" not in capabilities  # its calls may sample through the SDK's session
             and "progressToken" not in meta
+            and "traceparent" not in meta  # telemetry: a traced call takes the SDK's path, which continues it
             and _LOG_LEVEL_KEY not in meta  # a client that wants this call's log lines
         ):
             return None

@@ -49,6 +49,7 @@ from toolrig.registry import AnyTool
 from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
 from toolrig.scope import CallScope
+from toolrig.telemetry import chat_span, traced_run
 
 log = logging.getLogger("toolrig.agent")
 
@@ -300,6 +301,7 @@ class _Run:
 
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
+    @traced_run  # telemetry: an invoke_agent span around the run (toolrig.telemetry), nothing when off
     async def _guarded(self, progress: Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
         self.channel = channel  # passed with each of the run's calls: nothing is registered on the Rig
         self.scope = CallScope(
@@ -425,16 +427,19 @@ class _Run:
         emit = self.sink.emit
         complete: TurnComplete | None = None
         partial = progress.partial = []
-        async for item in self.provider.stream(request):
-            if type(item) is StreamTextEvent:
-                partial.append(item.text)
-                emit(item)
-            elif isinstance(item, TurnComplete):
-                complete = item
-            else:
-                emit(item)
-        if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
-            raise RunError("provider", "the provider's stream ended without a final message")
+        with chat_span(self.rig, self.provider.settings) as chat:  # telemetry: a chat span (nothing when off)
+            async for item in self.provider.stream(request):
+                chat.chunk()
+                if type(item) is StreamTextEvent:
+                    partial.append(item.text)
+                    emit(item)
+                elif isinstance(item, TurnComplete):
+                    complete = item
+                else:
+                    emit(item)
+            if complete is None:  # pragma: no cover - a provider always ends with TurnComplete
+                raise RunError("provider", "the provider's stream ended without a final message")
+            chat.done(complete)
         return complete
 
     def _turn_done(self, progress: Progress, complete: TurnComplete) -> TurnComplete:

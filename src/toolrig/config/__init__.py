@@ -45,6 +45,7 @@ from toolrig.config.services import (
     PriceConfig,
     SkillsConfig,
     StoresConfig,
+    TelemetryConfig,
     WorkersConfig,
 )
 from toolrig.config.source import file_problems, read_yaml, validate_file
@@ -84,6 +85,7 @@ __all__ = [
     "StoresConfig",
     "SubagentsConfig",
     "TelegramForwardConfig",
+    "TelemetryConfig",
     "ToolsConfig",
     "Verdict",
     "WebhookForwardConfig",

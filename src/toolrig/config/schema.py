@@ -25,6 +25,7 @@ from toolrig.config.services import (
     McpServerName,
     SkillsConfig,
     StoresConfig,
+    TelemetryConfig,
     WorkersConfig,
 )
 from toolrig.narrowing import Narrow
@@ -60,3 +61,5 @@ class Config(Section):
         description="MCP servers whose tools join the catalog as 'server/tool' (names: letters, digits, '-', '_').",
     )
     skills: SkillsConfig = Field(default_factory=SkillsConfig, description="Where Agent Skills are found.")
+    # Trusted-only (no Narrow rule): a workspace's own config must not send what its runs do elsewhere.
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig, description="OpenTelemetry export.")

@@ -275,3 +275,21 @@ class SkillsConfig(Section):
     paths: list[str] = Field(
         default_factory=list, description="More folders of Agent Skills (each skill a <name>/SKILL.md), searched last."
     )
+
+
+class TelemetryConfig(Section):
+    """OpenTelemetry traces and metrics (docs/telemetry.md); the OTEL_* environment variables apply too."""
+
+    enabled: bool | None = Field(
+        default=None, description="Export traces and metrics; unset: on when an OTLP endpoint is configured."
+    )
+    endpoint: str | None = Field(
+        default=None, description="OTLP endpoint (else OTEL_EXPORTER_OTLP_ENDPOINT, else the application's)."
+    )
+    protocol: Literal["http/protobuf", "grpc"] | None = Field(
+        default=None, description="OTLP transport (else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)."
+    )
+    service_name: str | None = Field(default=None, description="service.name (else OTEL_SERVICE_NAME, else toolrig).")
+    capture_content: bool = Field(
+        default=False, description="Record prompts, completions, tool arguments and results (redacted) on spans."
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolrig.durable.api import DurableError
+from toolrig.telemetry import remember_task_trace
 
 if TYPE_CHECKING:
     from toolrig.config import Config, WorkersConfig
@@ -200,7 +201,8 @@ class DurableAccess:
 
     def add_task(self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None) -> dict[str, Any]:
         self._runnable(agent)
-        return self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
+        task = self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
+        return remember_task_trace(self.config.telemetry, self.records, task)  # telemetry: its run continues this trace
 
     def current_task(self) -> str | None:
         return self.task_id

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from toolrig.durable.api import DurableError
 from toolrig.durable.journal import Journal
 from toolrig.errors import ConfigError, UsageError
+from toolrig.telemetry import continues_task_trace
 
 if TYPE_CHECKING:
     from toolrig.agent.state import RunResult
@@ -65,6 +66,7 @@ class _CheckedJournal(Journal):
         return await super()._recorded(key)
 
 
+@continues_task_trace  # telemetry: the attempt runs in the trace that queued the task (nothing when off)
 async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, worker: str) -> dict[str, Any] | None:
     """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run."""
     from toolrig.agent.entry import resume_run, run_agent

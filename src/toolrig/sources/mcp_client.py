@@ -29,6 +29,7 @@ from toolrig.sources.mcp_relay import Relay, Sampler
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
 from toolrig.sources.mcp_transport import Connection, McpStartError, connect, list_tools
 from toolrig.sources.mcp_trust import TrustStore
+from toolrig.telemetry.propagation import trace_meta
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
@@ -288,7 +289,8 @@ class McpServer:
 
         self.relay.calls.append(ctx)  # the server may ask this call's user a question, or sample
         try:
-            result = await live.conn.client.call_tool(remote, args, progress_callback=on_progress)
+            # telemetry: the current trace context travels in _meta (None when off)
+            result = await live.conn.client.call_tool(remote, args, progress_callback=on_progress, meta=trace_meta())
         except MCPError as exc:
             raise self._protocol_error(exc, live) from None
         except (RuntimeError, ValidationError) as exc:
