@@ -55,6 +55,8 @@ class Bubblewrap:
             args += ["--perms", "0755", "--tmpfs", root]
         for path in view.writable:
             args += ["--bind", path, path]
+        for path in view.pinned:  # parents first: a rename of any of them would carry a mask off its path
+            args += ["--bind", path, path]
         for path in view.read_only:
             args += ["--ro-bind", path, path]
         for path in view.sealed:

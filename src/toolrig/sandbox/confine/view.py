@@ -81,12 +81,14 @@ def view_for(
         start = str(workspace.root)
     hidden_dirs = _outermost(hidden_dirs)
     hidden_files = [f for f in hidden_files if not any(is_within(Path(f), Path(d)) for d in hidden_dirs)]
+    pinned = _pins(writable, (*read_only, *sealed, *hidden_dirs, *hidden_files))
     return View(
         writable=tuple(writable),
         cwd=start,
         tmp=tmp,
         read_only=tuple(read_only),
         emptied=tuple(roots) if narrowed is not None else (),
+        pinned=pinned,
         sealed=tuple(sealed),
         hidden_dirs=tuple(hidden_dirs),
         hidden_files=tuple(hidden_files),
@@ -116,6 +118,26 @@ def _outermost(paths: list[str]) -> list[str]:
         if not any(is_within(Path(path), Path(k)) for k in kept):
             kept.append(path)
     return kept
+
+
+def _pins(writable: Sequence[str], protected: Sequence[str]) -> tuple[str, ...]:
+    """Every directory between a writable path and a protected path below it, parents first.
+
+    Linux refuses to rename or remove a mount point, not a directory that holds one: without these,
+    ``mv .git .git-old && mkdir .git`` leaves the masks on the old name, and a concurrent command's rename between
+    another's walk and its mounts lands a mask on a decoy. Both writable paths and protected ones are mount
+    points already; a directory holding several protected paths is pinned once (a few mounts per command).
+    """
+    pins: set[str] = set()
+    for path in protected:
+        top = next((w for w in writable if path != w and is_within(Path(path), Path(w))), None)
+        if top is None:
+            continue
+        parent = os.path.dirname(path)
+        while parent != top and len(parent) > len(top) and parent not in pins:
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    return tuple(sorted(pins, key=lambda p: (p.count("/"), p)))
 
 
 def compiled_allowed(patterns: Sequence[str]) -> PatternSet | None:
