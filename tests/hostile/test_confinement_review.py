@@ -296,7 +296,6 @@ def test_a_denied_file_moved_between_the_walk_and_the_mounts_stays_hidden(
 # ------------------------------------------------------------------------------------------ F9: the hooks git uses
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F9: the hooks directory git uses (core.hooksPath) stays writable")
 def test_a_command_cannot_write_the_hooks_directory_git_is_configured_to_run(repo: Path) -> None:
     """husky and similar set ``core.hooksPath`` to a directory in the working tree (``.husky/_``); the view
     protects the fixed name ``.git/hooks`` only, so a command plants the hook the user's next commit runs."""
@@ -304,6 +303,19 @@ def test_a_command_cannot_write_the_hooks_directory_git_is_configured_to_run(rep
     assert host_git(repo, "config", "core.hooksPath", ".husky").returncode == 0
     run(rig_for(repo), "printf '#!/bin/sh\\necho ran\\n' > .husky/pre-commit && chmod +x .husky/pre-commit")
     assert not (repo / ".husky" / "pre-commit").exists()
+
+
+def test_a_symlinked_git_config_or_hooks_is_protected_at_its_target(repo: Path) -> None:
+    """``.git/config`` and ``.git/hooks`` as symlinks into the working tree: their targets are what git reads."""
+    git = repo / ".git"
+    (git / "config").rename(repo / "gitconfig")
+    (git / "config").symlink_to(repo / "gitconfig")
+    shutil.rmtree(git / "hooks")
+    (repo / "hookdir").mkdir()
+    (git / "hooks").symlink_to(repo / "hookdir")
+    run(rig_for(repo), "echo '[core] fsmonitor = x' >> gitconfig; echo x > hookdir/pre-commit; true")
+    assert "fsmonitor" not in (repo / "gitconfig").read_text()
+    assert not (repo / "hookdir" / "pre-commit").exists()
 
 
 # ------------------------------------------------------------------------------------------ F10: litter

@@ -179,16 +179,70 @@ def _writable(workspace: Workspace, narrowed: PatternSet | None) -> list[str]:
 
 
 def _protect_git(git: Path, read_only: list[str], sealed: list[str], labels: dict[str, str], *, writable: bool) -> None:
-    """``.git/hooks`` and ``.git/config`` read-only: git runs what they name on the user's next commit."""
+    """``.git/hooks``, ``.git/config`` and what they lead to read-only: git runs what they name on the next commit.
+
+    A symlinked ``hooks`` or ``config`` is protected at its target (resolved; only a target inside a writable path
+    needs it); so are the hooks directory ``core.hooksPath`` names (husky's ``.husky``) and any config file an
+    ``include`` pulls in, found by asking git when a config mentions either (``_configured``).
+    """
     hooks, config = git / "hooks", git / "config"
     labels[str(hooks)] = ".git/hooks"
     labels[str(config)] = ".git/config"
-    if hooks.is_dir() and not hooks.is_symlink():
-        read_only.append(str(hooks))
-    elif not hooks.exists() and not hooks.is_symlink() and writable:
-        sealed.append(str(hooks))
-    if config.is_file() and not config.is_symlink():
-        read_only.append(str(config))
+    for path in (hooks, config):
+        real = Path(os.path.realpath(path))
+        if real != path:
+            labels[str(real)] = labels[str(path)]
+        if real.exists():
+            read_only.append(str(real))
+        elif path == hooks and writable and real.parent.is_dir() and not real.parent.is_symlink():
+            sealed.append(str(real))  # made empty and read-only (a dangling link's target too)
+    for path, label in _configured(git.parent, config):
+        labels.setdefault(path, label)
+        if os.path.exists(path):
+            read_only.append(path)
+        elif writable and os.path.isdir(os.path.dirname(path)):
+            sealed.append(path)
+
+
+_GIT_SECONDS = 10.0
+_ASKS_GIT = ("hookspath", "include")
+
+
+def _configured(top: Path, config: Path) -> list[tuple[str, str]]:
+    """The hooks directory and the included config files git would use in ``top``, when a config says so.
+
+    Asked of git itself (one ``git config --list`` run, which runs nothing a config names) only when the repo's or
+    the user's config mentions ``hooksPath`` or ``include``: most repositories have neither, and git costs ~2 ms.
+    """
+    home = Path.home()
+    texts = []
+    for candidate in (config, home / ".gitconfig", home / ".config" / "git" / "config"):
+        try:
+            texts.append(candidate.read_text(errors="replace").lower())
+        except OSError:
+            continue
+    if not any(word in text for text in texts for word in _ASKS_GIT):
+        return []
+    try:
+        done = subprocess.run(
+            ["git", "config", "--show-origin", "--list", "-z", "--includes"],  # noqa: S607
+            cwd=top,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=_GIT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: list[tuple[str, str]] = []
+    fields = os.fsdecode(done.stdout).split("\0")
+    for origin, entry in zip(fields[::2], fields[1::2], strict=False):
+        key, _, value = entry.partition("\n")
+        if origin.startswith("file:"):
+            found.append((os.path.realpath(top / os.path.expanduser(origin[5:])), origin[5:]))
+        if key == "core.hookspath" and value:
+            found.append((os.path.realpath(top / os.path.expanduser(value)), f"{value} (core.hooksPath)"))
+    return found
 
 
 def _walk_globs(
