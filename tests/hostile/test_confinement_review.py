@@ -99,7 +99,6 @@ def test_a_command_cannot_replace_git_to_plant_a_hook_or_fsmonitor(repo: Path) -
     assert host_git(repo, "config", "--get", "core.fsmonitor").stdout == ""
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F3: .git/commondir redirects git's config and hooks to any file")
 def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> None:
     """git reads ``$GIT_DIR/commondir`` in any repository: config, hooks and refs then come from where it points."""
     run(
@@ -501,3 +500,16 @@ def test_common_credential_files_in_the_home_are_hidden(workspace: Path, home: P
     out = run(rig_for(workspace), "cat " + " ".join(f"~/{n}" for n in MISSING_SECRETS) + " 2>/dev/null; true")
     leaked = [n for n in MISSING_SECRETS if f"{SECRET} {n}" in out["stdout"]]
     assert not leaked, leaked
+
+
+def test_a_submodules_config_and_hooks_are_read_only(repo: Path) -> None:
+    """The parent's ``git status`` runs git in each submodule, whose config and hooks live in ``.git/modules``."""
+    module = repo / ".git" / "modules" / "sub"
+    (module / "hooks").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "config").write_text("[core]\n")
+    out = run(
+        rig_for(repo), "echo '[core] fsmonitor = x' >> .git/modules/sub/config; echo x > .git/modules/sub/hooks/h"
+    )
+    assert "fsmonitor" not in (module / "config").read_text(), out
+    assert not (module / "hooks" / "h").exists()

@@ -32,7 +32,7 @@ from toolrig.sandbox.confine.choose import Choice, choose
 from toolrig.sandbox.confine.net import bridge_paths, bridged, egress_for, refusal_notes
 from toolrig.sandbox.confine.notes import boundary_note
 from toolrig.sandbox.confine.tmpdir import session_tmp
-from toolrig.sandbox.confine.view import view_for
+from toolrig.sandbox.confine.view import remove_planted, view_for
 from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import StateDirectoryError, is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
@@ -249,6 +249,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
+        planted = remove_planted(view) if view is not None else None
         if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
             raise ToolError(
                 ErrorType.DENIED,
@@ -276,6 +277,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             note=_joined(
                 note,
                 refused,
+                planted,
                 boundary_note(view, result.stderr, result.exit_code, input.command) if view is not None else None,
             ),
         )

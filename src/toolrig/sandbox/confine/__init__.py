@@ -57,6 +57,7 @@ class View:
     read_only: tuple[str, ...] = ()
     emptied: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
+    planted: tuple[str, ...] = ()  # names git trusts that were absent: one there after the command is removed
     sealed: tuple[str, ...] = ()
     hidden_dirs: tuple[str, ...] = ()
     hidden_files: tuple[str, ...] = ()

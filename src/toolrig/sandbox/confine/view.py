@@ -16,6 +16,7 @@ it). Paths keep their names inside the view, so the final directory a command re
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -52,6 +53,7 @@ def view_for(
     hidden_dirs: list[str] = []
     hidden_files: list[str] = []
     read_only: list[str] = []
+    planted: list[str] = []
     sealed: list[str] = []
     for path, label in _secrets(home, hidden_paths):
         (hidden_dirs if path.is_dir() else hidden_files).append(str(path))
@@ -73,6 +75,8 @@ def view_for(
         git = root / GIT_DIR_NAME
         if git.is_dir() and not git.is_symlink():
             _protect_git(git, read_only, sealed, labels, writable=not workspace.read_only and os.access(git, os.W_OK))
+            _protect_modules(git, read_only, labels)
+            planted += [str(git / n) for n in _TRUSTED_NAMES if not os.path.lexists(git / n)]
     if workspace.deny_globs or workspace.read_only_globs:
         for root in workspace.roots:
             _walk_globs(workspace, root, hidden_dirs, hidden_files, read_only, labels)
@@ -89,6 +93,7 @@ def view_for(
         read_only=tuple(read_only),
         emptied=tuple(roots) if narrowed is not None else (),
         pinned=pinned,
+        planted=tuple(planted),
         sealed=tuple(sealed),
         hidden_dirs=tuple(hidden_dirs),
         hidden_files=tuple(hidden_files),
@@ -196,12 +201,64 @@ def _protect_git(git: Path, read_only: list[str], sealed: list[str], labels: dic
             read_only.append(str(real))
         elif path == hooks and writable and real.parent.is_dir() and not real.parent.is_symlink():
             sealed.append(str(real))  # made empty and read-only (a dangling link's target too)
-    for path, label in _configured(git.parent, config):
-        labels.setdefault(path, label)
-        if os.path.exists(path):
-            read_only.append(path)
-        elif writable and os.path.isdir(os.path.dirname(path)):
-            sealed.append(path)
+    for named, label in _configured(git.parent, config):
+        labels.setdefault(named, label)
+        if os.path.exists(named):
+            read_only.append(named)
+        elif writable and os.path.isdir(os.path.dirname(named)):
+            sealed.append(named)
+
+
+# Files in $GIT_DIR that redirect where git reads its config and hooks (gitrepository-layout(5)); a file cannot be
+# sealed by a mount without making it (an empty ``commondir`` breaks git), so a new one is removed after the command.
+_TRUSTED_NAMES = ("commondir",)
+_MAX_MODULES = 256
+
+
+def _protect_modules(git: Path, read_only: list[str], labels: dict[str, str]) -> None:
+    """Each submodule's ``config`` and ``hooks`` read-only (the parent's ``git status`` runs git in them)."""
+    modules = git / "modules"
+    if not modules.is_dir() or modules.is_symlink():
+        return
+    stack, seen = [modules], 0
+    while stack and seen < _MAX_MODULES:
+        top = stack.pop()
+        seen += 1
+        try:
+            entries = [e for e in os.scandir(top) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in entries:
+            if os.path.isfile(os.path.join(entry.path, "HEAD")):
+                for name in ("config", "hooks"):
+                    path = os.path.join(entry.path, name)
+                    if os.path.exists(path) and not os.path.islink(path):
+                        read_only.append(path)
+                        labels[path] = os.path.relpath(path, git.parent)
+            stack.append(Path(entry.path))  # nested submodules live below their parent's module dir
+
+
+def remove_planted(view: View) -> str | None:
+    """Remove what a command made at a name git trusts (``.git/commondir``); a note saying so, or None.
+
+    Run after the command and every process of it are gone (its pid namespace died with it), so nothing
+    rewrites it behind this; until then, a git run by the user on the host would follow it (a window as long as
+    the command).
+    """
+    removed = []
+    for path in view.planted:
+        if os.path.lexists(path):
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            except OSError:
+                continue
+            removed.append(os.path.basename(path))
+    if not removed:
+        return None
+    return f"toolrig removed {', '.join(removed)} from .git: a command may not redirect what git trusts."
 
 
 _GIT_SECONDS = 10.0
