@@ -513,3 +513,11 @@ def test_a_submodules_config_and_hooks_are_read_only(repo: Path) -> None:
     )
     assert "fsmonitor" not in (module / "config").read_text(), out
     assert not (module / "hooks" / "h").exists()
+
+
+def test_the_hosts_run_directory_is_not_in_the_view(workspace: Path) -> None:
+    """``/run`` holds the host's service sockets (D-Bus, docker.sock, PostgreSQL): the view has an empty one."""
+    out = run(rig_for(workspace), "ls -A /run /var/run; ls -ld /run/lock; test -L /run/shm && echo shm-ok")
+    for name in ("dbus", "postgresql", "systemd", "docker.sock"):
+        assert name not in out["stdout"], out
+    assert "shm-ok" in out["stdout"], out

@@ -48,6 +48,7 @@ class Bubblewrap:
     def wrap(self, view: View, argv: list[str]) -> list[str]:
         args = self.prefix()
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]  # noqa: S108
+        args += _RUN
         args += ["--bind", view.tmp, "/tmp"]  # noqa: S108 - the session's private one, seen at /tmp
         if view.egress_dir is not None:  # the proxy's socket: the only way out of the network namespace
             args += ["--bind", view.egress_dir, view.egress_dir]
@@ -70,6 +71,21 @@ class Bubblewrap:
         return args
 
 
+def _run_dirs() -> list[str]:
+    """An empty ``/run`` (and ``/var/run`` unless it links there): the host's services listen in it.
+
+    A read-only bind stops writes, not ``connect()`` (docker.sock, the D-Bus system bus, PostgreSQL, containerd).
+    Kept: ``/run/shm`` (a link to the view's own ``/dev/shm``) and ``/run/lock`` (lock files of serial tools).
+    """
+    args: list[str] = []
+    for top in ("/run", "/var/run"):
+        if os.path.isdir(top) and not os.path.islink(top):
+            args += ["--perms", "0755", "--tmpfs", top, "--symlink", "/dev/shm", f"{top}/shm"]  # noqa: S108
+            args += ["--perms", "1777", "--dir", f"{top}/lock"]
+    return args
+
+
+_RUN = _run_dirs()
 _MASK_LOCK = threading.Lock()
 
 
