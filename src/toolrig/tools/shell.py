@@ -372,7 +372,7 @@ def _confined(config: RunCommandConfig) -> bool:
 def _choose(config: RunCommandConfig) -> Choice:
     """The mechanism this call's commands run under (probed once per process); required and missing: an error."""
     try:
-        return choose(config.sandbox)
+        return choose(config.sandbox, network=config.network)
     except SandboxUnavailable as exc:
         raise ToolError(
             ErrorType.UNAVAILABLE,

@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,6 +34,15 @@ DEFAULT_SECRETS = (
     ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json", ".local/share/keyrings",
     ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
     ".thunderbird", ".local/share/password-store",
+    # tokens typed on command lines, other agents' OAuth files, cloud and package-registry credentials
+    ".bash_history", ".zsh_history", ".zhistory", ".histfile", ".local/share/fish/fish_history", ".psql_history",
+    ".mysql_history", ".python_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
+    ".codex/auth.json", ".claude/.credentials.json", ".config/github-copilot", ".config/rclone", ".s3cfg",
+    ".boto", ".m2/settings.xml", ".m2/settings-security.xml", ".gradle/gradle.properties", ".composer/auth.json",
+    ".config/composer/auth.json", ".config/op", ".op", ".yarnrc.yml", ".config/hcloud", ".config/doctl",
+    ".oci", ".config/heroku", ".netlify", ".config/netlify", ".fly", ".config/gh-copilot", ".npm/_auth",
+    ".gem/credentials", ".nuget/NuGet/NuGet.Config", ".config/pip/pip.conf", ".pip/pip.conf",
+    ".config/containers/auth.json", ".config/sops", ".config/age", ".wrangler", ".config/wrangler",
 )  # fmt: skip
 _WALK_SECONDS = 30.0
 _MAX_WALK = 200_000  # entries looked at per root; past it the walk stops (a note says deny globs hold partly)
@@ -72,6 +82,8 @@ def view_for(
             hidden_dirs.append(str(state))
         elif not state.exists() and not state.is_symlink() and not workspace.read_only and os.access(root, os.W_OK):
             sealed.append(str(state))  # made empty and read-only: a command cannot create toolrig's config
+        elif not workspace.read_only:
+            planted.append(str(state))  # a file or symlink (no mount holds its name): a directory made is removed
         git = root / GIT_DIR_NAME
         if git.is_dir() and not git.is_symlink():
             _protect_git(git, read_only, sealed, labels, writable=not workspace.read_only and os.access(git, os.W_OK))
@@ -80,6 +92,7 @@ def view_for(
     if workspace.deny_globs or workspace.read_only_globs:
         for root in workspace.roots:
             _walk_globs(workspace, root, hidden_dirs, hidden_files, read_only, labels)
+    read_only.extend(_own_code(writable))
     start = str(cwd)
     if narrowed is not None and not any(is_within(cwd, Path(w)) for w in writable):
         start = str(workspace.root)
@@ -123,6 +136,26 @@ def _outermost(paths: list[str]) -> list[str]:
         if not any(is_within(Path(path), Path(k)) for k in kept):
             kept.append(path)
     return kept
+
+
+def _own_code(writable: Sequence[str]) -> list[str]:
+    """Where toolrig's own interpreter and imports live, when that is inside a writable path (a project's venv).
+
+    A ``.pth`` file or a module written there runs in toolrig itself, on the host, unconfined. A writable path
+    itself is never made read-only here (``python -m`` puts the working directory on ``sys.path``).
+    """
+    own: list[str] = []
+    for entry in (sys.prefix, sys.exec_prefix, *sys.path):
+        if not entry:
+            continue
+        real = os.path.realpath(entry)
+        if (
+            real not in own
+            and os.path.isdir(real)
+            and any(is_within(Path(real), Path(w)) and real != w for w in writable)
+        ):
+            own.append(real)
+    return [p for p in own if not any(p != q and is_within(Path(p), Path(q)) for q in own)]
 
 
 def _pins(writable: Sequence[str], protected: Sequence[str]) -> tuple[str, ...]:
@@ -247,6 +280,8 @@ def remove_planted(view: View) -> str | None:
     """
     removed = []
     for path in view.planted:
+        if os.path.basename(path) == STATE_DIR_NAME and not (os.path.isdir(path) and not os.path.islink(path)):
+            continue  # the file or symlink the repository shipped: only a directory made in its place is removed
         if os.path.lexists(path):
             try:
                 if os.path.isdir(path) and not os.path.islink(path):
@@ -258,7 +293,7 @@ def remove_planted(view: View) -> str | None:
             removed.append(os.path.basename(path))
     if not removed:
         return None
-    return f"toolrig removed {', '.join(removed)} from .git: a command may not redirect what git trusts."
+    return f"toolrig removed {', '.join(removed)}: commands may not redirect what git trusts or make toolrig's state."
 
 
 _GIT_SECONDS = 10.0
