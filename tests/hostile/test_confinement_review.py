@@ -155,7 +155,6 @@ def host_service(outside: Path) -> Iterator[Path]:
     thread.join(timeout=5)
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F5: connect() to a host unix socket works through a read-only bind")
 def test_a_command_cannot_reach_a_host_service_on_a_unix_socket(workspace: Path, host_service: Path) -> None:
     """A read-only mount stops writes, not ``connect()``: every socket in the ro-bound host tree is reachable."""
     out = run(
@@ -164,6 +163,17 @@ def test_a_command_cannot_reach_a_host_service_on_a_unix_socket(workspace: Path,
         f"print(s.recv(100).decode())' {host_service}",
     )
     assert "HOST-SERVICE-BANNER" not in out["stdout"], out
+
+
+@pytest.mark.parametrize("network", ["none", "guarded"])
+def test_a_command_cannot_open_a_unix_socket_but_socketpair_works(workspace: Path, network: str) -> None:
+    """The class fix of F5: ``socket(AF_UNIX)`` refused by a seccomp filter in both network modes."""
+    out = run(
+        rig_for(workspace, network=network),
+        'python3 -c \'import socket; a, b = socket.socketpair(); a.send(b"pair-ok"); print(b.recv(9).decode()); '
+        "socket.socket(socket.AF_UNIX)'",
+    )
+    assert "pair-ok" in out["stdout"] and "Operation not permitted" in out["stderr"], out
 
 
 # ------------------------------------------------------------------------------------------ F6: temp dirs
@@ -388,7 +398,8 @@ def test_under_bwrap_abstract_sockets_of_the_host_are_out_of_reach(workspace: Pa
         f"print(s.recv(100).decode())' {abstract_service}",
     )
     assert "; bwrap (" in out["containment"], out
-    assert "ABSTRACT-BANNER" not in out["stdout"] and "Connection refused" in out["stderr"], out
+    assert "ABSTRACT-BANNER" not in out["stdout"], out
+    assert "Connection refused" in out["stderr"] or "Operation not permitted" in out["stderr"], out  # (F5's filter)
 
 
 # ------------------------------------------------------------------------------------------ F12: git under Landlock

@@ -75,10 +75,16 @@ def send_fds(sock: Socket, data: bytes, fds: list[int]) -> None:
 def hand_off(socket_path: str, port: int = 0, timeout: float = 10.0) -> int:
     """Give the proxy listening sockets in this namespace; returns their port. Our copies are closed."""
     listeners = make_listeners(port)
-    conn = Socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    given = socket_path.startswith("fd:") and socket_path[3:].isdigit()  # a connection toolrig made (seccomp)
+    conn = (
+        Socket(fileno=int(socket_path[3:]))
+        if given
+        else Socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    )
     try:
         conn.settimeout(timeout)
-        conn.connect(socket_path)
+        if not given:
+            conn.connect(socket_path)
         send_fds(conn, HANDOFF, [sock.fileno() for sock in listeners])
         reply = conn.recv(16)
         if reply != b"OK\n":

@@ -63,6 +63,7 @@ class View:
     hidden_files: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     network: Literal["none", "guarded"] = "none"
+    seccomp_fd: int | None = None  # a descriptor the command gets holding the filter bubblewrap installs
     egress_dir: str | None = None  # guarded: the egress proxy's private directory, bound in at its own path
 
     def label(self, path: str) -> str:

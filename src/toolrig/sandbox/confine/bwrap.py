@@ -67,6 +67,8 @@ class Bubblewrap:
         mask = mask_file()
         for path in view.hidden_files:
             args += ["--ro-bind", mask, path]
+        if view.seccomp_fd is not None:
+            args += ["--seccomp", str(view.seccomp_fd)]
         args += ["--chdir", view.cwd, "--", *argv]
         return args
 
