@@ -329,7 +329,6 @@ def test_a_symlinked_git_config_or_hooks_is_protected_at_its_target(repo: Path) 
 # ------------------------------------------------------------------------------------------ F10: litter
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F10: each guarded command leaves a mount point in the session /tmp")
 def test_the_session_tmp_does_not_collect_a_directory_per_command(workspace: Path) -> None:
     """bubblewrap makes the egress directory's mount point inside the session's temp dir (bound at /tmp) and
     nothing removes it: one empty ``toolrig-egress-*`` per command, for the life of the session."""

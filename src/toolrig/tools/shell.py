@@ -323,9 +323,9 @@ async def _run(
                 egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
                 # A narrowed view empties the roots: toolrig's own interpreter may live there (a venv in the repo).
                 kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in view.emptied))
-                view = dataclasses.replace(
-                    view, network="guarded", egress_dir=egress.directory, read_only=(*view.read_only, *kept)
-                )
+                # With the filter the bridge gets a connection, not the proxy's directory (no mount point left).
+                into = None if extra_fds else egress.directory
+                view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
                 if extra_fds:  # the filter refuses the bridge a unix socket: it gets a connection made here
                     conn = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
                     await anyio.to_thread.run_sync(conn.connect, egress.socket_path)
