@@ -328,7 +328,8 @@ async def _run(
                 view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
                 if extra_fds:  # the filter refuses the bridge a unix socket: it gets a connection made here
                     conn = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
-                    await anyio.to_thread.run_sync(conn.connect, egress.socket_path)
+                    conn.settimeout(_CONNECT_SECONDS)  # our own listener: queued at once unless its backlog is full
+                    conn.connect(egress.socket_path)
                     extra_fds = (*extra_fds, conn.fileno())
                 script = bridged(egress, script, fd=EXTRA_FD + 1 if extra_fds else None)
             script = choice.backend.wrap(view, script)
@@ -348,6 +349,9 @@ async def _run(
             extra_fds=extra_fds,
         )
         return result, view, refusal_notes(egress) if egress is not None else None
+
+
+_CONNECT_SECONDS = 5.0
 
 
 def _network_words(view: View | None, choice: Choice) -> str:
