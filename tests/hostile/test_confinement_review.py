@@ -404,7 +404,6 @@ def test_under_bwrap_abstract_sockets_of_the_host_are_out_of_reach(workspace: Pa
 # ------------------------------------------------------------------------------------------ F12: git under Landlock
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F12: under Landlock git add/commit fail and no note says why")
 def test_under_landlock_git_add_works_or_the_note_names_git(repo: Path, no_bwrap: Path) -> None:
     """``.git`` holds the read-only ``hooks`` and ``config``, so Landlock grants its entries but not ``.git``
     itself: ``index.lock`` cannot be made. Either git works (the issue's "git commit works"), or the model is told."""
