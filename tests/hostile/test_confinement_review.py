@@ -342,7 +342,6 @@ def test_the_session_tmp_does_not_collect_a_directory_per_command(workspace: Pat
 # ------------------------------------------------------------------------------------------ F11: Landlock scopes
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F11: under Landlock a command can signal toolrig (no signal scope)")
 def test_under_landlock_a_command_cannot_signal_toolrig(workspace: Path, no_bwrap: Path) -> None:
     """No pid namespace under Landlock, and the shim sets no ``LANDLOCK_SCOPE_SIGNAL`` (ABI 6): ``kill -9`` of
     toolrig's own process (the MCP server, the agent) works. ``kill -0`` is the probe here."""
@@ -376,7 +375,6 @@ def abstract_service() -> Iterator[str]:
     thread.join(timeout=5)
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F11: under Landlock abstract unix sockets of the host are reachable")
 def test_under_landlock_a_command_cannot_reach_an_abstract_socket_of_the_host(
     workspace: Path, no_bwrap: Path, abstract_service: str
 ) -> None:
