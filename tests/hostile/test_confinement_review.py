@@ -179,7 +179,6 @@ def test_a_command_cannot_open_a_unix_socket_but_socketpair_works(workspace: Pat
 # ------------------------------------------------------------------------------------------ F6: temp dirs
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F6: with TMPDIR outside /tmp other sessions' temp dirs are readable")
 def test_a_session_cannot_read_another_sessions_temp_dir_when_tmpdir_is_elsewhere(
     workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,7 +247,6 @@ def test_required_sandbox_with_network_none_does_not_run_with_the_hosts_network(
     assert result.is_error or "LOOPBACK-BANNER" not in result.output["stdout"], result.output
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F6: under Landlock other sessions' temp dirs are readable")
 def test_under_landlock_a_session_cannot_read_another_sessions_temp_dir(workspace: Path, no_bwrap: Path) -> None:
     rig = rig_for(workspace)
     run(rig, f"echo {SECRET} > $TMPDIR/mine", session_id="A")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from toolrig.errors import ToolError
 from toolrig.sandbox.confine import View
+from toolrig.sandbox.confine.tmpdir import is_session_base
 from toolrig.sandbox.paths import GIT_DIR_NAME, STATE_DIR_NAME, Workspace, is_within, toolrig_home
 from toolrig.sandbox.patterns import PatternSet, compiled
 
@@ -68,6 +69,10 @@ def view_for(
     for path, label in _secrets(home, hidden_paths):
         (hidden_dirs if path.is_dir() else hidden_files).append(str(path))
         labels[str(path)] = label
+    sessions = os.path.dirname(tmp)  # every session's temp dir: this one is bound at /tmp, the others hidden
+    labels[sessions] = "other sessions' temp directories"
+    if is_session_base(sessions) and not is_within(Path(sessions), Path("/tmp")):  # noqa: S108 - else hidden by /tmp
+        hidden_dirs.append(sessions)
     roots = [str(root) for root in workspace.roots]
     narrowed = compiled_allowed(allowed_paths)
     writable = [] if workspace.read_only else _writable(workspace, narrowed)
