@@ -197,6 +197,8 @@ def _secrets(home: Path, extra: Sequence[str]) -> Iterator[tuple[Path, str]]:
     for spelled in extra:
         candidates.append((Path(spelled).expanduser(), spelled))
     for path, label in candidates:
+        if not os.path.lexists(path):  # most are absent: one lstat, not a resolve's several
+            continue
         try:
             real = path.resolve(strict=True)
         except (OSError, RuntimeError):
