@@ -113,7 +113,6 @@ def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> N
 # ------------------------------------------------------------------------------------------ F4: hard links
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only")
 def test_a_hard_link_made_before_the_command_does_not_reveal_a_denied_file(workspace: Path, home: Path) -> None:
     """The walk masks names the globs match; another name of the same inode (made by the user, a tarball, an
     earlier unconfined tool, or a command before ``.env`` was denied) reads the secret."""

@@ -98,6 +98,7 @@ def view_for(
         for root in workspace.roots:
             _walk_globs(workspace, root, hidden_dirs, hidden_files, read_only, labels)
     read_only.extend(_own_code(writable))
+    hidden_files += _other_names(workspace, hidden_files, labels)
     start = str(cwd)
     if narrowed is not None and not any(is_within(cwd, Path(w)) for w in writable):
         start = str(workspace.root)
@@ -141,6 +142,39 @@ def _outermost(paths: list[str]) -> list[str]:
         if not any(is_within(Path(path), Path(k)) for k in kept):
             kept.append(path)
     return kept
+
+
+def _other_names(workspace: Workspace, hidden: Sequence[str], labels: dict[str, str]) -> list[str]:
+    """Every other name in the roots of a hidden file that has more than one: deny globs match names, not files.
+
+    A hard link made before the command (by the user, a tarball, a command run before the glob was added) would
+    read the secret. Rare, so the full walk of the roots is paid only when a hidden file has ``st_nlink > 1``.
+    """
+    linked: dict[tuple[int, int], str] = {}
+    for path in hidden:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            linked[(info.st_dev, info.st_ino)] = labels.get(path, path)
+    if not linked:
+        return []
+    found: list[str] = []
+    seen = set(hidden)
+    for root in workspace.roots:
+        for path, is_dir, _ in _entries(root):
+            if is_dir or path in seen:
+                continue
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            label = linked.get((info.st_dev, info.st_ino))
+            if label is not None:
+                found.append(path)
+                labels[path] = f"{path[len(str(root)) + 1 :]} (a hard link to {label})"
+    return found
 
 
 def _own_code(writable: Sequence[str]) -> list[str]:
