@@ -276,6 +276,8 @@ def _protect_git(git: Path, read_only: list[str], sealed: list[str], labels: dic
         elif path == hooks and writable and real.parent.is_dir() and not real.parent.is_symlink():
             sealed.append(str(real))  # made empty and read-only (a dangling link's target too)
     for named, label in _configured(git.parent, config):
+        if named in ("/", str(git.parent)):
+            continue  # hooksPath "." would freeze the whole root: the user's own choice, left as it is
         labels.setdefault(named, label)
         if os.path.exists(named):
             read_only.append(named)
