@@ -86,7 +86,6 @@ def test_an_untrusted_workspace_cannot_grant_commands_writes_outside_it(workspac
 # ------------------------------------------------------------------------------------------ F2, F3: .git
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F2: renaming .git lifts the read-only .git/hooks and .git/config")
 def test_a_command_cannot_replace_git_to_plant_a_hook_or_fsmonitor(repo: Path) -> None:
     """The masks sit on ``.git/hooks`` and ``.git/config``; ``.git`` itself is a plain directory of a writable root."""
     run(
@@ -99,7 +98,6 @@ def test_a_command_cannot_replace_git_to_plant_a_hook_or_fsmonitor(repo: Path) -
     assert host_git(repo, "config", "--get", "core.fsmonitor").stdout == ""
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F3: .git/commondir redirects git's config and hooks to any file")
 def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> None:
     """git reads ``$GIT_DIR/commondir`` in any repository: config, hooks and refs then come from where it points."""
     run(
@@ -114,10 +112,6 @@ def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> N
 # ------------------------------------------------------------------------------------------ F4: hard links
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sbxreview F4: a hard link to a deny-globbed file is matched by name only (known limit, docs/policy.md)",
-)
 def test_a_hard_link_made_before_the_command_does_not_reveal_a_denied_file(workspace: Path, home: Path) -> None:
     """The walk masks names the globs match; another name of the same inode (made by the user, a tarball, an
     earlier unconfined tool, or a command before ``.env`` was denied) reads the secret."""
@@ -159,7 +153,6 @@ def host_service(outside: Path) -> Iterator[Path]:
     thread.join(timeout=5)
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F5: connect() to a host unix socket works through a read-only bind")
 def test_a_command_cannot_reach_a_host_service_on_a_unix_socket(workspace: Path, host_service: Path) -> None:
     """A read-only mount stops writes, not ``connect()``: every socket in the ro-bound host tree is reachable."""
     out = run(
@@ -170,10 +163,20 @@ def test_a_command_cannot_reach_a_host_service_on_a_unix_socket(workspace: Path,
     assert "HOST-SERVICE-BANNER" not in out["stdout"], out
 
 
+@pytest.mark.parametrize("network", ["none", "guarded"])
+def test_a_command_cannot_open_a_unix_socket_but_socketpair_works(workspace: Path, network: str) -> None:
+    """The class fix of F5: ``socket(AF_UNIX)`` refused by a seccomp filter in both network modes."""
+    out = run(
+        rig_for(workspace, network=network),
+        'python3 -c \'import socket; a, b = socket.socketpair(); a.send(b"pair-ok"); print(b.recv(9).decode()); '
+        "socket.socket(socket.AF_UNIX)'",
+    )
+    assert "pair-ok" in out["stdout"] and "Operation not permitted" in out["stderr"], out
+
+
 # ------------------------------------------------------------------------------------------ F6: temp dirs
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F6: with TMPDIR outside /tmp other sessions' temp dirs are readable")
 def test_a_session_cannot_read_another_sessions_temp_dir_when_tmpdir_is_elsewhere(
     workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,7 +230,6 @@ def loopback_service() -> Iterator[int]:
     thread.join(timeout=5)
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F7: sandbox required + network none runs with the host's network")
 def test_required_sandbox_with_network_none_does_not_run_with_the_hosts_network(
     workspace: Path, no_bwrap: Path, loopback_service: int
 ) -> None:
@@ -243,7 +245,6 @@ def test_required_sandbox_with_network_none_does_not_run_with_the_hosts_network(
     assert result.is_error or "LOOPBACK-BANNER" not in result.output["stdout"], result.output
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F6: under Landlock other sessions' temp dirs are readable")
 def test_under_landlock_a_session_cannot_read_another_sessions_temp_dir(workspace: Path, no_bwrap: Path) -> None:
     rig = rig_for(workspace)
     run(rig, f"echo {SECRET} > $TMPDIR/mine", session_id="A")
@@ -267,7 +268,6 @@ def test_a_hard_link_inside_allowed_paths_does_not_reveal_a_file_outside_them(wo
 # ------------------------------------------------------------------------------------------ F8: walk, then mount
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F8: masks are mounted by path after the walk; a rename between wins")
 def test_a_denied_file_moved_between_the_walk_and_the_mounts_stays_hidden(
     workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,7 +303,6 @@ def test_a_denied_file_moved_between_the_walk_and_the_mounts_stays_hidden(
 # ------------------------------------------------------------------------------------------ F9: the hooks git uses
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F9: the hooks directory git uses (core.hooksPath) stays writable")
 def test_a_command_cannot_write_the_hooks_directory_git_is_configured_to_run(repo: Path) -> None:
     """husky and similar set ``core.hooksPath`` to a directory in the working tree (``.husky/_``); the view
     protects the fixed name ``.git/hooks`` only, so a command plants the hook the user's next commit runs."""
@@ -313,10 +312,22 @@ def test_a_command_cannot_write_the_hooks_directory_git_is_configured_to_run(rep
     assert not (repo / ".husky" / "pre-commit").exists()
 
 
+def test_a_symlinked_git_config_or_hooks_is_protected_at_its_target(repo: Path) -> None:
+    """``.git/config`` and ``.git/hooks`` as symlinks into the working tree: their targets are what git reads."""
+    git = repo / ".git"
+    (git / "config").rename(repo / "gitconfig")
+    (git / "config").symlink_to(repo / "gitconfig")
+    shutil.rmtree(git / "hooks")
+    (repo / "hookdir").mkdir()
+    (git / "hooks").symlink_to(repo / "hookdir")
+    run(rig_for(repo), "echo '[core] fsmonitor = x' >> gitconfig; echo x > hookdir/pre-commit; true")
+    assert "fsmonitor" not in (repo / "gitconfig").read_text()
+    assert not (repo / "hookdir" / "pre-commit").exists()
+
+
 # ------------------------------------------------------------------------------------------ F10: litter
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F10: each guarded command leaves a mount point in the session /tmp")
 def test_the_session_tmp_does_not_collect_a_directory_per_command(workspace: Path) -> None:
     """bubblewrap makes the egress directory's mount point inside the session's temp dir (bound at /tmp) and
     nothing removes it: one empty ``toolrig-egress-*`` per command, for the life of the session."""
@@ -330,7 +341,6 @@ def test_the_session_tmp_does_not_collect_a_directory_per_command(workspace: Pat
 # ------------------------------------------------------------------------------------------ F11: Landlock scopes
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F11: under Landlock a command can signal toolrig (no signal scope)")
 def test_under_landlock_a_command_cannot_signal_toolrig(workspace: Path, no_bwrap: Path) -> None:
     """No pid namespace under Landlock, and the shim sets no ``LANDLOCK_SCOPE_SIGNAL`` (ABI 6): ``kill -9`` of
     toolrig's own process (the MCP server, the agent) works. ``kill -0`` is the probe here."""
@@ -364,7 +374,6 @@ def abstract_service() -> Iterator[str]:
     thread.join(timeout=5)
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F11: under Landlock abstract unix sockets of the host are reachable")
 def test_under_landlock_a_command_cannot_reach_an_abstract_socket_of_the_host(
     workspace: Path, no_bwrap: Path, abstract_service: str
 ) -> None:
@@ -385,13 +394,13 @@ def test_under_bwrap_abstract_sockets_of_the_host_are_out_of_reach(workspace: Pa
         f"print(s.recv(100).decode())' {abstract_service}",
     )
     assert "; bwrap (" in out["containment"], out
-    assert "ABSTRACT-BANNER" not in out["stdout"] and "Connection refused" in out["stderr"], out
+    assert "ABSTRACT-BANNER" not in out["stdout"], out
+    assert "Connection refused" in out["stderr"] or "Operation not permitted" in out["stderr"], out  # (F5's filter)
 
 
 # ------------------------------------------------------------------------------------------ F12: git under Landlock
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F12: under Landlock git add/commit fail and no note says why")
 def test_under_landlock_git_add_works_or_the_note_names_git(repo: Path, no_bwrap: Path) -> None:
     """``.git`` holds the read-only ``hooks`` and ``config``, so Landlock grants its entries but not ``.git``
     itself: ``index.lock`` cannot be made. Either git works (the issue's "git commit works"), or the model is told."""
@@ -431,7 +440,6 @@ def test_a_basename_deny_glob_matches_below_any_directory_name(parent: str) -> N
 # ------------------------------------------------------------------------------------------ F14: .toolrig not a dir
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F14: a .toolrig file or symlink is neither hidden nor sealed")
 @pytest.mark.parametrize("shipped", ["file", "dangling symlink"])
 def test_a_command_cannot_make_toolrigs_state_where_the_repository_shipped_a_non_directory(
     workspace: Path, home: Path, toolrig_home: Path, shipped: str
@@ -450,7 +458,6 @@ def test_a_command_cannot_make_toolrigs_state_where_the_repository_shipped_a_non
 # ------------------------------------------------------------------------------------------ F15: toolrig's own code
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F15: toolrig's import path inside the workspace is writable")
 def test_a_command_cannot_write_where_toolrig_imports_code_from(
     workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -486,7 +493,6 @@ MISSING_SECRETS = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="sbxreview F16: common credential files are not in DEFAULT_SECRETS")
 def test_common_credential_files_in_the_home_are_hidden(workspace: Path, home: Path) -> None:
     for name in MISSING_SECRETS:
         (home / name).parent.mkdir(parents=True, exist_ok=True)
@@ -494,3 +500,24 @@ def test_common_credential_files_in_the_home_are_hidden(workspace: Path, home: P
     out = run(rig_for(workspace), "cat " + " ".join(f"~/{n}" for n in MISSING_SECRETS) + " 2>/dev/null; true")
     leaked = [n for n in MISSING_SECRETS if f"{SECRET} {n}" in out["stdout"]]
     assert not leaked, leaked
+
+
+def test_a_submodules_config_and_hooks_are_read_only(repo: Path) -> None:
+    """The parent's ``git status`` runs git in each submodule, whose config and hooks live in ``.git/modules``."""
+    module = repo / ".git" / "modules" / "sub"
+    (module / "hooks").mkdir(parents=True)
+    (module / "HEAD").write_text("ref: refs/heads/main\n")
+    (module / "config").write_text("[core]\n")
+    out = run(
+        rig_for(repo), "echo '[core] fsmonitor = x' >> .git/modules/sub/config; echo x > .git/modules/sub/hooks/h"
+    )
+    assert "fsmonitor" not in (module / "config").read_text(), out
+    assert not (module / "hooks" / "h").exists()
+
+
+def test_the_hosts_run_directory_is_not_in_the_view(workspace: Path) -> None:
+    """``/run`` holds the host's service sockets (D-Bus, docker.sock, PostgreSQL): the view has an empty one."""
+    out = run(rig_for(workspace), "ls -A /run /var/run; ls -ld /run/lock; test -L /run/shm && echo shm-ok")
+    for name in ("dbus", "postgresql", "systemd", "docker.sock"):
+        assert name not in out["stdout"], out
+    assert "shm-ok" in out["stdout"], out

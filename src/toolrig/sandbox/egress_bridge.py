@@ -10,7 +10,8 @@ Run as ``python3 -I -S egress_bridge.py MODE ...`` (quick: no site, no toolrig),
   namespace. It sends its namespace (``/proc/self/ns/net``) once, then answers each ``L`` with fresh listening
   sockets on 127.0.0.1 and ::1 (one port) that toolrig hands to ``Egress.adopt``: per command, one round trip
   and no process in the namespace. Ends when the control socket closes. ``toolrig.sandbox.netns`` drives it.
-- ``exec [--socks] [--host-loopback] SOCKET -- COMMAND...`` (a namespace per command): make the listeners,
+- ``exec [--socks] [--host-loopback] SOCKET -- COMMAND...`` (a namespace per command; SOCKET may be ``fd:N``, a
+  connection to the proxy toolrig made, where a seccomp filter refuses unix sockets): make the listeners,
   hand them to the proxy through its unix socket (``hand_off``), put ``proxy_env(port, ...)`` into the
   environment and exec the command: nothing stays running, the proxy accepts the command's connections itself.
 - ``SOCKET PORT`` (or ``forward SOCKET PORT``): listen on 127.0.0.1:PORT (and ::1) and copy each connection to
@@ -75,10 +76,16 @@ def send_fds(sock: Socket, data: bytes, fds: list[int]) -> None:
 def hand_off(socket_path: str, port: int = 0, timeout: float = 10.0) -> int:
     """Give the proxy listening sockets in this namespace; returns their port. Our copies are closed."""
     listeners = make_listeners(port)
-    conn = Socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    given = socket_path.startswith("fd:") and socket_path[3:].isdigit()  # a connection toolrig made (seccomp)
+    conn = (
+        Socket(fileno=int(socket_path[3:]))
+        if given
+        else Socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    )
     try:
         conn.settimeout(timeout)
-        conn.connect(socket_path)
+        if not given:
+            conn.connect(socket_path)
         send_fds(conn, HANDOFF, [sock.fileno() for sock in listeners])
         reply = conn.recv(16)
         if reply != b"OK\n":

@@ -67,7 +67,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 _CWD_FD = 3
 _PRELUDE_FD = 4
-_EXTRA_FD = 5  # the first number ``extra_fds`` are given in the command (5, 6, ...)
+EXTRA_FD = _EXTRA_FD = 5  # the first number ``extra_fds`` are given in the command (5, 6, ...)
 _HIGH_FD = 10
 _COUNT_INTERVAL = 0.02
 INLINE_REQUEST = 64 * 1024  # a larger request comes in a memfd (a small receive buffer is a cheap one)

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 import shlex
+import socket
 import stat
 import threading
 import weakref
@@ -31,8 +32,10 @@ from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
 from toolrig.sandbox.confine.net import bridge_paths, bridged, egress_for, refusal_notes
 from toolrig.sandbox.confine.notes import boundary_note
+from toolrig.sandbox.confine.seccomp import filter_memfd
 from toolrig.sandbox.confine.tmpdir import session_tmp
-from toolrig.sandbox.confine.view import view_for
+from toolrig.sandbox.confine.view import remove_planted, view_for
+from toolrig.sandbox.launcher import EXTRA_FD
 from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import StateDirectoryError, is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
@@ -249,6 +252,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
+        planted = remove_planted(view) if view is not None else None
         if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
             raise ToolError(
                 ErrorType.DENIED,
@@ -276,6 +280,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             note=_joined(
                 note,
                 refused,
+                planted,
                 boundary_note(view, result.stderr, result.exit_code, input.command) if view is not None else None,
             ),
         )
@@ -297,6 +302,7 @@ async def _run(
     limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
     script = ["bash", "-c", command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
     view: View | None = None
+    extra_fds: tuple[int, ...] = ()
     async with contextlib.AsyncExitStack() as stack:
         egress = None
         if choice.backend.name != "none":
@@ -309,14 +315,23 @@ async def _run(
                 else _view(ctx, config, cwd, session)
             )
             env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
+            if choice.backend.name == "bwrap" and (filter_fd := filter_memfd()) is not None:
+                stack.callback(os.close, filter_fd)
+                extra_fds = (filter_fd,)
+                view = dataclasses.replace(view, seccomp_fd=EXTRA_FD)
             if choice.backend.name == "bwrap" and config.network == "guarded":
                 egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
                 # A narrowed view empties the roots: toolrig's own interpreter may live there (a venv in the repo).
                 kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in view.emptied))
-                view = dataclasses.replace(
-                    view, network="guarded", egress_dir=egress.directory, read_only=(*view.read_only, *kept)
-                )
-                script = bridged(egress, script)
+                # With the filter the bridge gets a connection, not the proxy's directory (no mount point left).
+                into = None if extra_fds else egress.directory
+                view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
+                if extra_fds:  # the filter refuses the bridge a unix socket: it gets a connection made here
+                    conn = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+                    conn.settimeout(_CONNECT_SECONDS)  # our own listener: queued at once unless its backlog is full
+                    conn.connect(egress.socket_path)
+                    extra_fds = (*extra_fds, conn.fileno())
+                script = bridged(egress, script, fd=EXTRA_FD + 1 if extra_fds else None)
             script = choice.backend.wrap(view, script)
         result = await run_contained(
             script,
@@ -331,8 +346,12 @@ async def _run(
             report_cwd=argv is None,
             on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
             progress_interval=config.progress_interval_seconds,
+            extra_fds=extra_fds,
         )
         return result, view, refusal_notes(egress) if egress is not None else None
+
+
+_CONNECT_SECONDS = 5.0
 
 
 def _network_words(view: View | None, choice: Choice) -> str:
@@ -370,7 +389,7 @@ def _confined(config: RunCommandConfig) -> bool:
 def _choose(config: RunCommandConfig) -> Choice:
     """The mechanism this call's commands run under (probed once per process); required and missing: an error."""
     try:
-        return choose(config.sandbox)
+        return choose(config.sandbox, network=config.network)
     except SandboxUnavailable as exc:
         raise ToolError(
             ErrorType.UNAVAILABLE,

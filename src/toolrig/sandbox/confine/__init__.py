@@ -45,6 +45,8 @@ class View:
     writable one (``.git/hooks``, ``.git/config``, read-only globs). ``emptied``: roots replaced by an empty
     directory before ``writable`` is bound in (a call whose ``allowed_paths`` narrow the workspace).
     ``sealed``: directories that must exist, empty and read-only (``.toolrig`` where there is none yet).
+    ``pinned``: directories of a writable path bound onto themselves before the masks, so each is a mount point
+    and no command can rename or remove it (``EBUSY``): a mask below it stays on the path toolrig and git use.
     ``hidden_dirs`` / ``hidden_files``: replaced by an unreadable empty one. ``tmp``: the session's private
     temp directory, seen at ``/tmp``. ``labels`` names a hidden or read-only path for the model (``~/.ssh``).
     """
@@ -54,11 +56,14 @@ class View:
     tmp: str
     read_only: tuple[str, ...] = ()
     emptied: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    planted: tuple[str, ...] = ()  # names git trusts that were absent: one there after the command is removed
     sealed: tuple[str, ...] = ()
     hidden_dirs: tuple[str, ...] = ()
     hidden_files: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     network: Literal["none", "guarded"] = "none"
+    seccomp_fd: int | None = None  # a descriptor the command gets holding the filter bubblewrap installs
     egress_dir: str | None = None  # guarded: the egress proxy's private directory, bound in at its own path
 
     def label(self, path: str) -> str:

@@ -23,6 +23,22 @@ class _Attr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
 
 
+class _ScopedAttr(ctypes.Structure):
+    """ABI 6: scopes, so a command signals no process outside its domain and reaches no abstract socket.
+
+    Outside its domain: toolrig and other sessions' commands (``kill -9``); X11, D-Bus session buses, containerd.
+    """
+
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
+
+
 class _Beneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
@@ -32,7 +48,9 @@ def main(spec: dict[str, object], argv: list[str]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     abi = int(spec.get("abi", 1))  # type: ignore[call-overload]
     handled = _ALL_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    attr = _Attr(handled)
+    attr: ctypes.Structure = (
+        _ScopedAttr(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else _Attr(handled)
+    )
     ruleset = libc.syscall(_CREATE, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")

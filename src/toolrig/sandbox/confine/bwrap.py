@@ -48,12 +48,15 @@ class Bubblewrap:
     def wrap(self, view: View, argv: list[str]) -> list[str]:
         args = self.prefix()
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]  # noqa: S108
+        args += _RUN
         args += ["--bind", view.tmp, "/tmp"]  # noqa: S108 - the session's private one, seen at /tmp
         if view.egress_dir is not None:  # the proxy's socket: the only way out of the network namespace
             args += ["--bind", view.egress_dir, view.egress_dir]
         for root in view.emptied:
             args += ["--perms", "0755", "--tmpfs", root]
         for path in view.writable:
+            args += ["--bind", path, path]
+        for path in view.pinned:  # parents first: a rename of any of them would carry a mask off its path
             args += ["--bind", path, path]
         for path in view.read_only:
             args += ["--ro-bind", path, path]
@@ -64,10 +67,27 @@ class Bubblewrap:
         mask = mask_file()
         for path in view.hidden_files:
             args += ["--ro-bind", mask, path]
+        if view.seccomp_fd is not None:
+            args += ["--seccomp", str(view.seccomp_fd)]
         args += ["--chdir", view.cwd, "--", *argv]
         return args
 
 
+def _run_dirs() -> list[str]:
+    """An empty ``/run`` (and ``/var/run`` unless it links there): the host's services listen in it.
+
+    A read-only bind stops writes, not ``connect()`` (docker.sock, the D-Bus system bus, PostgreSQL, containerd).
+    Kept: ``/run/shm`` (a link to the view's own ``/dev/shm``) and ``/run/lock`` (lock files of serial tools).
+    """
+    args: list[str] = []
+    for top in ("/run", "/var/run"):
+        if os.path.isdir(top) and not os.path.islink(top):
+            args += ["--perms", "0755", "--tmpfs", top, "--symlink", "/dev/shm", f"{top}/shm"]  # noqa: S108
+            args += ["--perms", "1777", "--dir", f"{top}/lock"]
+    return args
+
+
+_RUN = _run_dirs()
 _MASK_LOCK = threading.Lock()
 
 

@@ -35,14 +35,23 @@ class Choice:
     tried: tuple[str, ...]  # why each backend before it did not hold
 
 
-def choose(mode: Mode = "auto", *, force: str | None = None, search_path: str | None = None) -> Choice:
-    """The first backend that holds here (``force``: only that one, for tests and ``toolrig sandbox check``)."""
+def choose(
+    mode: Mode = "auto", *, force: str | None = None, search_path: str | None = None, network: str | None = None
+) -> Choice:
+    """The first backend that holds here (``force``: only that one, for tests and ``toolrig sandbox check``).
+
+    ``required`` means every part the config asks for holds: with ``network`` (``none`` or ``guarded``) a backend
+    that cannot confine the network (Landlock) does not satisfy it.
+    """
     if mode == "off":
         return Choice(Unconfined("sandbox: off in tool_config.run_command"), ())
     path = os.environ.get("PATH", os.defpath) if search_path is None else search_path
     tried: list[str] = []
     for name in ("bwrap", "landlock") if force is None else (force,):
         backend, why = _try(name, path)
+        if backend is not None and mode == "required" and network is not None and backend.name != "bwrap":
+            tried.append(f"{name}: cannot hold network: {network} (only bwrap confines the network)")
+            continue
         if backend is not None:
             return Choice(backend, tuple(tried))
         tried.append(f"{name}: {why}")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from toolrig.sandbox import landlock
 from toolrig.sandbox.confine import View
+from toolrig.sandbox.confine.tmpdir import is_session_base
 
 SHIM = str(Path(__file__).with_name("_shim.py"))
 _MAX_GRANTS = 4096
@@ -41,7 +42,14 @@ class Landlocked:
         )
 
     def wrap(self, view: View, argv: list[str]) -> list[str]:
-        hidden = (*view.hidden_dirs, *view.hidden_files, *view.sealed)
+        # Other sessions' temp dirs too (the host /tmp is not replaced here): this one is granted by ``writes``.
+        sessions = os.path.dirname(view.tmp)
+        hidden = (
+            *view.hidden_dirs,
+            *view.hidden_files,
+            *view.sealed,
+            *((sessions,) if is_session_base(sessions) else ()),
+        )
         reads = _grants("/", hidden)
         writes = [g for top in (*view.writable, view.tmp) for g in _grants(top, (*hidden, *view.read_only))]
         writes += [d for d in ("/dev/null", "/dev/zero", "/dev/full") if os.path.exists(d)]

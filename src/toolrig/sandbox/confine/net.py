@@ -37,9 +37,14 @@ async def egress_for(policy: NetworkPolicy, resolver: Resolver | None) -> AsyncI
         raise
 
 
-def bridged(egress: Egress, argv: list[str]) -> list[str]:
-    """``argv`` behind the bridge: it runs inside the namespace, then becomes the command."""
-    return [sys.executable, "-I", "-S", BRIDGE, "exec", egress.socket_path, "--", *argv]
+def bridged(egress: Egress, argv: list[str], *, fd: int | None = None) -> list[str]:
+    """``argv`` behind the bridge: it runs inside the namespace, then becomes the command.
+
+    ``fd``: the number a connection to the proxy toolrig made has in the command (where a seccomp filter refuses
+    the bridge a unix socket of its own); else the bridge connects to the proxy's socket itself.
+    """
+    via = egress.socket_path if fd is None else f"fd:{fd}"
+    return [sys.executable, "-I", "-S", BRIDGE, "exec", via, "--", *argv]
 
 
 def bridge_paths() -> tuple[str, ...]:

@@ -21,6 +21,7 @@ _NETWORK = re.compile(
     r"|failed to establish a new connection|connection refused|couldn't connect to server|errno 101|enetunreach",
     re.I,
 )
+_GIT_LOCK = re.compile(r"\.git/[^\s'\"]*\.lock")
 _LOOPBACK = re.compile(r"127\.0\.0\.\d+|localhost|\[?::1\]?")
 _QUOTED = re.compile(r"""['"`‘]([^'"`’\s]+)['"`’]|(/[^\s:'"]+)""")
 _MAX_LINES = 400
@@ -37,13 +38,14 @@ def boundary_note(view: View, stderr: str, exit_code: int | None, command: str =
     frozen = {*view.read_only, *view.sealed}
     names: list[str] = []
     read_only_hit: str | None = None
-    network = loopback = False
+    network = loopback = git = False
     for line in stderr.splitlines()[-_MAX_LINES:]:
         if _NETWORK.search(line):
             network = True
             loopback = loopback or bool(_LOOPBACK.search(line) or _LOOPBACK.search(command))
         if not _DENIED.search(line):
             continue
+        git = git or bool(_GIT_LOCK.search(line))
         hit = _named(line, view, hidden | frozen)
         if hit is not None and hit not in names:
             names.append(hit)
@@ -60,6 +62,12 @@ def boundary_note(view: View, stderr: str, exit_code: int | None, command: str =
         notes.append(
             f"{read_only_hit} is read-only for commands: they may write only in the workspace and /tmp "
             "(the session's own temp directory)"
+        )
+    if git and not names:
+        notes.append(
+            "git cannot write .git here (under the Landlock fallback a directory holding read-only .git/hooks and "
+            ".git/config takes no new entry, so git add/commit fail); ask the user to commit, or to install "
+            "bubblewrap"
         )
     if network and view.network == "none":
         notes.append("commands have no network here (the sandbox gives them none); ask the user, or use fetch_url")

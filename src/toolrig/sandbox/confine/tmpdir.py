@@ -27,6 +27,11 @@ def session_tmp(root: str, session: str) -> str:
     return path
 
 
+def is_session_base(path: str) -> bool:
+    """Whether ``path`` is the per-user directory ``session_tmp`` makes every session's temp dir in."""
+    return os.path.basename(path) == f"toolrig-{os.getuid()}"
+
+
 def _own_dir(path: str) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
