@@ -265,6 +265,8 @@ MEANINGS: dict[str, str] = {
             "max_pdf_pages",
             "max_bytes",
             "max_timeout_seconds",
+            "run_timeout_seconds",
+            "model_max_jobs",
         ],
         BOUND,
     ),

@@ -16,7 +16,17 @@ from toolrig.agent.subagents.types import load_agent_types
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.approvals.model import Reply
 from toolrig.config import config_from, set_trust
-from toolrig.profiles import NAMES, SPAWNING, Face, Shaped, all_faces, by_tool_name, get_profile, tools_named
+from toolrig.profiles import (
+    NAMES,
+    SPAWNING,
+    Face,
+    Shaped,
+    all_faces,
+    by_tool_name,
+    capability_of,
+    get_profile,
+    tools_named,
+)
 from toolrig.result import ToolResult
 from toolrig.rig import Rig
 
@@ -46,7 +56,9 @@ def test_a_capability_name_denies_each_tool_it_stands_for(workspace: Path, profi
     names = {t.name for t in rig.tools()}
     assert names & tools == set()
     kept = Rig(workspace, config={"tools": {"allow": [capability]}})
-    assert {t.name for t in kept.tools()} >= tools
+    # listed once per capability (Agent and Task are spawn_agents), each still callable by its own name
+    assert {capability_of(t.name) for t in kept.tools()} >= {capability_of(name) for name in tools}
+    assert all(kept.governance.policy.unavailable(kept.registry.get(name), None) is None for name in tools)
 
 
 # ------------------------------------------------------------------------- item 3: every read face, every fixture
