@@ -132,7 +132,10 @@ class Noisy(Tool[TagIn, EchoOut]):
 
 
 class ApprovalGate:
-    """The test's approval policy: ``guarded_write`` needs a yes from the rig's approval channel."""
+    """The test's approval policy: ``guarded_write`` needs a yes from the call's approval channel.
+
+    The MCP server passes each request's channel (asking the client that made it) with the call, in its scope.
+    """
 
     def __init__(self, rig_ref: list[Rig]) -> None:
         self.rig_ref = rig_ref
@@ -140,7 +143,7 @@ class ApprovalGate:
     async def __call__(self, call: ToolCall) -> None:
         if call.name != "guarded_write":
             return
-        channel = self.rig_ref[0].approval_channel
+        channel = call.channel or self.rig_ref[0].approval_channel
         if channel is None:
             raise ToolError(ErrorType.DENIED, "no approval channel")
         request = ApprovalRequest(

@@ -41,3 +41,20 @@ async def test_a_sampled_out_trace_leaves_calls_as_they_are(
     assert unknown.error_type is not None and unknown.error_type.value == "unknown_tool"
     ids = {r.meta.call_id for r in (asked, denied, unknown)}
     assert not [s for s in otlp.spans if s.attributes.get(names.TOOL_CALL_ID) in ids]  # nothing was sampled
+
+
+def test_span_ids_leave_the_programs_global_random_state_alone() -> None:
+    """The SDK's default ids draw from ``random``'s global state in whatever thread makes a span: a property
+    test drawing examples in another thread failed on it (hypothesis: "do not use the random module")."""
+    import random
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from toolrig.telemetry.setup import _OwnRandomIds
+
+    provider = TracerProvider(id_generator=_OwnRandomIds())
+    before = random.getstate()
+    with provider.get_tracer("test").start_as_current_span("outer"), provider.get_tracer("test").start_span("inner"):
+        pass
+    assert random.getstate() == before
+    provider.shutdown()

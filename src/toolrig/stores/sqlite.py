@@ -40,6 +40,10 @@ import anyio
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.statedir import StatePath, prepare_database
 
+# Jitter for retries on a busy database: its own generator, so a retry in another thread never changes the
+# program's global random state (a seeded simulation, a property-based test drawing examples).
+_JITTER = random.Random()  # noqa: S311 - jitter, not security
+
 T = TypeVar("T")
 log = logging.getLogger("toolrig.stores")
 
@@ -176,7 +180,7 @@ class Database:
                         f"The store is busy: another process kept it locked for {self.max_wait:g} seconds.",
                         "Retry in a moment.",
                     ) from None
-                time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - jitter, not security
+                time.sleep(delay * (0.5 + _JITTER.random()))
                 delay = min(delay * 2, 0.25)
 
     def write(self, body: Callable[[sqlite3.Connection], T], *, single: bool = False) -> T:

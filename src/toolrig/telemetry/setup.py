@@ -7,6 +7,7 @@ providers are process-wide, as OpenTelemetry's are: one per endpoint, shared by 
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from toolrig.telemetry import names
 
@@ -95,12 +97,30 @@ def _build(config: TelemetryConfig, protocol: str) -> Telemetry:
             attributes["service.name"] = "toolrig"
         resource = Resource.create(attributes)  # also reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
         span_exporter, metric_exporter = _exporters(config.endpoint, protocol)
-        tracer_provider = TracerProvider(resource=resource)  # the sampler from OTEL_TRACES_SAMPLER(_ARG)
+        # the sampler from OTEL_TRACES_SAMPLER(_ARG); ids from a generator of our own (see _OwnRandomIds)
+        tracer_provider = TracerProvider(resource=resource, id_generator=_OwnRandomIds())
         tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
         reader = PeriodicExportingMetricReader(metric_exporter)
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
         _set_globals(tracer_provider, meter_provider)
     return _instruments(tracer_provider, meter_provider, config.capture_content)
+
+
+class _OwnRandomIds(IdGenerator):
+    """Random span and trace ids from a generator of their own, not the ``random`` module's global one.
+
+    The SDK's default draws from the global state in whatever thread makes a span (the provider SDKs trace
+    themselves once a provider is global): the program's seeded randomness, or a property test's, moved under it.
+    """
+
+    def __init__(self) -> None:
+        self._random = random.Random()  # noqa: S311 - ids need to be unique, not secret (as the SDK's own)
+
+    def generate_span_id(self) -> int:
+        return self._random.getrandbits(64) or 1  # 0 is the invalid span id
+
+    def generate_trace_id(self) -> int:
+        return self._random.getrandbits(128) or 1
 
 
 def _set_globals(tracer_provider: Any, meter_provider: Any) -> None:

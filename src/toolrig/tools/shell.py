@@ -321,8 +321,10 @@ async def _run(
                 view = dataclasses.replace(view, seccomp_fd=EXTRA_FD)
             if choice.backend.name == "bwrap" and config.network == "guarded":
                 egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
-                # A narrowed view empties the roots: toolrig's own interpreter may live there (a venv in the repo).
-                kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in view.emptied))
+                # A narrowed view empties the roots, and /tmp is the session's own: toolrig's interpreter may live in
+                # either (a venv in the repo, a clone under /tmp), and the bridge runs on it inside the view.
+                hiding = (*view.emptied, "/tmp")  # noqa: S108 - the host's /tmp, replaced in the view
+                kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in hiding))
                 # With the filter the bridge gets a connection, not the proxy's directory (no mount point left).
                 into = None if extra_fds else egress.directory
                 view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
