@@ -521,3 +521,22 @@ def test_the_hosts_run_directory_is_not_in_the_view(workspace: Path) -> None:
     for name in ("dbus", "postgresql", "systemd", "docker.sock"):
         assert name not in out["stdout"], out
     assert "shm-ok" in out["stdout"], out
+
+
+def test_under_landlock_a_hidden_path_in_a_crowded_directory_leaves_the_system_granted(
+    repo: Path, no_bwrap: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hidden path beside more siblings than the rule bound (TOOLRIG_HOME among every test's temp dirs, in CI)
+    stopped the walk there: every grant after it in name order (``/usr``) was dropped and bash could not run."""
+    from toolrig.sandbox.confine import landlocked
+
+    crowded = repo.parent / "crowded"
+    crowded.mkdir()
+    for i in range(40):
+        (crowded / f"sibling-{i:02}").mkdir()
+    (crowded / "hidden").mkdir()
+    monkeypatch.setattr(landlocked, "_MAX_GRANTS", 30)
+    rig = Rig(repo, config={"tool_config": {"run_command": {"hidden_paths": [str(crowded / "hidden")]}}})
+    out = run(rig, "echo ran; cat /etc/hostname >/dev/null && echo read")
+    assert "; landlock:" in out["containment"], out
+    assert out["stdout"] == "ran\nread\n", out

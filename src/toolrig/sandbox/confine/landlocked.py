@@ -23,7 +23,9 @@ from toolrig.sandbox.confine import View
 from toolrig.sandbox.confine.tmpdir import is_session_base
 
 SHIM = str(Path(__file__).with_name("_shim.py"))
-_MAX_GRANTS = 4096
+# Rules one command may get. A hidden path in a crowded directory (a TOOLRIG_HOME beside every test's temp dir)
+# costs a rule per sibling; past the bound the deepest grants go first, never the system's (shallow) ones.
+_MAX_GRANTS = 65536
 
 
 def unavailable() -> str | None:
@@ -53,7 +55,8 @@ class Landlocked:
         reads = _grants("/", hidden)
         writes = [g for top in (*view.writable, view.tmp) for g in _grants(top, (*hidden, *view.read_only))]
         writes += [d for d in ("/dev/null", "/dev/zero", "/dev/full") if os.path.exists(d)]
-        spec = json.dumps({"read": reads[:_MAX_GRANTS], "write": writes[:_MAX_GRANTS], "abi": landlock.abi()})
+        reads = sorted(reads, key=lambda path: path.count("/"))[:_MAX_GRANTS]  # stable: shallow ones kept
+        spec = json.dumps({"read": reads, "write": writes[:_MAX_GRANTS], "abi": landlock.abi()})
         # In a file of the session's private temp directory, not an argument: a hidden path in a large directory
         # (toolrig's home beside thousands of others) means a grant per sibling, past what one argument may hold.
         fd, path = tempfile.mkstemp(prefix=".toolrig-landlock-", suffix=".json", dir=view.tmp)
@@ -80,6 +83,7 @@ def _grants(top: str, excluded: tuple[str, ...]) -> list[str]:
             out.append(child)  # a rule on a link grants its target: harmless only when that target is granted too
             continue
         out.extend(_grants(child, tuple(inside)))
-        if len(out) > _MAX_GRANTS:
-            break
-    return [p for p in out if not os.path.islink(p)]
+    kept = [p for p in out if not os.path.islink(p)]
+    if len(kept) > _MAX_GRANTS:  # a crowded directory: its deepest grants go, not the siblings after it
+        kept = sorted(kept, key=lambda path: path.count("/"))[:_MAX_GRANTS]
+    return kept
