@@ -512,3 +512,17 @@ def test_forgetting_a_dead_launcher_leaves_the_cgroups_a_new_one_made(workspace:
         for path in (newer, older):
             with contextlib.suppress(OSError):
                 path.rmdir()
+
+
+def test_a_keeper_coming_back_from_its_command_counts_as_ready_for_the_next_request() -> None:
+    """toolrig sends its next request as soon as it hears a command ended, while that keeper still cleans up:
+    the keeper taking the request must not find nobody idle and wake the launcher (CI saw three wake-ups in
+    twenty back-to-back commands from this)."""
+    board = Board()
+    first, second = board.claim(), board.claim()
+    assert first is not None and second is not None
+    assert board.take(first) is True
+    board.mark(first, b"\x02")  # told toolrig X, not yet back at the socket
+    assert board.ready_soon(first) and not board.idle(first)
+    assert board.take(second) is True  # the first is as good as idle: no keeper to fork
+    assert board.release(first) is False  # a keeper that dies on its way back took a request: not an idle death

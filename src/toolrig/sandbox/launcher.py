@@ -21,15 +21,16 @@ Python keeper per command cost ~4 ms of CPU: page tables, copy-on-write faults, 
 the launcher (``PR_SET_PDEATHSIG``), so a dead launcher never leaves a reader on the socket.
 
 The launcher sleeps through commands: which keepers are idle is kept on a *board* (a shared anonymous mapping, one
-byte per keeper, inherited across fork), not told to it. A keeper that takes a request marks itself busy and
-looks for another idle one under a lock; only if it finds none does it wake the launcher (``T``) to fork another.
-A keeper back from a command marks itself idle without a word. So back-to-back commands do not wake the launcher
-(it was woken twice per command, for "taken" and "idle again"); it still wakes for every keeper's death (its
-SIGCHLD) and reads on the board whether the dead keeper was idle, which its death accounting needs. The lock is
-only ever tried, never waited for: a command may reach the lock's descriptor through ``/proc/PPID/fd`` (it runs
-as our user) and hold it, and a keeper that cannot take it at once wakes the launcher as if none were idle. The
-board carries no authority: a command that writes it (it could as well kill the launcher) can only make the
-launcher fork a keeper too many or too few, and a request then waits for a keeper that is back from its command.
+byte per keeper, inherited across fork), not told to it. A keeper that takes a request marks itself busy and looks
+for another idle one under a lock; only if it finds none does it wake the launcher (``T``) to fork another. A keeper
+back from a command marks itself idle without a word (and "coming back", which counts as idle, before toolrig hears
+the command ended: the next request may wait the moment it takes to clean up). So back-to-back commands do not wake
+the launcher (it was woken twice per command, for "taken" and "idle again"); it still wakes for every keeper's death
+(its SIGCHLD) and reads on the board whether the dead keeper was idle, which its death accounting needs. The lock is
+only ever tried, never waited for: a command may reach the lock's descriptor through ``/proc/PPID/fd`` (it runs as
+our user) and hold it, and a keeper that cannot take it at once wakes the launcher as if none were idle. The board
+carries no authority: a command that writes it (it could as well kill the launcher) can only make the launcher fork
+a keeper too many or too few, and a request then waits for a keeper that is back from its command.
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
 command's stdout, stderr, a status socket, the directory it starts in and (optionally) the final-directory pipe.
@@ -75,7 +76,7 @@ SPARES = 2  # keepers that go back to the socket after each command (one more is
 _MAX_SPARE_DEATHS = 50
 SLOTS = 4096  # keepers the board can hold at once; with every slot taken, a request waits for a keeper to be free
 _TAKEN = SLOTS  # the board's 8-byte count of requests taken, after the slots (the launcher's death accounting)
-_IDLE, _BUSY = b"\x01", b"\x00"
+_IDLE, _BUSY, _BACK = b"\x01", b"\x00", b"\x02"  # _BACK: done with a command, on its way back to the socket
 
 # Read by bash from $BASH_ENV before the command: set limits, report the final directory.
 PRELUDE = """\
@@ -301,6 +302,10 @@ class Board:
     def idle(self, slot: int) -> bool:
         return self.memory[slot] == 1
 
+    def ready_soon(self, slot: int) -> bool:
+        """Idle, or back from a command and about to read the socket: a keeper the next request can wait for."""
+        return self.memory[slot] in (1, 2)
+
     def taken(self) -> int:
         return int.from_bytes(self.memory[_TAKEN : _TAKEN + 8], "little")
 
@@ -319,7 +324,7 @@ class Board:
         try:
             self.mark(slot, _BUSY)
             self.memory[_TAKEN : _TAKEN + 8] = ((self.taken() + 1) % (1 << 63)).to_bytes(8, "little")
-            return self.memory.find(_IDLE, 0, SLOTS) >= 0
+            return self.memory.find(_IDLE, 0, SLOTS) >= 0 or self.memory.find(_BACK, 0, SLOTS) >= 0
         finally:
             with contextlib.suppress(OSError):
                 fcntl.lockf(self.lock, fcntl.LOCK_UN)
@@ -356,6 +361,16 @@ class _Keeper:
     def take(self) -> bool:
         """Mark this keeper busy; whether another keeper is still idle (if not, the launcher must fork one)."""
         return self.board.take(self.slot)
+
+    def coming_back(self) -> None:
+        """Marked before toolrig hears the command is over, so that its next request does not fork a keeper.
+
+        Taken by another keeper, the request must not find this one busy and wake the launcher for a keeper nobody
+        needs (CI saw it: this keeper was still cleaning up after its command when toolrig's next request arrived,
+        and the launcher forked a keeper for one command).
+        """
+        if self.stays and not self.orphaned():
+            self.board.mark(self.slot, _BACK)
 
     def idle_again(self) -> None:
         self.board.mark(self.slot, _IDLE)
@@ -592,6 +607,7 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     kill_all_below(me)
     if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
         keeper.leave()
+    keeper.coming_back()
     tell(f"X {exit_code}\n".encode())
     os.close(status)
     fds[2] = -1
@@ -768,7 +784,7 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
                 if deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
                     running = False
                     break
-            needed = not any(board.idle(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES
+            needed = not any(board.ready_soon(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES
             if needed and not fork_keeper():
                 # Go, so toolrig starts a new launcher: idle keepers die with us (PDEATHSIG); busy ones keep their
                 # commands to the end, then leave (orphaned), taking their cgroups with them.
