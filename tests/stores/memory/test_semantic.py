@@ -16,9 +16,37 @@ def notes(root: Path) -> None:
 
 
 def test_fusion_ranks_an_item_found_by_both_lists_above_items_found_by_one() -> None:
-    fused = fuse([1, 2, 3], [3, 4])
+    fused = fuse([(1, 9.0), (2, 5.0), (3, 4.0)], [(3, -0.1), (4, -0.9)])
     assert fused[0][0] == 3
     assert {chunk_id for chunk_id, _ in fused} == {1, 2, 3, 4}
+    assert all(0.0 <= score <= 1.0 for _, score in fused)
+
+
+def test_a_match_on_words_alone_does_not_outrank_the_nearest_paragraph() -> None:
+    """Reciprocal rank fusion put BM25's first match (often only "the" and "is") above the embeddings' nearest."""
+    bm25 = [(7, 2.0), (8, 1.0)]  # 7 shares words with the query, and is far from it in meaning
+    vectors = [(1, -0.2), (5, -0.6), (8, -0.9), (7, -1.2)]  # 1 is the paragraph the question is about
+    assert fuse(bm25, vectors)[0][0] == 1
+
+
+def test_an_exact_name_found_by_bm25_wins_over_a_near_miss_of_the_embeddings() -> None:
+    bm25 = [(3, 6.0), (9, 0.5)]  # a ticket number, found verbatim
+    vectors = [(4, -0.50), (3, -0.55), (9, -1.2)]  # the embeddings rank a similar-looking ticket first
+    assert fuse(bm25, vectors)[0][0] == 3
+
+
+def test_the_hybrid_does_not_rank_by_stopwords(tmp_path: Path) -> None:
+    """The question's only shared words with the wrong note are stopwords: the nearest in meaning comes first."""
+    root = tmp_path / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "pets.md").write_text("Our young cat sleeps on the sofa all afternoon.\n")
+    (root / "memory" / "office.md").write_text("What is the wifi code? It is on the fridge, where it was.\n")
+    hybrid = MemoryIndex(root, tmp_path / "hybrid.sqlite", semantic=True)
+    try:
+        hybrid.refresh()
+        assert hybrid.search("where is it that the kitten naps", max_results=1)[0].file == "memory/pets.md"
+    finally:
+        hybrid.close()
 
 
 def test_semantic_search_finds_a_paraphrase_that_shares_no_word_with_the_query(tmp_path: Path) -> None:

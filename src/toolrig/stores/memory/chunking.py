@@ -119,6 +119,22 @@ def fts_terms(query: str) -> list[str]:
     return terms
 
 
+# Words that carry no topic: in a question worded differently from the note, they are all BM25 can match, and
+# those matches would crowd the embeddings' nearest paragraphs out of a hybrid search.
+_STOPWORDS_TEXT = (
+    "a about an and any are as at be been but by can could did do does for from get got had has have he her his how"
+    " i if in into is it its me my no not now of on or our she should so than that the their them then there these"
+    " they this those to up us was we were what when where which who whom why will with would you your"
+)
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+def content_terms(terms: list[str]) -> list[str]:
+    """FTS5 terms without the stopwords; all of them if nothing else is left (a query of stopwords only)."""
+    kept = [term for term in terms if term.strip('"').lower() not in STOPWORDS]
+    return kept or terms
+
+
 def fts_query(query: str) -> str | None:
     """An FTS5 MATCH expression that cannot be a syntax error: every term is a quoted string, ORed.
 

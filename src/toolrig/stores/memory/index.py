@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.stores.memory.chunking import fts_terms, paragraph_columns, snippet
+from toolrig.stores.memory.chunking import content_terms, fts_terms, paragraph_columns, snippet
 from toolrig.stores.memory.watch import DirectoryWatch
 
 if TYPE_CHECKING:
@@ -513,8 +513,9 @@ class MemoryIndex:
                 'Search for words, or a "quoted phrase".',
             )
         limit = max_results if self._semantic is None else max(50, max_results)
+        ranked_by = terms if self._semantic is None else content_terms(terms)
         with self._in_use():
-            rows = self.db.read(lambda conn: self._ranked(conn, terms, limit))
+            rows = self.db.read(lambda conn: self._ranked(conn, ranked_by, limit))
         if self._semantic is None:
             return [
                 MemoryHit(p, start, end, snippet(text, query), float(f"{-rank:.4g}"))
@@ -552,7 +553,8 @@ class MemoryIndex:
 
         assert self._semantic is not None  # noqa: S101 - only called when semantic search is on
         nearest = self._semantic.nearest(query, max(50, max_results))
-        fused = fuse([row[0] for row in bm25_rows], nearest)[:max_results]
+        bm25 = [(row[0], -row[5]) for row in bm25_rows]  # FTS5's bm25() is lower for better matches
+        fused = fuse(bm25, [(chunk_id, -distance) for chunk_id, distance in nearest])[:max_results]
         ids = [chunk_id for chunk_id, _ in fused]
         details = self.db.read(  # one rowid lookup each: FTS5 scans the whole table for an IN list
             lambda conn: {

