@@ -93,9 +93,7 @@ class SendEmailInput(ToolInput):
     subject: str | None = Field(default=None, max_length=300, description="One line (not with template).")
     body: str | None = Field(default=None, description="The message text, HTML when html is true (not with template).")
     html: bool = Field(default=False, description="Send body as HTML (a plain-text copy is added).")
-    template: str | None = Field(
-        default=None, description="A configured template's name, instead of subject and body."
-    )
+    template: str | None = Field(default=None, description="A configured template's name, instead of subject and body.")
     variables: dict[str, str] = Field(
         default_factory=dict, description="Values for the template's {{ name }} placeholders."
     )
