@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolrig.cli import app
@@ -116,3 +116,29 @@ def test_the_boxed_tree_keeps_every_entry_at_its_depth(tree: dict[str, Any]) -> 
         depth = (len(source) - len(source.lstrip())) // 2
         assert row[4 * depth :] == source.strip() and row[4 * (depth - 1) : 4 * depth] in ("├── ", "└── ")
     assert files == sum(1 for line in indented[1:] if not line.endswith("/"))
+
+
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 10**9), st.floats(allow_nan=True), st.text(max_size=12),
+    st.sampled_from(["/", "//..//etc/passwd", "../..", "~/x", "notes", "\x00"]),
+    st.lists(st.text(max_size=3), max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    face=st.sampled_from(["context_read", "context_tree", "search_semantic"]),
+    args=st.dictionaries(
+        st.sampled_from(["path", "offset", "limit", "max_depth", "query", "top_k", "threshold"]), _VALUES, max_size=4
+    ),
+)
+def test_no_hostile_call_of_a_botholomew_face_is_internal(
+    tmp_path_factory: pytest.TempPathFactory, face: str, args: dict[str, Any]
+) -> None:
+    root = tmp_path_factory.getbasetemp() / "botholomew-fuzz"
+    (root / "notes").mkdir(parents=True, exist_ok=True)
+    (root / "notes" / "a.md").write_text("a\n", encoding="utf-8")
+    with Rig(root, config={"approvals": {"mode": "off"}}, profile="botholomew") as rig:
+        result = rig.call_sync(face, args)
+    assert not result.is_error or result.error_type != "internal", (face, args, result.message)
+    assert "root:x:" not in json.dumps(result.model_dump(), default=str)
