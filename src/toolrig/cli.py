@@ -19,6 +19,7 @@ import click
 if TYPE_CHECKING:
     from toolrig.approvals import ApprovalChannel
     from toolrig.config import LoadedConfig
+    from toolrig.profiles import Face
     from toolrig.registry import AnyTool
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
@@ -151,6 +152,51 @@ def run_tool(tool: AnyTool, args: dict[str, Any], common: dict[str, Any]) -> Non
     emit_result(rig.call_sync(tool.name, args, origin="cli"))
 
 
+# Botholomew's CLI names its tools GROUP VERB (seed 001: `botholomew context read notes/meeting.md --offset 10`,
+# `context tree notes --max-depth 3`, `search semantic "quarterly revenue"`). The botholomew profile's faces
+# answer there too (`toolrig context read ...`), called in that profile's names and shapes.
+CLI_PROFILE = "botholomew"
+
+
+def _profile_faces(group: str | None = None) -> list[Face]:
+    from toolrig.profiles import get_profile
+
+    faces = [f for f in get_profile(CLI_PROFILE).faces if "_" in f.name]
+    return [f for f in faces if group is None or f.name.startswith(group + "_")]
+
+
+def _profile_groups() -> set[str]:
+    return {face.name.split("_", 1)[0] for face in _profile_faces()}
+
+
+def run_face(tool: AnyTool, args: dict[str, Any], common: dict[str, Any]) -> None:
+    rig = make_rig(common["rig_root"], approval_channel=terminal_channel(), profile=CLI_PROFILE)
+    emit_result(rig.call_sync(tool.name, args, origin="cli"))
+
+
+def _face_command(face: Face, verb: str) -> click.Command | None:
+    """``toolrig context tree [PATH]``: the face's first parameter positional (optional when the face says so)."""
+    from toolrig.adapters.cli import tool_command
+    from toolrig.adapters.faces import FaceTool
+    from toolrig.registry import Registry
+
+    tool = Registry.default().find(face.tool)
+    if tool is None:
+        return None
+    shown = FaceTool(face, tool)
+    first = next(iter(face.schema.get("properties", {})), None)
+    optional = first is not None and first not in face.schema.get("required", [])
+    if optional:  # planned as required to make it positional, then let go: Botholomew's `context tree`
+        schema = {**face.schema, "required": [first, *face.schema.get("required", [])]}
+        shown.input_schema = lambda: json.loads(json.dumps(schema))  # type: ignore[method-assign]
+    command = tool_command(shown, run_face, [_root_option()])
+    command.name = verb
+    for param in command.params:
+        if optional and isinstance(param, click.Argument) and param.name == first:
+            param.required = False
+    return command
+
+
 class ToolGroup(click.Group):
     """``toolrig <group>``: the tools of one group, loaded only when the group is opened."""
 
@@ -166,6 +212,11 @@ class ToolGroup(click.Group):
 
         for item in Registry.default().list(self.name):
             self.add_command(tool_command(item, run_tool, [_root_option()]))
+        group = self.name or ""
+        for face in _profile_faces(group):
+            verb = face.name[len(group) + 1 :]
+            if verb not in self.commands and (command := _face_command(face, verb)) is not None:
+                self.add_command(command, verb)
         self._loaded = True
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -244,7 +295,8 @@ class Root(click.Group):
         from toolrig.tools import group_names
 
         self._load_command_modules()
-        return [*super().list_commands(ctx), *(g for g in group_names() if g not in self.commands)]
+        groups = sorted(set(group_names()) | _profile_groups())
+        return [*super().list_commands(ctx), *(g for g in groups if g not in self.commands)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
@@ -257,7 +309,7 @@ class Root(click.Group):
             return super().get_command(ctx, cmd_name)
         from toolrig.tools import group_names
 
-        if cmd_name in group_names():
+        if cmd_name in group_names() or _profile_faces(cmd_name):
             return ToolGroup(cmd_name)
         from toolrig.registry import Registry
 
@@ -268,7 +320,7 @@ class Root(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         from toolrig.tools import group_names
 
-        groups = set(group_names())
+        groups = set(group_names()) | _profile_groups()
         self._load_command_modules()
         commands = sorted(self.commands.items())
         with formatter.section("Commands"):

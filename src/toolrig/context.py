@@ -104,6 +104,27 @@ class ToolCatalog(Protocol):
         ...
 
 
+class McpAccess(Protocol):
+    """The MCP servers this workspace uses (config ``mcp_servers``), for a tool that calls their tools itself.
+
+    Botholomew's ``mcpxClient``. Every call goes through the executor as the calling agent: its policy,
+    approvals, rate limits, offered tools and audit row, exactly as if the agent had called the tool, so the
+    handle reaches nothing the agent could not. Only MCP servers' tools are callable through it.
+    """
+
+    def servers(self) -> list[str]:
+        """The configured servers' names (whether or not they are running yet)."""
+        ...
+
+    def tools(self, server: str | None = None) -> list[dict[str, Any]]:
+        """The MCP tools the calling agent may call: ``{name, server, tool, description}`` (starts servers)."""
+        ...
+
+    async def call(self, server: str, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Call ``tool`` of ``server``; the result (a ``ToolResult``: an error is a result, never raised)."""
+        ...
+
+
 class SkillAccess(Protocol):
     """The workspace's Agent Skills, and what loading one grants for the rest of a run."""
 
@@ -190,6 +211,10 @@ class ToolContext:
     skills: SkillAccess | None = None
     subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
     models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
+    mcp: McpAccess | None = None  # the workspace's MCP servers' tools, called as this call's agent
+    # The resolved configuration (defaults, then ~/.toolrig, then a trusted workspace's): ``toolrig.config.Config``.
+    # Read it; never change it (it is the Rig's, shared by every call). None outside a Rig.
+    global_config: BaseModel | None = None
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

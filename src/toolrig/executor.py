@@ -46,6 +46,7 @@ from toolrig.context import (
 from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
+from toolrig.mcp_access import CallMcp
 from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
 from toolrig.result import ResultMeta, ToolResult, ok_checked
@@ -356,8 +357,12 @@ class Executor:
         durable: Durable | None = None,
         catalog: ToolCatalog | None = None,
         skills: SkillAccess | None = None,
+        global_config: BaseModel | None = None,
+        mcp_servers: Callable[[], list[str]] | None = None,
     ) -> None:
         self.registry = registry
+        self.global_config = global_config  # the resolved config, for ToolContext.global_config
+        self.mcp_servers = mcp_servers  # the configured MCP servers' names; None: no ToolContext.mcp
         self.workspace = workspace
         self.extensions = extensions or Extensions()
         self.stores = stores or Stores(workspace.state_dir)
@@ -616,7 +621,31 @@ class Executor:
             skills=self.skills,
             subagents=scope.subagents,
             models=CallModels(approvals, scope.models),
+            mcp=None if self.mcp_servers is None else self._mcp(call, self.mcp_servers),
+            global_config=self.global_config,
         )
+
+    def _mcp(self, call: ToolCall, servers: Callable[[], list[str]]) -> CallMcp:
+        """The call's MCP handle: its calls are new calls under this call's scope (agent, session, channel)."""
+
+        def listed() -> list[AnyTool]:
+            catalog = call.scope.catalog or self.catalog
+            return catalog.offered(call.agent_id) if catalog is not None else self.registry.list()
+
+        async def invoke(name: str, args: dict[str, Any]) -> ToolResult:
+            return await self.invoke(
+                name,
+                args,
+                origin=call.origin,
+                agent_id=call.agent_id,
+                parent_agent_id=call.parent_agent_id,
+                session_id=call.session_id,
+                agent=call.agent,
+                channel=call.channel,
+                scope=call.scope,
+            )
+
+        return CallMcp(invoke, listed, servers)
 
     def _shape(
         self, plan: _ToolPlan, output: BaseModel | None, data: dict[str, Any] | None, notes: list[str]

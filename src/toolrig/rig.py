@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Coroutine, Iterable
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -174,6 +175,8 @@ class Rig:
             durable=self._durable,
             catalog=RigCatalog(self),  # the offered-tool catalog, for the tools that list tools
             skills=RigSkills(self),  # the workspace's skills, for the skill tools
+            global_config=self.config,
+            mcp_servers=None if self.mcp_servers is None else partial(sorted, self.mcp_servers.servers),
         )
 
     # ------------------------------------------------------------------------------ lifetime

@@ -231,6 +231,7 @@ MEANINGS: dict[str, str] = {
     "allowed_paths": ADMIT,
     "allowed_domains": ADMIT,
     "tools": ADMIT_OR_NONE,
+    "allowed_templates": ADMIT_OR_NONE,  # send_email: the templates an agent may send (None: every one)
     "write_paths": GRANT,
     "deny": RESTRICT,
     "blocked_domains": RESTRICT,
@@ -245,6 +246,7 @@ MEANINGS: dict[str, str] = {
     "rate_limit": RATE,
     "rate_limits": RATE_MAP,
     "read_only": SWITCH_ON,
+    "templates_only": SWITCH_ON,  # send_email: only template mail
     **dict.fromkeys(
         [
             "max_depth",

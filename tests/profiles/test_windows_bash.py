@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolrig.profiles.windows_bash import ENV, WindowsBash, find_windows_bash
+from toolrig.profiles.windows_bash import ENV, WindowsBash, bash_argv, find_windows_bash
 
 GIT = r"C:\Program Files\Git\bin\bash.exe"
 BASE = {"ProgramFiles": r"C:\Program Files", "SystemRoot": r"C:\Windows"}
@@ -68,3 +68,16 @@ def test_any_environment_gives_a_found_file_or_none(env: dict[str, str]) -> None
 
     assert find_windows_bash(env, is_file) is None
     assert all(isinstance(p, str) for p in seen)
+
+
+def test_run_commands_argv_is_plain_bash_on_posix_and_the_found_bash_on_windows() -> None:
+    """The argv run_command starts: ``bash`` on POSIX; on Windows the lookup's bash, WSL through ``-e bash``."""
+    script = ["-c", "echo hi"]
+    assert bash_argv(script, os_name="posix", env={}, is_file=lambda p: False) == ["bash", "-c", "echo hi"]
+    known = files(GIT)
+    on_disk = lambda p: ntpath.normcase(ntpath.normpath(p)) in known  # noqa: E731
+    assert bash_argv(script, os_name="nt", env=BASE, is_file=on_disk) == [GIT, "-c", "echo hi"]
+    wsl = r"C:\Windows\System32\wsl.exe"
+    wsl_only = lambda p: ntpath.normcase(p) == ntpath.normcase(wsl)  # noqa: E731
+    assert bash_argv(script, os_name="nt", env=BASE, is_file=wsl_only) == [wsl, "-e", "bash", "-c", "echo hi"]
+    assert bash_argv(script, os_name="nt", env=BASE, is_file=lambda p: False) is None

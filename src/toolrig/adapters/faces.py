@@ -241,6 +241,12 @@ async def call_speaking(executor: Executor, profile: Profile, name: str, args: A
     if face is None:
         result = await executor.invoke(name, args, **options)
         return result if profile.is_identity else speak(profile, result)
-    translated = translate(profile, name, args, executor.registry.find(face.tool))
+    tool = executor.registry.find(face.tool)
+    translated = translate(profile, name, args, tool)
+    if face.settings_in is not None and tool is not None and isinstance(translated.args, dict):
+        scope = options.get("scope")
+        agent = options.get("agent") or getattr(scope, "agent", None)
+        agent = agent or options.get("agent_id") or getattr(scope, "agent_id", None)
+        translated.args = face.settings_in(translated.args, executor.tool_config(tool, agent), translated.notes)
     result = await executor.invoke(translated.name, translated.args, called_as=name, **options)
     return speak(profile, shape_result(translated, result))

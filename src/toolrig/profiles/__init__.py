@@ -2,7 +2,7 @@
 
 ``get_profile("claude")`` gives a ``Profile``; ``aliases_of("run_command")`` every name any built-in profile
 gives that tool (``Bash``, ``run_terminal_command``), which config patterns match like the tool's own name.
-Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``camelagi``.
+Built in: ``toolrig`` (the identity), ``claude``, ``codebuff``, ``native``, ``camelagi``, ``botholomew``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from toolrig.errors import UsageError
 from toolrig.profiles.profile import Face, Profile, Shaped
 
 DEFAULT = "toolrig"
-NAMES = ("toolrig", "claude", "codebuff", "native", "camelagi")
+NAMES = ("toolrig", "claude", "codebuff", "native", "camelagi", "botholomew")
 
 __all__ = [
     "DEFAULT",
@@ -82,6 +82,10 @@ def get_profile(name: str | None) -> Profile:
         from toolrig.profiles.camelagi import PROFILE as CAMELAGI
 
         return CAMELAGI
+    if key == "botholomew":
+        from toolrig.profiles.botholomew import PROFILE as BOTHOLOMEW
+
+        return BOTHOLOMEW
     raise UsageError(f"no tool profile named {name!r}; the profiles are: {', '.join(NAMES)}")
 
 

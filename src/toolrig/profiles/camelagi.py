@@ -7,11 +7,11 @@ CamelAGI's own tools answer in text, and so do these faces (``{"result": text}``
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from toolrig.profiles import claude
 from toolrig.profiles.profile import Args, Face, Profile, Shaped, obj, rename, string
+from toolrig.profiles.shapes import MEMORY_HIT
 
 _SDK = ("Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebSearch", "WebFetch")
 
@@ -32,10 +32,6 @@ def memory_search_in(args: Args, notes: list[str]) -> Args:
     return out
 
 
-# memory_search's hit header: "1. MEMORY.md line 3 (score 0.5)" or "... lines 3-5 (score ...)".
-_HIT = re.compile(r"^(\d+)\. (.+?) lines? \S+ \(score ([^)]*)\)$")
-
-
 def memory_search_out(shaped: Shaped) -> dict[str, Any]:
     """CamelAGI's text: ``[N] file (score: S)`` then the snippet, hits separated by a blank-lined ``---``."""
     results = str(shaped.output.get("results", "")).strip()
@@ -44,7 +40,7 @@ def memory_search_out(shaped: Shaped) -> dict[str, Any]:
     hits = []
     for hit in results.split("\n---\n"):
         header, _, body = hit.partition("\n")
-        match = _HIT.match(header)
+        match = MEMORY_HIT.match(header)
         if match is not None:
             header = f"[{match.group(1)}] {match.group(2)} (score: {match.group(3)})"
         hits.append(f"{header}\n{body}" if body else header)

@@ -137,6 +137,22 @@ def terminal_in(args: Args, notes: list[str]) -> Args:
     return out
 
 
+def terminal_settings(args: Args, settings: Any, notes: list[str]) -> Args:
+    """``timeout_seconds: -1`` is no limit where config allows it, else the longest limit config allows.
+
+    The seed's description offers -1 to the model; an unbounded command stays the person's choice
+    (``tool_config.run_command.allow_no_timeout``), so without it the call runs, bounded, and says so.
+    """
+    longest = getattr(settings, "max_timeout_seconds", None)
+    if args.get("timeout_seconds") != -1 or getattr(settings, "allow_no_timeout", False) or longest is None:
+        return args
+    notes.append(
+        f"timeout_seconds -1 (no limit) ran with the longest limit the configuration allows, {longest:g} seconds "
+        "(tool_config.run_command.allow_no_timeout lifts it)"
+    )
+    return {**args, "timeout_seconds": longest}
+
+
 def terminal_out(shaped: Shaped) -> dict[str, Any]:
     output = shaped.output
     result: dict[str, Any] = {
@@ -370,6 +386,7 @@ FACES: tuple[Face, ...] = (
         terminal_out,
         subject="command",
         subject_style="command",
+        settings_in=terminal_settings,
     ),
     Face(
         "glob",

@@ -35,6 +35,8 @@ class Shaped:
 
 ArgsIn = Callable[[Args, list[str]], Args]
 ResultOut = Callable[[Shaped], dict[str, Any]]
+# The tool's arguments, its settings as the calling agent sees them (tool_config; None: it takes none), notes.
+SettingsIn = Callable[[Args, Any, list[str]], Args]
 
 
 def same_args(args: Args, notes: list[str]) -> Args:
@@ -50,7 +52,9 @@ class Face:
     face parameter that the foreign system's allowlist patterns (``Bash:git *``, ``Edit:/src/*``) are
     matched against, and ``subject_style`` how that system matched them. ``tool_defaults`` are arguments
     of the toolrig tool the face's system implies (Claude's Write overwrites: ``on_conflict: overwrite``),
-    sent only when the tool has that parameter and the call did not set it.
+    sent only when the tool has that parameter and the call did not set it. ``settings_in`` reads the
+    tool's settings for what the face's system means but toolrig's config decides (Codebuff's
+    ``timeout_seconds: -1``: no limit where config allows it, else the longest limit it allows).
     """
 
     name: str
@@ -62,6 +66,7 @@ class Face:
     subject: str | None = None
     subject_style: SubjectStyle | None = None
     tool_defaults: Mapping[str, Any] = field(default_factory=dict)
+    settings_in: SettingsIn | None = None
 
     def input_schema(self) -> JsonSchema:
         copied: JsonSchema = json.loads(json.dumps(self.schema))

@@ -12,6 +12,9 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 MARKER = re.compile(r"^\[(FILE DOES NOT EXIST|FILE IGNORED|FILE TOO LARGE|OUTSIDE PROJECT|BINARY FILE|NOT A FILE)\]")
 
 
+# memory_search's hit header: "1. MEMORY.md line 3 (score 0.5)" or "... lines 3-5 (score ...)".
+MEMORY_HIT = re.compile(r"^(\d+)\. (.+?) lines? \S+ \(score ([^)]*)\)$")
+
 # What a read_files marker means to a caller that asked for one file (ignored, outside: denied).
 _MARKER_ERRORS = {
     "FILE DOES NOT EXIST": ErrorType.NOT_FOUND,

@@ -8,6 +8,7 @@ shell tool owns that) and takes the environment and a file test as arguments, so
 from __future__ import annotations
 
 import ntpath
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -48,6 +49,28 @@ def find_windows_bash(env: Mapping[str, str], is_file: Callable[[str], bool]) ->
         if is_file(candidate):
             return WindowsBash(candidate, "wsl")
     return None
+
+
+def bash_argv(
+    command_args: list[str],
+    *,
+    os_name: str = os.name,
+    env: Mapping[str, str] | None = None,
+    is_file: Callable[[str], bool] = os.path.isfile,
+) -> list[str] | None:
+    """The argv that runs bash with ``command_args`` (``-c SCRIPT ...``) on this OS; None: no bash on Windows.
+
+    POSIX runs ``bash`` from PATH. Windows runs the bash ``find_windows_bash`` chooses: Git Bash (or the
+    seed's variable) directly, WSL through ``wsl.exe -e bash`` (its launcher takes the script the same way).
+    """
+    if os_name != "nt":
+        return ["bash", *command_args]
+    found = find_windows_bash(os.environ if env is None else env, is_file)
+    if found is None:
+        return None
+    if found.kind == "wsl" and ntpath.basename(found.path).lower() == "wsl.exe":
+        return [found.path, "-e", "bash", *command_args]
+    return [found.path, *command_args]
 
 
 def _join(base: str | None, *parts: str) -> str | None:

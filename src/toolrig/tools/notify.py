@@ -12,6 +12,7 @@ import os
 import re
 import time
 from collections import deque
+from html import escape as html_escape
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.narrowing import Narrow
 from toolrig.sandbox.http import check_request_url, whole_exchange
 from toolrig.sandbox.network import NetworkDenied, NetworkSettings
 
@@ -33,6 +35,21 @@ _ADDRESS = re.compile(
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
 )
 _LINE_BREAKS = ("\r", "\n", "\x00", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}")
+MAX_VARIABLE_CHARS = 10_000
+
+
+class EmailTemplate(BaseModel):
+    """A message the person wrote, with ``{{ name }}`` placeholders the call fills in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str = Field(description="One line; placeholders allowed.")
+    body: str = Field(description="The text (HTML when html is true); placeholders allowed.")
+    html: bool = False
+    description: str = Field(default="", description="When to use it (shown to the model in errors).")
 
 
 class SendEmailConfig(BaseModel):
@@ -53,6 +70,15 @@ class SendEmailConfig(BaseModel):
     allowed_recipients: list[str] = Field(
         default_factory=list, description="Address globs mail may go to ('*@example.com'); empty = nobody."
     )
+    templates: dict[str, EmailTemplate] = Field(
+        default_factory=dict, description="Named messages a call can send with template= and variables=."
+    )
+    templates_only: Annotated[bool, Narrow.TRUE_WINS] = Field(
+        default=False, description="Only template mail: a call's own subject and body are refused."
+    )
+    allowed_templates: Annotated[list[str] | None, Narrow.SUBSET] = Field(
+        default=None, description="The templates this agent may send (None: every one configured)."
+    )
     max_recipients: int = Field(default=10, ge=1, le=100)
     max_messages: int = Field(default=20, ge=1, description="Messages allowed per window.")
     window_seconds: float = Field(default=3600.0, gt=0, description="The rate-limit window.")
@@ -64,9 +90,13 @@ class SendEmailInput(ToolInput):
     to: Annotated[list[str], Subject("recipient")] = Field(
         min_length=1, description="Recipient addresses, like 'alice@example.com'."
     )
-    subject: str = Field(max_length=300, description="One line.")
-    body: str = Field(description="The message text (HTML when html is true).")
+    subject: str | None = Field(default=None, max_length=300, description="One line (not with template).")
+    body: str | None = Field(default=None, description="The message text, HTML when html is true (not with template).")
     html: bool = Field(default=False, description="Send body as HTML (a plain-text copy is added).")
+    template: str | None = Field(default=None, description="A configured template's name, instead of subject and body.")
+    variables: dict[str, str] = Field(
+        default_factory=dict, description="Values for the template's {{ name }} placeholders."
+    )
 
 
 class SendEmailOutput(ToolOutput):
@@ -103,6 +133,58 @@ def _check_recipients(to: list[str], config: SendEmailConfig) -> list[str]:
             )
         checked.append(address)
     return checked
+
+
+def _fill(text: str, values: dict[str, str], escape: bool) -> str:
+    """One pass: a value is never read for placeholders itself; in HTML it is escaped."""
+    return _PLACEHOLDER.sub(lambda m: html_escape(values[m.group(1)]) if escape else values[m.group(1)], text)
+
+
+def _template_names(config: SendEmailConfig) -> list[str]:
+    allowed = config.allowed_templates
+    return sorted(n for n in config.templates if allowed is None or n in allowed)
+
+
+def compose(input: SendEmailInput, config: SendEmailConfig) -> tuple[str, str, bool]:
+    """The subject, body and html flag the call sends: its own, or a template's filled in (seed 004)."""
+    names = _template_names(config)
+    offered = ", ".join(names) or "none are configured"
+    if input.template is None:
+        if config.templates_only:
+            raise ToolError(
+                ErrorType.DENIED,
+                "Only template mail may be sent here: a message's own subject and body are refused.",
+                f"Call send_email with template= and variables=; the templates: {offered}.",
+            )
+        if input.subject is None or input.body is None:
+            raise ToolError(ErrorType.INVALID_INPUT, "Give subject and body, or a template.")
+        if input.variables:
+            raise ToolError(ErrorType.INVALID_INPUT, "variables go with a template; none was named.")
+        return input.subject, input.body, input.html
+    if input.subject is not None or input.body is not None:
+        raise ToolError(ErrorType.INVALID_INPUT, "Give either a template or subject and body, not both.")
+    chosen = config.templates.get(input.template) if input.template in names else None
+    if chosen is None:
+        raise ToolError(
+            ErrorType.DENIED if input.template in config.templates else ErrorType.NOT_FOUND,
+            f"There is no template '{input.template[:100]}' this agent may send.",
+            f"Use one of: {offered}.",
+        )
+    wanted = set(_PLACEHOLDER.findall(chosen.subject)) | set(_PLACEHOLDER.findall(chosen.body))
+    missing, extra = sorted(wanted - set(input.variables)), sorted(set(input.variables) - wanted)
+    if missing or extra:
+        raise ToolError(
+            ErrorType.INVALID_INPUT,
+            f"Template '{input.template}' takes the variables {', '.join(sorted(wanted)) or '(none)'}"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + (f"; not in it: {', '.join(extra)[:500]}" if extra else "")
+            + ".",
+            "Give exactly the template's variables.",
+        )
+    if any(len(v) > MAX_VARIABLE_CHARS for v in input.variables.values()):
+        raise ToolError(ErrorType.TOO_LARGE, f"A variable's value is over {MAX_VARIABLE_CHARS:,} characters.")
+    subject = _fill(chosen.subject, input.variables, escape=False)
+    return subject, _fill(chosen.body, input.variables, escape=chosen.html), chosen.html
 
 
 class _Text(HTMLParser):
@@ -159,8 +241,9 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
     config_model = SendEmailConfig
     description = (
         "Send an email to one or more allowed recipients. Use it only when the user asked for a message to be "
-        "sent. Subject is one line; html=true sends body as HTML with a plain-text copy. Recipients outside the "
-        "configured allowlist are refused, and the number of messages per hour is limited."
+        "sent. Subject is one line; html=true sends body as HTML with a plain-text copy. Or send a configured "
+        "template by name with variables for its placeholders (where config allows only templates, that is the "
+        "only way). Recipients outside the configured allowlist are refused, and messages per hour are limited."
     )
 
     def __init__(self) -> None:
@@ -168,9 +251,10 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
 
     async def execute(self, input: SendEmailInput, ctx: ToolContext) -> SendEmailOutput:
         config = ctx.settings(SendEmailConfig)
-        _header_safe("subject", input.subject)
+        subject, body, as_html = compose(input, config)
+        _header_safe("subject", subject)  # a template's subject filled in too: a value cannot add a header
         recipients = _check_recipients(input.to, config)
-        if len(input.body) > config.max_body_chars:
+        if len(body) > config.max_body_chars:
             raise ToolError(ErrorType.TOO_LARGE, f"The body is over {config.max_body_chars:,} characters.")
         if config.host is None:
             raise ToolError(
@@ -180,7 +264,7 @@ class SendEmail(Tool[SendEmailInput, SendEmailOutput]):
                 retryable=False,
             )
         self._take_slot(config, str(ctx.workspace.root))
-        message = build_message(config.from_address, recipients, input.subject, input.body, input.html)
+        message = build_message(config.from_address, recipients, subject, body, as_html)
         await _deliver(message, recipients, config)
         return SendEmailOutput(message_id=str(message["Message-ID"]))
 

@@ -26,6 +26,8 @@ from toolrig.context import ToolContext
 from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
+from toolrig.profiles.windows_bash import ENV as BASH_ENV
+from toolrig.profiles.windows_bash import bash_argv
 from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
@@ -300,7 +302,9 @@ async def _run(
     env = scrub_env(os.environ, config.env_allow, config.env_set)
     env["PWD"] = str(cwd)
     limits = Limits(config.cpu_seconds, config.memory_mb, config.max_processes, config.file_size_mb)
-    script = ["bash", "-c", command] if argv is None else ["bash", "-c", 'exec "$@"', "run_command", *argv]
+    script = bash_argv(["-c", command] if argv is None else ["-c", 'exec "$@"', "run_command", *argv])
+    if script is None:  # Windows without Git Bash or WSL (profiles.windows_bash: seed 003's lookup)
+        raise ToolError(ErrorType.UNAVAILABLE, f"No bash found: install Git for Windows or set {BASH_ENV}.")
     view: View | None = None
     extra_fds: tuple[int, ...] = ()
     async with contextlib.AsyncExitStack() as stack:
