@@ -7,10 +7,23 @@ import logging
 import sys
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from toolrig.cli import root_option
+
+if TYPE_CHECKING:
+    from toolrig.gateway.channels import Channel
+    from toolrig.rig import Rig
+
+
+def channels_for(rig: Rig) -> list[Channel]:
+    """The chat channels this config turns on, started and stopped with the server (see ``gateway.channels``).
+
+    A channel adds itself here: build it from ``rig.config`` when configured, import its code only then.
+    """
+    return []
 
 
 @click.command()
@@ -91,5 +104,6 @@ def command(
                 extra_origins=allow_origin,
                 ready=ready,
                 version=__version__,
+                channels=channels_for(rig),
             )
         )

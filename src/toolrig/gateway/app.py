@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +23,7 @@ from starlette.routing import Route
 from toolrig.gateway import models as m
 from toolrig.gateway import reads
 from toolrig.gateway.channel import AnswerRefused
+from toolrig.gateway.channels import Channel, run_channel
 from toolrig.gateway.runs import RunManager, RunRefused
 
 if TYPE_CHECKING:
@@ -98,9 +99,10 @@ def _guarded(handler: Handler) -> Handler:
 class Gateway:
     """The handlers, over one Rig and the runs this process started."""
 
-    def __init__(self, rig: Rig, *, version: str) -> None:
+    def __init__(self, rig: Rig, *, version: str, channels: Sequence[Channel] = ()) -> None:
         self.rig = rig
         self.version = version
+        self.channels = tuple(channels)
         self._runs: RunManager | None = None
 
     @property
@@ -117,9 +119,14 @@ class Gateway:
             tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
             self._runs = RunManager(self.rig, tasks)
             self._runs.restore()
+            scopes = [anyio.CancelScope() for _ in self.channels]
+            for channel, scope in zip(self.channels, scopes, strict=True):
+                tasks.start_soon(run_channel, channel, self._runs, scope, name=f"gateway channel {channel.name}")
             try:
                 yield
             finally:
+                for scope in scopes:
+                    scope.cancel()
                 for run in self._runs.running():
                     run.scope.cancel()  # a paused run's state stays kept for the next start
                 self._runs = None
@@ -223,8 +230,8 @@ def _static(name: str) -> bytes:
     return files("toolrig.gateway").joinpath("static", name).read_bytes()
 
 
-def build_app(rig: Rig, *, version: str = "0") -> Starlette:
-    gw = Gateway(rig, version=version)
+def build_app(rig: Rig, *, version: str = "0", channels: Sequence[Channel] = ()) -> Starlette:
+    gw = Gateway(rig, version=version, channels=channels)
     table: list[tuple[str, str, Handler]] = [
         ("GET", "/", gw.page),
         ("GET", "/static/{name}", gw.asset),

@@ -170,6 +170,10 @@ class RunManager:
             raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
         return run
 
+    def for_session(self, session_id: str) -> LiveRun | None:
+        """The run going on this session here, if any (a channel continues it rather than start another)."""
+        return next((r for r in self.running() if r.session_id == session_id), None)
+
     def running(self) -> list[LiveRun]:
         return [r for r in self.runs.values() if not r.finished]
 

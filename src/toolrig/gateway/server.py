@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from toolrig.adapters.http_auth import host_header
@@ -13,6 +13,7 @@ from toolrig.gateway.auth import gateway_guard
 if TYPE_CHECKING:
     import uvicorn
 
+    from toolrig.gateway.channels import Channel
     from toolrig.rig import Rig
 
 
@@ -24,13 +25,14 @@ def make_server(
     extra_hosts: Iterable[str] = (),
     extra_origins: Iterable[str] = (),
     version: str = "0",
+    channels: Sequence[Channel] = (),
 ) -> tuple[uvicorn.Server, str]:
     """The uvicorn server and the page's base URL; raises ``TokenError`` for a tokenless bind beyond loopback."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     app = gateway_guard(
-        build_app(rig, version=version),
+        build_app(rig, version=version, channels=channels),
         host=host,
         port=port,
         token=token,
@@ -55,9 +57,17 @@ async def serve(
     extra_origins: Iterable[str] = (),
     ready: Callable[[str], None] | None = None,
     version: str = "0",
+    channels: Sequence[Channel] = (),
 ) -> None:
+    """Serve until stopped; ``channels`` (see ``gateway.channels``) start with the server and stop with it."""
     server, base = make_server(
-        rig, sock, token=token, extra_hosts=extra_hosts, extra_origins=extra_origins, version=version
+        rig,
+        sock,
+        token=token,
+        extra_hosts=extra_hosts,
+        extra_origins=extra_origins,
+        version=version,
+        channels=channels,
     )
     async with rig:  # MCP servers in the config stay up while the gateway serves
         if ready is not None:
