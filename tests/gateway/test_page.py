@@ -161,6 +161,8 @@ def test_a_run_paused_before_a_restart_is_approved_from_the_page_after_it(
     second = serve(**SMART)
     page = signed_in(browser, second.base, second.token)
     page.locator("#runs li", has_text="waits for you").click()
+    expect(page.locator("#log .msg.user")).to_have_text("wipe the logs")  # the conversation before the pause
+    expect(page.locator("#log .tool").first).to_contain_text("→ wipe(")
     card = page.locator(".card.approval")
     expect(card.locator("pre")).to_have_text('{"target": "logs"}')
     page.screenshot(path=str(shots / "restored-run.png"))

@@ -20,6 +20,7 @@ import anyio
 import anyio.lowlevel
 
 from toolrig.events import Event, event_to_json
+from toolrig.gateway import kept
 from toolrig.gateway.channel import AnswerRefused, Waiting
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class LiveRun:
     prompt: str
     agent: str | None
     session_id: str | None
+    user: str | None = None  # who started it (several users configured); None: the one token's holder
     started: float = field(default_factory=time.time)
     status: str = "running"
     error: dict[str, str] | None = None
@@ -256,12 +258,14 @@ class RunManager:
                 return result.stop_reason
             state = result.state
         while True:
+            kept.save(state_dir, state.session_id, kept.Kept(run.agent or self.rig.agent, run.user, run.prompt))
             paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
             run.waiting = Waiting(state, run.publish, run.on_refused)
             run.status = "waiting"
             await run.waiting.ready.wait()
             waiting, run.waiting = run.waiting, None
             paused_runs.take(state_dir, state.session_id)  # single use, across processes too
+            kept.drop(state_dir, state.session_id)
             replies = paused_runs.replies_for(state, waiting.answers, waiting.decisions)
             run.status = "running"
             result = await resume_run(
@@ -279,20 +283,31 @@ class RunManager:
     def restore(self) -> list[LiveRun]:
         """Runs paused in this workspace (before a restart, or by `toolrig run`) wait here for their answers again.
 
-        They resume as the server's agent: a saved state does not say which agent paused it.
+        Each shows its conversation so far (a ``history`` event) and resumes as the agent that paused it (kept by
+        ``kept``); one whose agent is no longer configured stays paused rather than resume with other permissions.
+        A run ``toolrig run`` paused has no record: it resumes as the server's agent, as ``toolrig run --resume``.
         """
         from toolrig.commands import _paused_runs as paused_runs
 
-        folder = self.rig.workspace.state_dir / "paused"
+        state_dir = self.rig.workspace.state_dir
+        folder = state_dir / "paused"
         restored = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
             try:
-                state = paused_runs.claim(self.rig.workspace.state_dir, path.stem)
+                state = paused_runs.claim(state_dir, path.stem)
             except paused_runs.ResumeRefused as exc:
                 log.warning("gateway: a paused run is not restored: %s", exc)
                 continue
-            run = LiveRun(secrets.token_urlsafe(12), "(paused before this server started)", None, state.session_id)
+            record = kept.load(state_dir, state.session_id)
+            agent = record.agent if record is not None else None
+            if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
+                log.warning("gateway: paused run %s is not restored: its agent %r is gone", state.session_id, agent)
+                continue
+            prompt = record.prompt if record is not None else _last_prompt(state)
+            user = record.user if record is not None else None
+            run = LiveRun(secrets.token_urlsafe(12), prompt, agent, state.session_id, user=user)
             run.publish({"type": "init", "session_id": state.session_id})
+            run.publish({"type": "history", "messages": [message.to_json() for message in state.messages]})
             self._new(run)
             self.tasks.start_soon(self._drive, run, state, name=f"gateway run {run.id}")
             restored.append(run)
@@ -322,3 +337,11 @@ class RunManager:
 
         with contextlib.suppress(paused_runs.ResumeRefused, OSError):
             paused_runs.take(self.rig.workspace.state_dir, session_id)
+        kept.drop(self.rig.workspace.state_dir, session_id)
+
+
+def _last_prompt(state: RunState) -> str:
+    for message in reversed(state.messages):
+        if message.role == "user" and message.text.strip():
+            return message.text[:2000]
+    return "(paused before this server started)"
