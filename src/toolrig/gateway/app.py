@@ -151,7 +151,12 @@ class Gateway:
         body = await _body(request, m.Answer)
         pending_id = request.path_params["pending_id"]
         answered = run.answer(
-            pending_id, call_id=body.call_id, verdict=body.verdict, reason=body.reason, answers=body.answers
+            pending_id,
+            call_id=body.call_id,
+            verdict=body.verdict,
+            reason=body.reason,
+            answers=body.answers,
+            pattern=body.pattern,
         )
         return _answer(m.Answered, answered)
 

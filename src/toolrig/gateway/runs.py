@@ -260,7 +260,7 @@ class RunManager:
         while True:
             kept.save(state_dir, state.session_id, kept.Kept(run.agent or self.rig.agent, run.user, run.prompt))
             paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
-            run.waiting = Waiting(state, run.publish, run.on_refused)
+            run.waiting = Waiting(state, run.publish, run.on_refused, self._suggest)
             run.status = "waiting"
             await run.waiting.ready.wait()
             waiting, run.waiting = run.waiting, None
@@ -270,7 +270,7 @@ class RunManager:
             run.status = "running"
             result = await resume_run(
                 state,
-                replies.decisions,
+                {**replies.decisions, **waiting.always},  # "always": saved by governance, scoped to the agent
                 self._options(run, None),
                 rig=self.rig,
                 on_event=run.on_event,
@@ -312,6 +312,16 @@ class RunManager:
             self.tasks.start_soon(self._drive, run, state, name=f"gateway run {run.id}")
             restored.append(run)
         return restored
+
+    def _suggest(self, call: PendingCall) -> tuple[str, ...]:
+        """The patterns "allow always" saves unless the person types one: as ``Governance.suggest`` offers."""
+        from toolrig.policy.subjects import escape, kind_of, view
+
+        tool = self.rig.catalog.find(call.tool)
+        if tool is None or not call.subjects:
+            return (call.tool,)
+        seen = view(kind_of(tool), list(call.subjects), self.rig.workspace)
+        return tuple(dict.fromkeys(f"{call.tool}:{escape(unit)}" for unit in seen.units)) or (call.tool,)
 
     @staticmethod
     def _options(run: LiveRun, session_id: str | None) -> Any:

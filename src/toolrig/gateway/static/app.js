@@ -115,6 +115,11 @@ function showCard(ev) {
     if (ev.subjects.length) card.appendChild(el("div", "muted", `subjects: ${ev.subjects.join(", ")}`));
     const row = el("div", "row");
     row.appendChild(button("Approve once", "primary", () => answer(ev, { verdict: "allow_once" }, card)));
+    const always = el("input", "pattern");
+    always.placeholder = (ev.suggested || []).join(", ") || ev.tool;
+    always.title = "What \"Allow always\" adds to the allowlist (for this agent): leave empty for the suggestion, or type a pattern like 'git *'";
+    row.appendChild(button("Allow always", "", () => answer(ev, { verdict: "allow_always", pattern: always.value.trim() || null }, card)));
+    row.appendChild(always);
     row.appendChild(button("Deny", "danger", () => answer(ev, { verdict: "deny" }, card)));
     card.appendChild(row);
   } else {
