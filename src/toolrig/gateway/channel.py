@@ -109,6 +109,7 @@ class Waiting:
         reason: str = "",
         answers: list[Any] | None = None,
         pattern: str | None = None,
+        by: str | None = None,
     ) -> PendingCall:
         call = self.cards.get(card_id)
         if call is None:
@@ -128,7 +129,8 @@ class Waiting:
         else:
             self.decisions[call.call_id] = verdict
         del self.cards[card_id]  # single use
-        self._publish({"type": "pending_answered", "id": card_id, "call_id": call.call_id, "verdict": verdict})
+        answered = {"type": "pending_answered", "id": card_id, "call_id": call.call_id, "verdict": verdict}
+        self._publish({**answered, "by": by})  # who answered (None: the operator's token)
         if not self.cards:
             self.ready.set()
         return call

@@ -63,6 +63,7 @@ class RunInfo(BaseModel):
     id: str
     session_id: str | None
     agent: str | None
+    user: str | None = Field(description="Who started it, where several users are configured (None: the operator).")
     prompt: str
     status: str = Field(
         description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, aborted or failed"

@@ -22,6 +22,7 @@ import anyio.lowlevel
 from toolrig.events import Event, event_to_json
 from toolrig.gateway import kept
 from toolrig.gateway.channel import AnswerRefused, Waiting
+from toolrig.gateway.owners import OPERATOR, Owners, Viewer
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -79,6 +80,7 @@ class LiveRun:
     waiting: Waiting | None = None  # the open cards while the run is paused for a person
     cancelled: bool = False  # by a person (a shutdown stops runs too, and keeps their paused state)
     on_refused: Any = None  # (why, call, card id) -> None: the audit row for a refused answer
+    on_session: Any = None  # (session id) -> None: the run's new session is its user's
 
     @property
     def finished(self) -> bool:
@@ -97,6 +99,8 @@ class LiveRun:
         data = event_to_json(event)
         if data.get("type") == "init" and self.session_id is None:
             self.session_id = str(data.get("session_id"))
+            if self.on_session is not None:
+                self.on_session(self.session_id)
         self.publish(data)
 
     def publish(self, data: dict[str, Any]) -> None:
@@ -148,6 +152,7 @@ class LiveRun:
             "id": self.id,
             "session_id": self.session_id,
             "agent": self.agent,
+            "user": self.user,
             "prompt": self.prompt,
             "status": self.status,
             "started": self.started,
@@ -165,12 +170,17 @@ class RunManager:
         self.tasks = tasks
         self.max_running = max_running
         self.runs: dict[str, LiveRun] = {}
+        self.owners = Owners(rig.workspace.state_dir)
 
-    def get(self, run_id: str) -> LiveRun:
+    def get(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
+        """The run, if ``viewer`` may see it; another user's run is as unknown as a made-up id."""
         run = self.runs.get(run_id)
-        if run is None:
+        if run is None or not viewer.may_see(run.user):
             raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
         return run
+
+    def visible(self, viewer: Viewer = OPERATOR) -> list[LiveRun]:
+        return [r for r in self.runs.values() if viewer.may_see(r.user)]
 
     def for_session(self, session_id: str) -> LiveRun | None:
         """The run going on this session here, if any (a channel continues it rather than start another)."""
@@ -179,22 +189,34 @@ class RunManager:
     def running(self) -> list[LiveRun]:
         return [r for r in self.runs.values() if not r.finished]
 
-    def start(self, prompt: str, *, session_id: str | None, agent: str | None) -> LiveRun:
+    def start(self, prompt: str, *, session_id: str | None, agent: str | None, viewer: Viewer = OPERATOR) -> LiveRun:
+        """Start a run as ``viewer`` (a channel names its own user); it owns the new session it makes."""
         live = self.running()
         if len(live) >= self.max_running:
             raise RunRefused(429, f"{len(live)} runs are going already: wait for one to end or cancel one")
+        if session_id is not None and not (self._session_exists(session_id) and self.may_see(viewer, session_id)):
+            raise RunRefused(404, "no session has this id (see GET /api/sessions)")
         if session_id is not None and any(r.session_id == session_id for r in live):
             raise RunRefused(409, "a run is going on this session already: wait for it, or cancel it")
-        if session_id is not None and not self._session_exists(session_id):
-            raise RunRefused(404, "no session has this id (see GET /api/sessions)")
         if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
             raise RunRefused(422, "no agent of this name is configured (agents: in the config)")
-        run = self._new(LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id))
+        run = self._new(LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id, user=viewer.user))
         self.tasks.start_soon(self._drive, run, name=f"gateway run {run.id}")
         return run
 
-    def cancel(self, run_id: str) -> LiveRun:
-        run = self.get(run_id)
+    def may_see(self, viewer: Viewer, session_id: str) -> bool:
+        """Whether ``viewer`` may read or continue this session (a database read: call it off the loop at scale)."""
+        return viewer.sees_all or self.owners.owner(session_id) == viewer.user
+
+    def answer(self, run_id: str, card_id: str, viewer: Viewer = OPERATOR, **answer: Any) -> dict[str, str]:
+        """Answer a card of a run ``viewer`` may see; trying another user's run is refused as unknown, and audited."""
+        run = self.runs.get(run_id)
+        if run is not None and not viewer.may_see(run.user):
+            self._audit_refusal(run, f"user {viewer.user!r} answered another user's run", None, card_id)
+        return self.get(run_id, viewer).answer(card_id, by=viewer.user, **answer)
+
+    def cancel(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
+        run = self.get(run_id, viewer)
         run.cancelled = True
         run.abort.set()  # the loop stops where it is, subagents included, and records what it did
         run.scope.cancel()  # and whatever still waits (a slow model, a person's answer) stops at once
@@ -202,7 +224,9 @@ class RunManager:
 
     def _new(self, run: LiveRun) -> LiveRun:
         self._forget_old()
-        run.on_refused = lambda why, call, card_id: self._audit_refusal(run.session_id or "", why, call, card_id)
+        run.on_refused = lambda why, call, card_id: self._audit_refusal(run, why, call, card_id)
+        if run.user is not None:
+            run.on_session = lambda session_id: self.owners.claim(session_id, str(run.user))
         self.runs[run.id] = run
         return run
 
@@ -331,16 +355,22 @@ class RunManager:
             session_id=session_id, abort=run.abort, approvals="pause", questions="pause", agent_id=run.agent
         )
 
-    def _audit_refusal(self, session_id: str, why: str, call: PendingCall | None, card_id: str) -> None:
+    def _audit_refusal(self, run: LiveRun, why: str, call: PendingCall | None, card_id: str) -> None:
         """A forged, replayed or mismatched answer: one audit row, as for the remote approval channels."""
         from toolrig.approvals.model import ApprovalRequest, RefusedAnswer
 
         request = None
         if call is not None:
             request = ApprovalRequest(
-                call.call_id, call.tool, {}, session_id=session_id, agent_id=call.task_id, fingerprint=call.fingerprint
+                call.call_id,
+                call.tool,
+                {},
+                session_id=run.session_id or "",
+                agent_id=call.task_id,
+                fingerprint=call.fingerprint,
             )
-        self.rig.governance.refused_answer(RefusedAnswer("web", why, request, f"card {card_id[:40]!r}"))
+        sender = f"card {card_id[:40]!r} of {run.user or 'the operator'}'s run"
+        self.rig.governance.refused_answer(RefusedAnswer("web", why, request, sender))
 
     def _drop_saved(self, session_id: str) -> None:
         from toolrig.commands import _paused_runs as paused_runs
