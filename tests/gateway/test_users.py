@@ -70,7 +70,8 @@ def test_shared_users_see_and_steer_each_others_runs(serve: Any) -> None:
     with _as(gw, ALICE) as alice, _as(gw, BOB) as bob:
         run, card, _ = _waiting_run(gw, alice)
         assert [r["id"] for r in bob.get("/api/runs").json()["runs"]] == [run["id"]]
-        assert bob.post(f"/api/runs/{run['id']}/pending/{card['id']}", json={"verdict": "allow_once"}).status_code == 200
+        url = f"/api/runs/{run['id']}/pending/{card['id']}"
+        assert bob.post(url, json={"verdict": "allow_once"}).status_code == 200
         events = list(gw.events(bob, run["id"]))
         assert _until(iter(events), "pending_answered")["by"] == "bob"  # who answered, in the stream
         assert [e for e in events if e["type"] == "done"][-1]["response"] == "bob approved it"
