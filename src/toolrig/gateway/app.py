@@ -198,7 +198,7 @@ class Gateway:
             return _answer(m.RunInfo, self.runs.get(run_id, viewer).summary())
         except RunRefused:
             posted = await self._remote(run_id, viewer)
-            return _answer(m.RunInfo, posted.summary)
+            return _answer(m.RunInfo, {**posted.summary, "elsewhere": True})
 
     async def cancel(self, request: Request) -> Response:
         run_id, viewer = request.path_params["run_id"], self.viewer(request)

@@ -104,7 +104,7 @@ class Shared:
     async def others(self, viewer: Viewer) -> list[dict[str, Any]]:
         """The runs of the workspace's other live servers (a stopped server's are read by id only)."""
         posted = await anyio.to_thread.run_sync(self.board.others)
-        return [p.summary for p in posted if p.alive and viewer.may_see(p.summary.get("user"))]
+        return [{**p.summary, "elsewhere": True} for p in posted if p.alive and viewer.may_see(p.summary.get("user"))]
 
     async def busy(self, session_id: str) -> bool:
         return session_id in await anyio.to_thread.run_sync(self.board.busy_sessions)
