@@ -88,3 +88,17 @@ def test_each_users_token_logs_in_as_that_user_and_a_wrong_one_as_nobody(serve: 
     with httpx2.Client(base_url=gw.base, timeout=30) as stranger:
         assert stranger.get("/login?token=" + "z" * 40).status_code == 401
         assert stranger.get("/api/runs", headers={"Authorization": "Bearer " + "z" * 40}).status_code == 401
+
+
+def test_a_users_paused_run_stays_theirs_after_a_restart(serve: Any) -> None:
+    first = serve(users=USERS, **SMART)
+    first.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')), reply(Text("still alice's")))
+    with _as(first, ALICE) as alice:
+        _waiting_run(first, alice)
+    first.stop()
+    second = serve(users=USERS, **SMART)
+    with _as(second, ALICE) as alice, _as(second, BOB) as bob:
+        restored = alice.get("/api/runs").json()["runs"]
+        assert [(r["user"], r["status"]) for r in restored] == [("alice", "waiting")]
+        assert bob.get("/api/runs").json()["runs"] == []
+        assert bob.get(f"/api/runs/{restored[0]['id']}").status_code == 404

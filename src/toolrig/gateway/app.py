@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from toolrig.rig import Rig
 
 MAX_BODY = 1_000_000
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # runs get secrets.token_urlsafe ids
 MAX_LIMIT = 1000
 HEARTBEAT = 15.0  # seconds of silence before an SSE comment line keeps the stream (and its proxies) awake
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
@@ -216,7 +218,8 @@ class Gateway:
 
     async def _remote(self, run_id: str, viewer: Viewer) -> Posted:
         """A run another server of the workspace runs (the runs board), else the same 404 as for a made-up id."""
-        posted = await self._shared.remote(run_id, viewer) if self._shared is not None else None
+        shaped = RUN_ID.fullmatch(run_id) is not None  # what no run id looks like never reaches the database
+        posted = await self._shared.remote(run_id, viewer) if self._shared is not None and shaped else None
         if posted is None:
             raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
         return posted
