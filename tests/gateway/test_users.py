@@ -102,3 +102,16 @@ def test_a_users_paused_run_stays_theirs_after_a_restart(serve: Any) -> None:
         assert [(r["user"], r["status"]) for r in restored] == [("alice", "waiting")]
         assert bob.get("/api/runs").json()["runs"] == []
         assert bob.get(f"/api/runs/{restored[0]['id']}").status_code == 404
+
+
+def test_a_users_page_cookie_is_that_user_not_the_operator(serve: Any) -> None:
+    gw = serve(users=USERS, **SMART)
+    gw.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')))
+    with _as(gw, ALICE) as alice, httpx2.Client(base_url=gw.base, timeout=30) as bobs_browser:
+        run, card, _ = _waiting_run(gw, alice)
+        assert bobs_browser.get(f"/login?token={BOB}").status_code == 303
+        assert bobs_browser.get("/api/runs").json()["runs"] == []  # the cookie is bob's, not the operator's
+        page = {"origin": gw.base}
+        answer = bobs_browser.post(f"/api/runs/{run['id']}/pending/{card['id']}", json={}, headers=page)
+        assert answer.status_code == 404
+        alice.post(f"/api/runs/{run['id']}/cancel")
