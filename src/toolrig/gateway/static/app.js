@@ -65,6 +65,7 @@ const handlers = {
     const text = `⇢ ${sub ? sub.type : "subagent"} ${ev.task_id}: ${ev.status}${ev.error ? " — " + ev.error : ""}`;
     if (sub) sub.line.textContent = text; else logLine(el("div", "subagent", text));
   },
+  history(ev) { state.bubble = null; showMessages(ev.messages); },
   todos(ev) { showTodos(ev.todos); },
   followups(ev) { showFollowups(ev.followups); },
   pending(ev) { showCard(ev); },
@@ -114,6 +115,11 @@ function showCard(ev) {
     if (ev.subjects.length) card.appendChild(el("div", "muted", `subjects: ${ev.subjects.join(", ")}`));
     const row = el("div", "row");
     row.appendChild(button("Approve once", "primary", () => answer(ev, { verdict: "allow_once" }, card)));
+    const always = el("input", "pattern");
+    always.placeholder = (ev.suggested || []).join(", ") || ev.tool;
+    always.title = "What \"Allow always\" adds to the allowlist (for this agent): leave empty for the suggestion, or type a pattern like 'git *'";
+    row.appendChild(button("Allow always", "", () => answer(ev, { verdict: "allow_always", pattern: always.value.trim() || null }, card)));
+    row.appendChild(always);
     row.appendChild(button("Deny", "danger", () => answer(ev, { verdict: "deny" }, card)));
     card.appendChild(row);
   } else {
@@ -203,12 +209,31 @@ async function loadRuns() {
     const data = await api("/api/runs");
     const live = data.runs.filter((r) => r.status === "running" || r.status === "waiting");
     $("runs").replaceChildren(...live.map((r) => {
-      const item = el("li", r.id === state.run ? "current" : "", `${r.status === "waiting" ? "waits for you" : "running"} · ${r.session_id || r.id}`);
+      const where = r.elsewhere ? " (another server)" : "";
+      const item = el("li", r.id === state.run ? "current" : "", `${r.status === "waiting" ? "waits for you" : "running"}${where} · ${r.session_id || r.id}`);
       item.title = r.prompt;
       item.addEventListener("click", () => watchRun(r));
       return item;
     }));
   } catch (error) { say(String(error.message)); }
+}
+
+async function watchElsewhere(run) {
+  // Another server of this workspace runs it: its cards are answered here (forwarded), its live events are there.
+  say("this run runs on another server: answer its cards here; its session shows what it did");
+  for (const card of run.pending || []) showCard(card);
+  while (state.run === run.id) {
+    const now = await api(`/api/runs/${encodeURIComponent(run.id)}`).catch(() => null);
+    if (!now || !["running", "waiting"].includes(now.status)) {
+      if (state.run === run.id) endRun(now ? now.status : "gone");
+      if (now && now.session_id) openSession(now.session_id);
+      return;
+    }
+    const open = new Set(now.pending.map((p) => p.id));
+    document.querySelectorAll("#cards [data-card]").forEach((c) => { if (!open.has(c.dataset.card)) c.remove(); });
+    for (const card of now.pending) if (!document.querySelector(`[data-card="${CSS.escape(card.id)}"]`)) showCard(card);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 
 function watchRun(run) {
@@ -220,8 +245,19 @@ function watchRun(run) {
   $("cards").replaceChildren();
   $("send").disabled = true;
   $("cancel").disabled = false;
+  if (run.elsewhere) { if (state.source) state.source.close(); state.source = null; watchElsewhere(run); return; }
   say(run.status === "waiting" ? "waiting for your answer" : "running…");
   follow(run.id);  // the stream starts from the run's first event: its open cards come back too
+}
+
+function showMessages(messages) {
+  for (const message of messages) {
+    for (const block of message.content || []) {
+      if (block.type === "text" && block.text) logLine(el("div", `msg ${message.role}`, block.text));
+      else if (block.type === "tool_call") logLine(el("div", "tool", `→ ${block.name}(${short(block.arguments, 200)})`));
+      else if (block.type === "tool_result") logLine(el("div", block.is_error ? "tool error" : "tool", `${block.is_error ? "✗" : "✓"} ${short(block.content, 300)}`));
+    }
+  }
 }
 
 async function openSession(id) {
@@ -230,13 +266,7 @@ async function openSession(id) {
   $("session-title").textContent = `Session ${id} — ${data.title}`;
   $("log").replaceChildren();
   $("cards").replaceChildren();
-  for (const message of data.messages) {
-    for (const block of message.content || []) {
-      if (block.type === "text" && block.text) logLine(el("div", `msg ${message.role}`, block.text));
-      else if (block.type === "tool_call") logLine(el("div", "tool", `→ ${block.name}(${short(block.arguments, 200)})`));
-      else if (block.type === "tool_result") logLine(el("div", block.is_error ? "tool error" : "tool", `${block.is_error ? "✗" : "✓"} ${short(block.content, 300)}`));
-    }
-  }
+  showMessages(data.messages);
   const notes = await api(`/api/sessions/${encodeURIComponent(id)}/notes`);
   showTodos(notes.todos);
   showFollowups(notes.followups);
