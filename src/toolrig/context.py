@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from toolrig.sandbox.network import NetworkPolicy
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
+    from toolrig.stores.checkpoints import Recorder
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -190,6 +191,7 @@ class ToolContext:
     skills: SkillAccess | None = None
     subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
     models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
+    checkpoint: Recorder | None = None  # told of every file change before it is written (the run's checkpoints)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -54,6 +54,7 @@ from toolrig.sandbox.paths import Workspace
 from toolrig.scope import DEFAULT, CallScope
 from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
+from toolrig.stores.checkpoints import Recorder
 from toolrig.worker_threads import run_sync
 
 if TYPE_CHECKING:
@@ -616,6 +617,9 @@ class Executor:
             skills=self.skills,
             subagents=scope.subagents,
             models=CallModels(approvals, scope.models),
+            checkpoint=None
+            if scope.checkpoint is None
+            else Recorder.of(self.workspace, scope.checkpoint, tool_name, call.call_id),
         )
 
     def _shape(

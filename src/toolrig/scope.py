@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.context import SubagentAccess, ToolCatalog
@@ -22,6 +22,9 @@ from toolrig.event_bus import EventSink
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
+
+if TYPE_CHECKING:
+    from toolrig.stores.checkpoints import Mark
 
 
 class HookRunner(Protocol):
@@ -41,7 +44,8 @@ class CallScope:
     than the agent's; ``channel``: who answers its approvals and questions; ``models``: the model its tools'
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
     sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
-    ``events``: its sink.
+    ``events``: its sink; ``checkpoint``: where its file changes are recorded (the session and turn a rewind
+    turns back; set by the agent loop per turn, None: not recorded).
     """
 
     agent: AgentView | None = None
@@ -57,6 +61,7 @@ class CallScope:
     profile: Profile | None = None
     hooks: HookRunner | None = None
     origin: str = "python"
+    checkpoint: Mark | None = None
 
     def child(self, **changes: Any) -> CallScope:
         """The scope of a caller under this one (a subagent): the same, with ``changes``; a new object."""

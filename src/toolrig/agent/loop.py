@@ -16,6 +16,7 @@ import anyio
 
 from toolrig.agent.budget import Ledger
 from toolrig.agent.calls import CallOutcome, run_calls
+from toolrig.agent.checkpointing import mark_of
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral, deferred_note
 from toolrig.agent.errors import RunError
@@ -484,7 +485,7 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
-            scope=self.scope,
+            scope=self.scope.child(checkpoint=mark_of(self)),
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):

@@ -39,6 +39,7 @@ from toolrig.sandbox.launcher import EXTRA_FD
 from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import StateDirectoryError, is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
+from toolrig.stores.checkpoints.watch import CommandWatch
 
 DEFAULT_SESSION = "default"
 
@@ -248,10 +249,13 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        watch = await CommandWatch.start(ctx.workspace, ctx.checkpoint)  # checkpoints: what the command changes
         try:
             result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
+        if watch is not None:
+            await watch.finish()
         planted = remove_planted(view) if view is not None else None
         if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
             raise ToolError(
