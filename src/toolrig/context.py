@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from toolrig.durable.api import Durable
     from toolrig.events import LogLevel
+    from toolrig.sandbox.background import BackgroundJobs
     from toolrig.sandbox.network import NetworkPolicy
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
@@ -192,6 +193,7 @@ class ToolContext:
     subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
     models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
     checkpoint: Recorder | None = None  # told of every file change before it is written (the run's checkpoints)
+    background: BackgroundJobs | None = None  # the caller's background commands (run_command background: true)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

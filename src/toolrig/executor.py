@@ -617,6 +617,7 @@ class Executor:
             skills=self.skills,
             subagents=scope.subagents,
             models=CallModels(approvals, scope.models),
+            background=scope.background,
             checkpoint=None
             if scope.checkpoint is None
             else Recorder.of(self.workspace, scope.checkpoint, tool_name, call.call_id),

@@ -24,6 +24,7 @@ from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
 
 if TYPE_CHECKING:
+    from toolrig.sandbox.background import BackgroundJobs
     from toolrig.stores.checkpoints import Mark
 
 
@@ -45,7 +46,8 @@ class CallScope:
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
     sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
     ``events``: its sink; ``checkpoint``: where its file changes are recorded (the session and turn a rewind
-    turns back; set by the agent loop per turn, None: not recorded).
+    turns back; set by the agent loop per turn, None: not recorded); ``background``: the owner of the background
+    commands its calls start (its run's; None: the caller cannot own one, so ``background: true`` is refused).
     """
 
     agent: AgentView | None = None
@@ -62,6 +64,7 @@ class CallScope:
     hooks: HookRunner | None = None
     origin: str = "python"
     checkpoint: Mark | None = None
+    background: BackgroundJobs | None = None
 
     def child(self, **changes: Any) -> CallScope:
         """The scope of a caller under this one (a subagent): the same, with ``changes``; a new object."""

@@ -49,6 +49,7 @@ from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool
 from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
+from toolrig.sandbox.background import BackgroundJobs
 from toolrig.scope import CallScope
 from toolrig.telemetry import chat_span, traced_run
 
@@ -148,6 +149,7 @@ class _Run:
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
         self.progress: Progress | None = None
+        self.jobs: BackgroundJobs | None = None  # its background commands, while it runs
         from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.mcp_sampling import RunModels
 
@@ -327,7 +329,8 @@ class _Run:
                 if self.timeout is not None:
                     scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
-                async with anyio.create_task_group() as tasks:
+                # The run owns its background commands: leaving this stops every one (sandbox/background.py).
+                async with BackgroundJobs.open() as self.jobs, anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
                     self.node = node
                     if self.options.abort is not None:
@@ -485,7 +488,7 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
-            scope=self.scope.child(checkpoint=mark_of(self)),
+            scope=self.scope.child(checkpoint=mark_of(self), background=self.jobs),
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):

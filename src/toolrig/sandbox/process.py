@@ -296,6 +296,7 @@ async def run_contained(
     progress_interval: float = 1.0,
     retry: bool = True,
     extra_fds: Sequence[int] = (),
+    sinks: tuple[CappedText, CappedText] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -306,6 +307,8 @@ async def run_contained(
     ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
     ``progress_interval`` seconds while the command runs (MCP clients show it). ``extra_fds`` (left open, the
     caller's) reach the command as descriptors 5, 6, ...: a sandbox wrapper's (a session's namespaces).
+    ``sinks`` (stdout's, stderr's) take the output as it comes, for a caller that reads it while the command
+    runs (a background command); else each stream gets a ``CappedText`` of ``output_cap``.
     """
     if why := too_long(argv, env):
         raise ToolError(
@@ -343,10 +346,11 @@ async def run_contained(
     keeper = Keeper(status_r.detach())
     # Everything the wait needs is made before the request goes: the keeper that wakes may take this CPU at once,
     # and what is left to do after the send then runs late and cold.
+    out_sink, err_sink = sinks or (CappedText(output_cap), CappedText(output_cap))
     watch = _Watch(
         keeper,
-        (out_r, CappedText(output_cap)),
-        (err_r, CappedText(output_cap)),
+        (out_r, out_sink),
+        (err_r, err_sink),
         max_output_bytes,
         on_progress,
         progress_interval,
@@ -446,6 +450,7 @@ async def run_contained(
             argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
             on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
+            sinks=sinks,
         )  # fmt: skip
     if unstarted is not None:
         raise unstarted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import shlex
@@ -27,6 +28,7 @@ from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
 from toolrig.sandbox.allowed import AllowedPathsSettings
+from toolrig.sandbox.background import STARTED, Tap, start_job
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
@@ -129,6 +131,10 @@ class RunCommandInput(ToolInput):
     cwd: str | None = Field(
         default=None, description="Directory to run in, relative to the workspace; default: where the last call ended."
     )
+    background: bool = Field(
+        default=False,
+        description="Start it and return its id at once (a server, a watcher); read it with command_output.",
+    )
 
     @field_validator("timeout_seconds")
     @classmethod
@@ -151,6 +157,7 @@ class RunCommandOutput(ToolOutput):
         default="",
         description="What held the command: the sandbox (bwrap, landlock or none, and why), then the process tree.",
     )
+    background_id: str | None = Field(default=None, description="The id of a command started in the background.")
     note: str | None = Field(
         default=None,
         description=(
@@ -249,6 +256,13 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        if input.background:  # the same containment, in a task of the run that owns it (sandbox.background)
+            run = functools.partial(_run_job, ctx, config, choice, input, argv, cwd, cwd_fd)
+            job = start_job(ctx.background, ctx.agent_id, input.command, run, functools.partial(os.close, cwd_fd))
+            return RunCommandOutput(
+                **dict.fromkeys(("stdout", "stderr"), ""), command=input.command, exit_code=None, timed_out=False,
+                duration_ms=0, cwd=ctx.workspace.display(cwd), background_id=job.id, note=_joined(note, STARTED),
+            )  # fmt: skip
         watch = await CommandWatch.start(ctx.workspace, ctx.checkpoint)  # checkpoints: what the command changes
         try:
             result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
@@ -290,6 +304,15 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         )
 
 
+async def _run_job(ctx: ToolContext, config: RunCommandConfig, choice: Choice, input: RunCommandInput,
+    argv: list[str] | None, cwd: Path, cwd_fd: int, out: Tap, err: Tap) -> ProcessResult:  # fmt: skip
+    lifetime = ctx.background.limits.lifetime_seconds if ctx.background is not None else None
+    result, view, _ = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err))
+    if view is not None:
+        remove_planted(view)
+    return result
+
+
 async def _run(
     ctx: ToolContext,
     config: RunCommandConfig,
@@ -299,6 +322,7 @@ async def _run(
     cwd: Path,
     cwd_fd: int,
     timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline (run_contained)
+    sinks: tuple[Tap, Tap] | None = None,
 ) -> tuple[ProcessResult, View | None, str | None]:
     """Run the command in this call's view (and, guarded, behind its own egress proxy): result, view, refusals."""
     env = scrub_env(os.environ, config.env_allow, config.env_set)
@@ -350,9 +374,10 @@ async def _run(
             max_output_bytes=config.max_output_bytes,
             kill_grace=config.kill_grace_seconds,
             report_cwd=argv is None,
-            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+            on_progress=None if sinks else lambda elapsed, message: ctx.progress(elapsed, timeout, message),
             progress_interval=config.progress_interval_seconds,
             extra_fds=extra_fds,
+            sinks=sinks,
         )
         return result, view, refusal_notes(egress) if egress is not None else None
 
