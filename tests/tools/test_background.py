@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import select
 import signal
 import socket
@@ -18,35 +17,14 @@ import anyio
 import pytest
 
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.procs import alive as _alive
+from tests.support.procs import token as _token
 from toolrig.agent import run_agent
 from toolrig.rig import Rig
 from toolrig.sandbox.background import BackgroundJobs, JobLimits
 from toolrig.scope import CallScope
 
 pytestmark = pytest.mark.anyio
-
-
-def _token() -> str:
-    """A sleep length no other process on the machine uses: its processes are found by it in /proc."""
-    return f"7{secrets.randbelow(10**8):08d}"
-
-
-def _alive(token: str) -> list[int]:
-    """Live processes whose command line holds ``token`` (the sandbox, the shell and the command itself)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                argv = handle.read()
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in argv and state != b"Z":
-            found.append(int(entry))
-    return found
 
 
 class Session:

@@ -49,7 +49,7 @@ from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool
 from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
-from toolrig.sandbox.background import BackgroundJobs
+from toolrig.sandbox.background import BackgroundJobs, owned_jobs
 from toolrig.scope import CallScope
 from toolrig.telemetry import chat_span, traced_run
 
@@ -330,7 +330,7 @@ class _Run:
                     scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
                 # The run owns its background commands: leaving this stops every one (sandbox/background.py).
-                async with BackgroundJobs.open() as self.jobs, anyio.create_task_group() as tasks:
+                async with owned_jobs(self.options.background) as self.jobs, anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
                     self.node = node
                     if self.options.abort is not None:

@@ -213,6 +213,11 @@ class BackgroundJobs:
         return [job.row() for job in self._jobs.values()]
 
 
+def owned_jobs(given: BackgroundJobs | None) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
+    """The caller's own owner when it passes one (it stops them itself), else a new one for this ``async with``."""
+    return contextlib.nullcontext(given) if given is not None else BackgroundJobs.open()
+
+
 STARTED = "Started in the background: read its output with command_output, stop it with stop_command."
 
 
