@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from toolrig.durable.api import Durable
     from toolrig.events import LogLevel
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.sandbox.session import SessionSandbox
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
 
@@ -190,6 +191,7 @@ class ToolContext:
     skills: SkillAccess | None = None
     subagents: SubagentAccess | None = None  # set by the agent runtime: delegation (toolrig.agent.subagents)
     models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
+    sandbox: SessionSandbox | None = None  # what the session's commands share (run_command's network namespace)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

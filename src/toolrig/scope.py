@@ -22,6 +22,7 @@ from toolrig.event_bus import EventSink
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
+from toolrig.sandbox.session import SessionSandbox
 
 
 class HookRunner(Protocol):
@@ -41,7 +42,8 @@ class CallScope:
     than the agent's; ``channel``: who answers its approvals and questions; ``models``: the model its tools'
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
     sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
-    ``events``: its sink.
+    ``events``: its sink; ``sandbox``: what its session's commands share (their network namespace,
+    ``toolrig.sandbox.session``), owned and closed by whoever owns the session (None: the Rig's own).
     """
 
     agent: AgentView | None = None
@@ -56,6 +58,7 @@ class CallScope:
     catalog: ToolCatalog | None = None
     profile: Profile | None = None
     hooks: HookRunner | None = None
+    sandbox: SessionSandbox | None = None
     origin: str = "python"
 
     def child(self, **changes: Any) -> CallScope:
