@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from toolrig.events import LogLevel
     from toolrig.sandbox.background import BackgroundJobs
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.sandbox.session import SessionSandbox
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
     from toolrig.stores.checkpoints import Recorder
@@ -194,6 +195,7 @@ class ToolContext:
     models: Models | None = None  # a model to ask (``sample``): the MCP client's, or the agent run's
     checkpoint: Recorder | None = None  # told of every file change before it is written (the run's checkpoints)
     background: BackgroundJobs | None = None  # the caller's background commands (run_command background: true)
+    sandbox: SessionSandbox | None = None  # what the session's commands share (run_command's network namespace)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
     from toolrig.durable.api import Durable
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.sandbox.session import SessionSandbox
 
 log = logging.getLogger("toolrig.executor")
 
@@ -357,6 +358,7 @@ class Executor:
         durable: Durable | None = None,
         catalog: ToolCatalog | None = None,
         skills: SkillAccess | None = None,
+        sandbox: SessionSandbox | None = None,
     ) -> None:
         self.registry = registry
         self.workspace = workspace
@@ -372,6 +374,7 @@ class Executor:
         self.durable = durable  # schedules and tasks (a durable run's rig binds its task)
         self.catalog = catalog  # the offered tools, for tool_search (a caller's scope may bring its own view)
         self.skills = skills  # the workspace's Agent Skills
+        self.sandbox = sandbox  # the sandbox of calls whose scope brings no session's own (the Rig's)
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
         self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
@@ -621,6 +624,7 @@ class Executor:
             checkpoint=None
             if scope.checkpoint is None
             else Recorder.of(self.workspace, scope.checkpoint, tool_name, call.call_id),
+            sandbox=scope.sandbox or self.sandbox,
         )
 
     def _shape(

@@ -124,9 +124,8 @@ async def test_a_server_started_in_one_call_is_reached_by_a_later_one_and_stoppe
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    # Each confined command has its own network namespace today; the per-session one (sandbox work in progress)
-    # is what lets a confined server be reached: until then this holds where commands run unconfined.
-    with Rig(workspace, config=_config(sandbox="off")) as rig:
+    # Confined (bwrap, guarded network): the session's commands share one network namespace (sandbox/session.py).
+    with Rig(workspace) as rig:
         async with BackgroundJobs.open() as jobs:
             session = Session(rig, jobs)
             server = f"{sys.executable} -u -m http.server --bind 127.0.0.1 {port}"

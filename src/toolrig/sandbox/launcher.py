@@ -78,14 +78,18 @@ SLOTS = 4096  # keepers the board can hold at once; with every slot taken, a req
 _TAKEN = SLOTS  # the board's 8-byte count of requests taken, after the slots (the launcher's death accounting)
 _IDLE, _BUSY, _BACK = b"\x01", b"\x00", b"\x02"  # _BACK: done with a command, on its way back to the socket
 
-# Read by bash from $BASH_ENV before the command: set limits, report the final directory.
+# Read by bash from $BASH_ENV before the command: set limits, report the final directory, close what only the
+# sandbox's wrapper needed (a session's namespaces) and the prelude itself. A plain ``exec``: under ``builtin``
+# its redirections would apply to that one command and be undone.
 PRELUDE = """\
 if [ -n "${__TOOLRIG_ULIMITS-}" ]; then builtin ulimit $__TOOLRIG_ULIMITS || builtin exit 126; fi
 if [ -n "${__TOOLRIG_CWD_FD-}" ]; then
   builtin trap 'builtin printf "%s" "$PWD" >&'"$__TOOLRIG_CWD_FD"' 2>/dev/null' EXIT
 fi
-builtin unset BASH_ENV __TOOLRIG_ULIMITS __TOOLRIG_CWD_FD
-builtin exec 4<&-
+case "${__TOOLRIG_CLOSE_FDS-}" in *[!0-9' ']*) ;; ?*) for __toolrig_fd in $__TOOLRIG_CLOSE_FDS; do
+  builtin eval "exec $__toolrig_fd<&-"; done; builtin unset __toolrig_fd;; esac
+builtin unset BASH_ENV __TOOLRIG_ULIMITS __TOOLRIG_CWD_FD __TOOLRIG_CLOSE_FDS
+exec 4<&-
 """
 
 
