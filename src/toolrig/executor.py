@@ -677,16 +677,26 @@ class Executor:
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ok_checked(data, list(notes) if notes else [], meta, content)
 
-    def _choices(self, agent: AgentView | str | None, offered: Collection[str] | None = None) -> str:
-        """The hint naming what this caller may call instead: only the tools offered to it."""
+    def _choices(
+        self, agent: AgentView | str | None, offered: Collection[str] | None = None, near: str | None = None
+    ) -> str:
+        """The hint naming what this caller may call instead: only the tools offered to it, those like ``near`` first.
+
+        The list is capped, so a misspelt name's likely target must lead it, not depend on where its group sorts.
+        """
         names = self.lookup.offered_names(agent) if self.lookup is not None else self.registry.names()
         if offered is not None:
             names = [n for n in names if n in offered]
+        if near is not None and len(names) > 40:
+            import difflib  # only for a misspelt name among many tools
+
+            close = difflib.get_close_matches(near, names, n=5, cutoff=0.6)
+            names = [*close, *(n for n in names if n not in close)]
         shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
         return f"Call one of the available tools: {shown}." if names else "No tools are available."
 
     def _not_found(self, call: ToolCall, offered: Collection[str] | None) -> ToolError:
-        hint = self._choices(call.agent or call.agent_id, offered)
+        hint = self._choices(call.agent or call.agent_id, offered, near=call.name)
         hidden = self.lookup.hidden(call.name, call.agent or call.agent_id) if self.lookup is not None else None
         if hidden is not None:
             call.verdict, call.decided_by = "deny", hidden[0]
