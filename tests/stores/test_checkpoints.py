@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import run_agent
@@ -257,3 +259,12 @@ def test_a_rewind_killed_at_any_step_leaves_before_or_after_never_between(worksp
 def _without_empty_dirs(state: dict[str, tuple[bytes | None, int]]) -> dict[str, tuple[bytes | None, int]]:
     """The files alone: the directories a rewind removes after its commit point are not part of the change."""
     return {k: v for k, v in state.items() if v[0] is not None}
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_any_session_id_names_one_plain_file_in_the_sessions_directory(session_id: str) -> None:
+    from toolrig.stores.checkpoints.log import log_name
+
+    name = log_name(session_id)
+    assert "/" not in name and "\0" not in name and not name.startswith(".")
+    assert name.endswith(".jsonl") and len(name.encode()) <= 255

@@ -20,7 +20,7 @@ import anyio
 from toolrig.sandbox.paths import GIT_DIR_NAME, Workspace
 from toolrig.stores.checkpoints.log import Recorder
 
-MAX_ENTRIES = 20_000
+MAX_ENTRIES = 10_000  # ~14 µs an entry measured under load: ~0.15 s at the bound, twice per command
 MAX_REPORTED = 200
 
 Snapshot = dict[str, tuple[int, int, int, int]]
