@@ -156,6 +156,12 @@ async def test_an_agent_run_s_background_commands_end_with_the_run(workspace: Pa
     }
     with Rig(workspace, config=config) as rig:
         result = await run_agent("start a server", rig=rig)
+        audit = rig.governance.audit
+        assert audit is not None
+        rows = [r for r in audit.query(tool="run_command") if r.rule == "background"]
+    assert [(r.call_id, r.approval, r.error_type) for r in rows] == [
+        ("c1", "background bg1 stopped (the run or session that owned it ended)", "stopped")
+    ]
     assert result.response == "done"
     assert "ready" in json.dumps(llm.bodies()[2])  # it ran: the model read its output
     assert _alive(token) == []

@@ -441,9 +441,11 @@ class McpToolServer:
         async def run(read: Any, write: Any) -> None:
             await self.server.run(read, write, self.server.create_initialization_options())
 
+        from toolrig.policy.audit import background_ends
         from toolrig.sandbox.background import BackgroundJobs
 
-        async with self.running(), BackgroundJobs.open() as self._jobs:  # they end with the client's session
+        ends = background_ends(self.rig.governance.audit, "mcp")
+        async with self.running(), BackgroundJobs.open(on_end=ends) as self._jobs:  # they end with the client's
             await serve(
                 run,
                 self._load_sdk,

@@ -8,6 +8,7 @@ on tool results, one last call without tools asks for a summary. Every turn is r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -46,6 +47,7 @@ from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.permissions import AgentView
+from toolrig.policy.audit import background_ends
 from toolrig.registry import AnyTool
 from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
@@ -330,7 +332,7 @@ class _Run:
                     scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
                 # The run owns its background commands: leaving this stops every one (sandbox/background.py).
-                async with owned_jobs(self.options.background) as self.jobs, anyio.create_task_group() as tasks:
+                async with self._jobs() as self.jobs, anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
                     self.node = node
                     if self.options.abort is not None:
@@ -365,6 +367,9 @@ class _Run:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.provider.aclose()
+
+    def _jobs(self) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
+        return owned_jobs(self.options.background, background_ends(self.rig.governance.audit, "agent"))
 
     @staticmethod
     async def _watch_abort(abort: anyio.Event, scope: anyio.CancelScope) -> None:

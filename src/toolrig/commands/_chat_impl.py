@@ -25,6 +25,7 @@ from toolrig.approvals.terminal import TerminalChannel
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
 from toolrig.commands._chat_ui import ChatScreen
+from toolrig.policy.audit import background_ends
 from toolrig.rig import Rig
 from toolrig.sandbox.background import BackgroundJobs
 
@@ -65,7 +66,8 @@ class Chat:
             held = portal.start_task_soon(keep_open, self.rig, stop)
             try:
                 # Background commands belong to the chat, not to one prompt: a dev server lives until the chat ends.
-                with portal.wrap_async_context_manager(BackgroundJobs.open()) as self.jobs:
+                ends = background_ends(self.rig.governance.audit, "chat")
+                with portal.wrap_async_context_manager(BackgroundJobs.open(on_end=ends)) as self.jobs:
                     self._prompts(portal)
             finally:
                 portal.call(self._close)

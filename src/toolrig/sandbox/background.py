@@ -73,6 +73,8 @@ class Job:
     command: str
     agent_id: str | None
     keep: int
+    call_id: str = ""  # the run_command call that started it (its audit row)
+    session_id: str | None = None
     out: Tap = field(init=False)
     err: Tap = field(init=False)
     news: anyio.Event = field(default_factory=anyio.Event)  # set when output arrives or the command ends
@@ -119,31 +121,40 @@ class Job:
 
 
 Runner = Callable[[Tap, Tap], Awaitable[ProcessResult]]
+ENDED = "the run or session that owned it ended"
 
 
 class BackgroundJobs:
     """The background commands of one owner (an agent run): start, read, stop, list; all stopped at its end."""
 
-    def __init__(self, tasks: TaskGroup, limits: JobLimits | None = None) -> None:
+    def __init__(
+        self, tasks: TaskGroup, limits: JobLimits | None = None, on_end: Callable[[Job], None] | None = None
+    ) -> None:
         self._tasks = tasks
         self.limits = limits or JobLimits()
+        self.on_end = on_end  # the owner's audit: one row when a command ends, however it ends
         self._jobs: dict[str, Job] = {}
         self._count = 0
         self.closed = False
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, limits: JobLimits | None = None) -> AsyncIterator[BackgroundJobs]:
+    async def open(
+        cls, limits: JobLimits | None = None, on_end: Callable[[Job], None] | None = None
+    ) -> AsyncIterator[BackgroundJobs]:
         """The owner's jobs for the length of the ``async with``; leaving it stops every one still running."""
         async with anyio.create_task_group() as tasks:
-            jobs = cls(tasks, limits)
+            jobs = cls(tasks, limits, on_end)
             try:
                 yield jobs
             finally:
                 jobs.closed = True
+                for job in jobs._jobs.values():
+                    if not job.done.is_set() and job.stopped_by is None:
+                        job.stopped_by = ENDED
                 tasks.cancel_scope.cancel()  # each job's task ends its process tree on the way out
 
-    def start(self, command: str, agent_id: str | None, run: Runner, cleanup: Callable[[], None]) -> Job:
+    def start(self, command: str, agent_id: str | None, run: Runner, cleanup: Callable[[], None], **labels: Any) -> Job:
         """Start ``run`` (the contained command) in a task; refused past the limit or once the owner ended."""
         if self.closed:
             cleanup()
@@ -159,7 +170,7 @@ class BackgroundJobs:
                 retryable=False,
             )
         self._count += 1
-        job = Job(f"bg{self._count}", command, agent_id, self.limits.keep_chars)
+        job = Job(f"bg{self._count}", command, agent_id, self.limits.keep_chars, **labels)
         self._jobs[job.id] = job
         self._tasks.start_soon(self._drive, job, run, cleanup)
         return job
@@ -169,13 +180,16 @@ class BackgroundJobs:
             with job.scope:
                 job.result = await run(job.out, job.err)
             if job.scope.cancelled_caught and job.stopped_by is None:
-                job.stopped_by = "its run ended"
+                job.stopped_by = ENDED
         except ToolError as exc:
             job.error = exc.message
         finally:
             cleanup()
             job.done.set()
             job._news()
+            if self.on_end is not None:
+                with contextlib.suppress(Exception):  # the record of an end never keeps the others from ending
+                    self.on_end(job)
 
     def get(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
@@ -213,16 +227,23 @@ class BackgroundJobs:
         return [job.row() for job in self._jobs.values()]
 
 
-def owned_jobs(given: BackgroundJobs | None) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
+def owned_jobs(
+    given: BackgroundJobs | None, on_end: Callable[[Job], None] | None = None
+) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
     """The caller's own owner when it passes one (it stops them itself), else a new one for this ``async with``."""
-    return contextlib.nullcontext(given) if given is not None else BackgroundJobs.open()
+    return contextlib.nullcontext(given) if given is not None else BackgroundJobs.open(on_end=on_end)
 
 
 STARTED = "Started in the background: read its output with command_output, stop it with stop_command."
 
 
 def start_job(
-    jobs: BackgroundJobs | None, agent_id: str | None, command: str, run: Runner, cleanup: Callable[[], None]
+    jobs: BackgroundJobs | None,
+    agent_id: str | None,
+    command: str,
+    run: Runner,
+    cleanup: Callable[[], None],
+    **labels: Any,
 ) -> Job:
     """Start a background command for the call's owner; refused where nothing lives long enough to own one."""
     if jobs is None:
@@ -235,4 +256,4 @@ def start_job(
             "Run it without background (give it a timeout_seconds), or start it from `toolrig run` or `toolrig chat`.",
             retryable=False,
         )
-    return jobs.start(command, agent_id, run, cleanup)
+    return jobs.start(command, agent_id, run, cleanup, **labels)

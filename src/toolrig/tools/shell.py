@@ -263,7 +263,10 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
         if input.background:  # the same containment, in a task of the run that owns it (sandbox.background)
             run = functools.partial(_run_job, ctx, config, choice, input, argv, cwd, cwd_fd)
-            job = start_job(ctx.background, ctx.agent_id, input.command, run, functools.partial(os.close, cwd_fd))
+            job = start_job(
+                ctx.background, ctx.agent_id, input.command, run, functools.partial(os.close, cwd_fd),
+                call_id=ctx.call_id, session_id=ctx.session_id,
+            )  # fmt: skip
             return RunCommandOutput(
                 **dict.fromkeys(("stdout", "stderr"), ""), command=input.command, exit_code=None, timed_out=False,
                 duration_ms=0, cwd=ctx.workspace.display(cwd), background_id=job.id, note=_joined(note, STARTED),
