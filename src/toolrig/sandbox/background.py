@@ -35,7 +35,7 @@ class Tap(CappedText):
     def __init__(self, keep: int, on_data: Callable[[], None]) -> None:
         super().__init__(cap=1_000)  # the head and tail a finished result would show; reads use the ring below
         self.keep = keep
-        self.on_data = on_data  # fed on the event loop's thread (process._Watch): may set an event
+        self.on_data = on_data  # fed on the event loop's thread (command_watch.Watch): may set an event
         self._ring: deque[str] = deque()
         self._ring_len = 0
         self.total = 0  # characters seen (decoded, escapes removed): offsets count these
