@@ -114,7 +114,7 @@ async def starts(count: int) -> dict[str, float]:
                 await timed("new netns + bridge", [*base, "--unshare-net", *bind, *bridge])
             async with open_egress(NetworkPolicy()) as egress:
                 start = time.perf_counter()
-                await net.serve(egress)  # the per-command round trip to the holder
+                net.serve(egress)  # the per-command round trip to the holder
                 await anyio.run_process([*net.join_prefix(), *base, "true"], pass_fds=net.pass_fds())
                 samples["session join"].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in samples.items()}

@@ -3,7 +3,8 @@
 The tool runs every command under ``bash -c`` (started by the launcher's per-command keeper, in a pids
 cgroup where the kernel offers one, with the prelude's limits and final-directory report), so the peer runs
 ``bash -c true`` too; ``subprocess.run(["true"])`` is shown for scale. Every command runs confined by default
-(issue 31: bubblewrap, a mount, pid and network namespace per command, and an egress proxy with its bridge):
+(issue 31: bubblewrap, a mount and pid namespace per command, joining its session's network namespace, and an
+egress proxy per command listening there):
 the *confined ratio*, ours / peer, has a target of <= 5x; the same with ``network: none`` (no proxy) and with
 ``sandbox: off`` (the keeper alone, whose target was 1.3x) are shown beside it.
 The machine's load matters a great deal here (each command is three process hand-offs: toolrig -> keeper ->

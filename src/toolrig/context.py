@@ -25,9 +25,12 @@ if TYPE_CHECKING:
 
     from toolrig.durable.api import Durable
     from toolrig.events import LogLevel
+    from toolrig.sandbox.background import BackgroundJobs
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.sandbox.session import SessionSandbox
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
+    from toolrig.stores.checkpoints import Recorder
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
@@ -215,6 +218,9 @@ class ToolContext:
     # The resolved configuration (defaults, then ~/.toolrig, then a trusted workspace's): ``toolrig.config.Config``.
     # Read it; never change it (it is the Rig's, shared by every call). None outside a Rig.
     global_config: BaseModel | None = None
+    checkpoint: Recorder | None = None  # told of every file change before it is written (the run's checkpoints)
+    background: BackgroundJobs | None = None  # the caller's background commands (run_command background: true)
+    sandbox: SessionSandbox | None = None  # what the session's commands share (run_command's network namespace)
 
     @classmethod
     def for_tests(cls, root: str = ".", **overrides: Any) -> ToolContext:

@@ -55,6 +55,7 @@ from toolrig.sandbox.paths import Workspace
 from toolrig.scope import DEFAULT, CallScope
 from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
+from toolrig.stores.checkpoints import Recorder
 from toolrig.worker_threads import run_sync
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 
     from toolrig.durable.api import Durable
     from toolrig.sandbox.network import NetworkPolicy
+    from toolrig.sandbox.session import SessionSandbox
 
 log = logging.getLogger("toolrig.executor")
 
@@ -359,6 +361,7 @@ class Executor:
         skills: SkillAccess | None = None,
         global_config: BaseModel | None = None,
         mcp_servers: Callable[[], list[str]] | None = None,
+        sandbox: SessionSandbox | None = None,
     ) -> None:
         self.registry = registry
         self.global_config = global_config  # the resolved config, for ToolContext.global_config
@@ -376,6 +379,7 @@ class Executor:
         self.durable = durable  # schedules and tasks (a durable run's rig binds its task)
         self.catalog = catalog  # the offered tools, for tool_search (a caller's scope may bring its own view)
         self.skills = skills  # the workspace's Agent Skills
+        self.sandbox = sandbox  # the sandbox of calls whose scope brings no session's own (the Rig's)
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
         self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
@@ -623,6 +627,11 @@ class Executor:
             models=CallModels(approvals, scope.models),
             mcp=None if self.mcp_servers is None else self._mcp(call, self.mcp_servers),
             global_config=self.global_config,
+            background=scope.background,
+            checkpoint=None
+            if scope.checkpoint is None
+            else Recorder.of(self.workspace, scope.checkpoint, tool_name, call.call_id),
+            sandbox=scope.sandbox or self.sandbox,
         )
 
     def _mcp(self, call: ToolCall, servers: Callable[[], list[str]]) -> CallMcp:
@@ -697,16 +706,26 @@ class Executor:
         meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
         return ok_checked(data, list(notes) if notes else [], meta, content)
 
-    def _choices(self, agent: AgentView | str | None, offered: Collection[str] | None = None) -> str:
-        """The hint naming what this caller may call instead: only the tools offered to it."""
+    def _choices(
+        self, agent: AgentView | str | None, offered: Collection[str] | None = None, near: str | None = None
+    ) -> str:
+        """The hint naming what this caller may call instead: only the tools offered to it, those like ``near`` first.
+
+        The list is capped, so a misspelt name's likely target must lead it, not depend on where its group sorts.
+        """
         names = self.lookup.offered_names(agent) if self.lookup is not None else self.registry.names()
         if offered is not None:
             names = [n for n in names if n in offered]
+        if near is not None and len(names) > 40:
+            import difflib  # only for a misspelt name among many tools
+
+            close = difflib.get_close_matches(near, names, n=5, cutoff=0.6)
+            names = [*close, *(n for n in names if n not in close)]
         shown = ", ".join(names[:40]) + (", …" if len(names) > 40 else "")
         return f"Call one of the available tools: {shown}." if names else "No tools are available."
 
     def _not_found(self, call: ToolCall, offered: Collection[str] | None) -> ToolError:
-        hint = self._choices(call.agent or call.agent_id, offered)
+        hint = self._choices(call.agent or call.agent_id, offered, near=call.name)
         hidden = self.lookup.hidden(call.name, call.agent or call.agent_id) if self.lookup is not None else None
         if hidden is not None:
             call.verdict, call.decided_by = "deny", hidden[0]

@@ -44,6 +44,7 @@ from toolrig.profiles import Profile, get_profile, tools_named
 from toolrig.registry import AnyTool, Registry, matches_any
 from toolrig.result import ToolResult
 from toolrig.sandbox.paths import STATE_DIR_NAME, Workspace, toolrig_home
+from toolrig.sandbox.session import SessionSandbox
 from toolrig.scope import DEFAULT
 from toolrig.stores import Stores
 
@@ -177,6 +178,8 @@ class Rig:
             skills=RigSkills(self),  # the workspace's skills, for the skill tools
             global_config=self.config,
             mcp_servers=None if self.mcp_servers is None else partial(sorted, self.mcp_servers.servers),
+            # What commands of calls that bring no session's own share (a network namespace); closed with the Rig.
+            sandbox=SessionSandbox(),
         )
 
     # ------------------------------------------------------------------------------ lifetime
@@ -186,11 +189,13 @@ class Rig:
 
         The stores and the tasks' database reopen on next use; the governance databases also close when the rig is
         garbage-collected. The workspace's mtime caches (an inotify instance each, a per-user resource) are closed
-        too.
+        too, and so are the network namespaces its commands shared (the next command starts a new one).
         """
         self.governance.close()
         self.stores.close()
         self._durable.close()
+        if self.executor.sandbox is not None:  # its network namespace; the next command starts a new one
+            self.executor.sandbox.close()
         mtimes = sys.modules.get("toolrig.sandbox.mtimes")  # not loaded: no glob ran, no cache to close
         if mtimes is not None:
             mtimes.release(self.workspace)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.context import SubagentAccess, ToolCatalog
@@ -22,6 +22,11 @@ from toolrig.event_bus import EventSink
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
+from toolrig.sandbox.session import SessionSandbox
+
+if TYPE_CHECKING:
+    from toolrig.sandbox.background import BackgroundJobs
+    from toolrig.stores.checkpoints import Mark
 
 
 class HookRunner(Protocol):
@@ -41,7 +46,11 @@ class CallScope:
     than the agent's; ``channel``: who answers its approvals and questions; ``models``: the model its tools'
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
     sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
-    ``events``: its sink.
+    ``events``: its sink; ``sandbox``: what its session's commands share (their network namespace,
+    ``toolrig.sandbox.session``), owned and closed by whoever owns the session (None: the Rig's own);
+    ``checkpoint``: where its file changes are recorded (the session and turn a rewind turns back; set by the
+    agent loop per turn, None: not recorded); ``background``: the owner of the background commands its calls
+    start (its run's; None: the caller cannot own one, so ``background: true`` is refused).
     """
 
     agent: AgentView | None = None
@@ -56,7 +65,10 @@ class CallScope:
     catalog: ToolCatalog | None = None
     profile: Profile | None = None
     hooks: HookRunner | None = None
+    sandbox: SessionSandbox | None = None
     origin: str = "python"
+    checkpoint: Mark | None = None
+    background: BackgroundJobs | None = None
 
     def child(self, **changes: Any) -> CallScope:
         """The scope of a caller under this one (a subagent): the same, with ``changes``; a new object."""

@@ -109,6 +109,39 @@ def test_a_command_cannot_redirect_git_config_through_commondir(repo: Path) -> N
     assert not (repo / ".git" / "commondir").exists()
 
 
+def _linked_worktree(repo: Path, outside: Path) -> Path:
+    """A linked worktree of ``repo`` outside the workspace: its admin files live in ``repo/.git/worktrees/wt``."""
+    linked = outside / "wt"
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(linked)], check=True, capture_output=True)
+    return linked
+
+
+def test_a_command_cannot_redirect_a_linked_worktrees_config_through_its_commondir(repo: Path, outside: Path) -> None:
+    """git in a linked worktree reads ``.git/worktrees/NAME/commondir``: pointed at a copy, config comes from it."""
+    linked = _linked_worktree(repo, outside)
+    run(
+        rig_for(repo),
+        "cp -a .git evil && git --git-dir=evil config core.fsmonitor 'touch /var/tmp/sbxreview-fsmonitor-ran; false'"
+        " ; echo $(pwd)/evil > .git/worktrees/wt/commondir",
+    )
+    assert host_git(linked, "config", "--get", "core.fsmonitor").stdout == ""
+    assert (repo / ".git" / "worktrees" / "wt" / "commondir").read_text().strip() == "../.."
+
+
+def test_a_command_cannot_plant_a_worktree_config_git_trusts(repo: Path, outside: Path) -> None:
+    """With ``extensions.worktreeConfig`` (the user's), git reads ``config.worktree`` beside each worktree's files."""
+    linked = _linked_worktree(repo, outside)
+    host_git(repo, "config", "extensions.worktreeConfig", "true")
+    planted = "printf '[core]\\n\\tfsmonitor = touch /var/tmp/sbxreview-fsmonitor-ran\\n' > {}"
+    out = run(
+        rig_for(repo),
+        planted.format(".git/worktrees/wt/config.worktree") + "; " + planted.format(".git/config.worktree"),
+    )
+    assert host_git(linked, "config", "--get", "core.fsmonitor").stdout == ""
+    assert host_git(repo, "config", "--get", "core.fsmonitor").stdout == ""
+    assert "config.worktree" in (out["note"] or ""), out
+
+
 # ------------------------------------------------------------------------------------------ F4: hard links
 
 

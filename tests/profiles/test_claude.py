@@ -66,10 +66,36 @@ def test_bash_timeout_is_milliseconds(claude: Rig) -> None:
     assert out["stdout"] == "hi\n" and out["returnCodeInterpretation"] == "exit code 3"
 
 
-def test_bash_background_and_sandbox_switches_are_refused_with_a_note(claude: Rig) -> None:
-    result = claude.call_sync("Bash", {"command": "true", "run_in_background": True, "dangerouslyDisableSandbox": True})
-    assert any("run_in_background" in n for n in result.notes)
+def test_bash_sandbox_switch_is_refused_with_a_note_and_background_needs_an_owner(claude: Rig) -> None:
+    result = claude.call_sync("Bash", {"command": "true", "dangerouslyDisableSandbox": True})
     assert any("sandbox" in n for n in result.notes)
+    alone = claude.call_sync("Bash", {"command": "true", "run_in_background": True})
+    assert alone.is_error and "one-shot" in alone.message  # a direct call owns no background command
+
+
+@pytest.mark.anyio
+async def test_bash_in_the_background_is_read_with_bash_output_and_killed_with_kill_shell(claude: Rig) -> None:
+    from toolrig.sandbox.background import BackgroundJobs
+    from toolrig.scope import CallScope
+
+    async with BackgroundJobs.open() as jobs:
+        scope = CallScope(background=jobs)
+
+        async def face(name: str, args: dict[str, Any]) -> dict[str, Any]:
+            result = await claude.call(name, args, scope=scope)
+            assert not result.is_error, result.to_json()
+            assert result_differences(SPEC[name]["result"], result.output or {}) == []
+            return result.output or {}
+
+        started = await face("Bash", {"command": "echo up; sleep 600", "run_in_background": True})
+        shell = started["backgroundTaskId"]
+        read = await claude.call("BashOutput", {"bash_id": shell, "filter": "up"}, scope=scope)
+        assert any("filter" in n for n in read.notes)
+        output = await face("BashOutput", {"bash_id": shell})
+        assert output["shellId"] == shell and output["status"] == "running"
+        killed = await face("KillShell", {"shell_id": shell})
+        assert killed["shell_id"] == shell
+        assert (await face("BashOutput", {"bash_id": shell}))["status"] == "killed"
 
 
 def test_grep_defaults_to_file_names_and_speaks_its_flags(claude: Rig) -> None:

@@ -114,7 +114,7 @@ async def test_the_forwarding_bridge_leads_to_the_same_proxy(bwrap: str, http_se
 
 
 async def _run_joined(net: SessionNetwork, egress: Egress, script: str, *, run_as: tuple[str, ...] = ()) -> str:
-    network = await command_net.joined(net, egress, user=(65534, 65534) if run_as else None)
+    network = command_net.joined(net, egress, user=(65534, 65534) if run_as else None)
     argv = [*run_as, *network.before_bwrap, *_sandbox(*network.bwrap_args), "--", "bash", "-c", script]
     result = await anyio.run_process(argv, env={**BASE_ENV, **network.env}, check=False, pass_fds=network.pass_fds)
     assert result.returncode == 0, result.stderr

@@ -91,11 +91,11 @@ def test_a_write_failing_midway_changes_nothing(call: Caller, workspace: Path, m
     calls = {"n": 0}
     original_stage = journal.stage
 
-    def failing_stage(dir_fd: int, name: str, path: Path, tmp: str, data: bytes) -> None:
+    def failing_stage(dir_fd: int, name: str, path: Path, tmp: str, data: bytes, mode: int | None = None) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError(28, "No space left on device", str(path))
-        original_stage(dir_fd, name, path, tmp, data)
+        original_stage(dir_fd, name, path, tmp, data, mode)
 
     monkeypatch.setattr(journal, "stage", failing_stage)
     message = call.error("apply_patch", "conflict", patch=ROLLBACK_PATCH)

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from toolrig.context import Sample
     from toolrig.registry import AnyTool
     from toolrig.rig import Rig
+    from toolrig.sandbox.background import BackgroundJobs
 
 log = logging.getLogger("toolrig.mcp")
 
@@ -203,6 +204,7 @@ class McpToolServer:
         self._structured: dict[str, bool] | None = None
         self._parked: dict[str, ParkedCall] = {}
         self._group: TaskGroup | None = None
+        self._jobs: BackgroundJobs | None = None  # over stdio (one client): its background commands, while served
         self.log_levels = LogLevels()
         self.resources = ServedResources(rig, self._read_call)
         # Seconds a call's SSE stream stays open before the client is told to poll (reconnect with
@@ -346,7 +348,9 @@ class McpToolServer:
         Made per request and passed with the call: nothing of the client is registered on the Rig.
         """
         channel = McpApprovalChannel(self.fallback, asker) if self.owns_approvals else None
-        scope = CallScope(channel=channel, models=ModelSource(client=sampler, from_client=True), origin="mcp")
+        scope = CallScope(
+            channel=channel, models=ModelSource(client=sampler, from_client=True), origin="mcp", background=self._jobs
+        )
         yield {"call_id": call_id, "scope": scope}
 
     async def _invoke(
@@ -437,7 +441,11 @@ class McpToolServer:
         async def run(read: Any, write: Any) -> None:
             await self.server.run(read, write, self.server.create_initialization_options())
 
-        async with self.running():
+        from toolrig.policy.audit import background_ends
+        from toolrig.sandbox.background import BackgroundJobs
+
+        ends = background_ends(self.rig.governance.audit, "mcp")
+        async with self.running(), BackgroundJobs.open(on_end=ends) as self._jobs:  # they end with the client's
             await serve(
                 run,
                 self._load_sdk,

@@ -8,6 +8,7 @@ on tool results, one last call without tools asks for a summary. Every turn is r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ import anyio
 
 from toolrig.agent.budget import Ledger
 from toolrig.agent.calls import CallOutcome, run_calls
+from toolrig.agent.checkpointing import mark_of
 from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral, deferred_note
 from toolrig.agent.errors import RunError
@@ -45,9 +47,11 @@ from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
 from toolrig.permissions import AgentView
+from toolrig.policy.audit import background_ends
 from toolrig.registry import AnyTool
 from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
+from toolrig.sandbox.background import BackgroundJobs, owned_jobs
 from toolrig.scope import CallScope
 from toolrig.telemetry import chat_span, traced_run
 
@@ -147,6 +151,7 @@ class _Run:
         self._new_title: str | None = None
         self.owns_provider = options.provider is None
         self.progress: Progress | None = None
+        self.jobs: BackgroundJobs | None = None  # its background commands, while it runs
         from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.mcp_sampling import RunModels
 
@@ -326,7 +331,8 @@ class _Run:
                 if self.timeout is not None:
                     scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
-                async with anyio.create_task_group() as tasks:
+                # The run owns its background commands: leaving this stops every one (sandbox/background.py).
+                async with self._jobs() as self.jobs, anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
                     self.node = node
                     if self.options.abort is not None:
@@ -361,6 +367,9 @@ class _Run:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.provider.aclose()
+
+    def _jobs(self) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
+        return owned_jobs(self.options.background, background_ends(self.rig.governance.audit, "agent"))
 
     @staticmethod
     async def _watch_abort(abort: anyio.Event, scope: anyio.CancelScope) -> None:
@@ -484,7 +493,7 @@ class _Run:
             pause=self.pause,
             steps=self.options.steps,
             profile=self.profile,
-            scope=self.scope,
+            scope=self.scope.child(checkpoint=mark_of(self), background=self.jobs),
         )
         by_id = {o.call.id: o for o in outcomes}
         if any(o.paused for o in outcomes):

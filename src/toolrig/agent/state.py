@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from toolrig.agent.providers.base import Effort, Provider, Thinking, TurnComplete
     from toolrig.result import ToolResult
+    from toolrig.sandbox.background import BackgroundJobs
 
 
 class Steps(Protocol):
@@ -75,6 +76,9 @@ class RunOptions:
     # with them in its RunState (`toolrig run` without a terminal); "skip" them (a scheduled task).
     questions: Literal["ask", "pause", "skip"] = "ask"
     profile: str | None = None  # the tool profile the model sees; default the agent's, then llm.tool_profile
+    # Who owns the run's background commands (run_command background: true): a caller whose session outlives one
+    # run (chat) passes its own; default the run's, and they stop when the run ends.
+    background: BackgroundJobs | None = None
 
 
 @dataclass

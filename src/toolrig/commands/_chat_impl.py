@@ -25,7 +25,9 @@ from toolrig.approvals.terminal import TerminalChannel
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
 from toolrig.commands._chat_ui import ChatScreen
+from toolrig.policy.audit import background_ends
 from toolrig.rig import Rig
+from toolrig.sandbox.background import BackgroundJobs
 
 HELP = "/tools  /capabilities  /usage  /sessions  /exit   (Ctrl-C cancels a turn, Ctrl-D quits)"
 
@@ -44,6 +46,7 @@ class Chat:
         self.continue_latest: bool = bool(options.get("continue_latest"))
         self.usage = Usage()
         self.provider = make_provider(settings)
+        self.jobs: BackgroundJobs | None = None
 
     def run(self) -> None:
         store = SessionStore.for_state_dir(self.rig.workspace.state_dir)
@@ -62,24 +65,30 @@ class Chat:
             stop = portal.call(anyio.Event)
             held = portal.start_task_soon(keep_open, self.rig, stop)
             try:
-                while True:
-                    try:
-                        line = self.console.input("[bold green]› [/]")
-                    except (EOFError, KeyboardInterrupt):
-                        self.console.print()
-                        break
-                    line = line.strip()
-                    if not line:
-                        continue
-                    if line.startswith("/"):
-                        if not self.command(line):
-                            break
-                        continue
-                    self.turn(portal, self.followup(line))
+                # Background commands belong to the chat, not to one prompt: a dev server lives until the chat ends.
+                ends = background_ends(self.rig.governance.audit, "chat")
+                with portal.wrap_async_context_manager(BackgroundJobs.open(on_end=ends)) as self.jobs:
+                    self._prompts(portal)
             finally:
                 portal.call(self._close)
                 portal.call(stop.set)
                 held.result()
+
+    def _prompts(self, portal: anyio.from_thread.BlockingPortal) -> None:
+        while True:
+            try:
+                line = self.console.input("[bold green]› [/]")
+            except (EOFError, KeyboardInterrupt):
+                self.console.print()
+                return
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not self.command(line):
+                    return
+                continue
+            self.turn(portal, self.followup(line))
 
     def followup(self, line: str) -> str:
         """A bare number picks the last answer's suggested follow-up with that number; anything else is sent as is."""
@@ -100,6 +109,7 @@ class Chat:
             abort=abort,
             approvals=self.approvals,
             provider=self.provider,
+            background=self.jobs,
         )
         future = portal.start_task_soon(self._run, line, options)
         interrupted = False

@@ -1,4 +1,4 @@
-"""``toolrig sessions list|show``: the workspace's recorded agent sessions."""
+"""``toolrig sessions list|show|rewind``: the workspace's recorded agent sessions."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from toolrig.cli import root_option
+from toolrig.commands.rewind import rewind_options, run
 
 _ROOT = root_option()
 
@@ -36,3 +37,10 @@ def show_session(session_id: str, as_json: bool, rig_root: Path) -> None:
     from toolrig.commands._sessions_impl import show_session as run
 
     run(rig_root, session_id, as_json=as_json)
+
+
+@command.command("rewind")
+@rewind_options
+def rewind_session(**options: object) -> None:
+    """Turn back what the file tools changed in a session, to before a turn (same as `toolrig rewind`)."""
+    run(**options)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from toolrig.stores.sqlite import Database
 if TYPE_CHECKING:
     from toolrig.executor import ToolCall
     from toolrig.result import ToolResult
+    from toolrig.sandbox.background import Job
 
 FILE_NAME = "audit.db"
 COLUMNS = (
@@ -162,6 +163,18 @@ class AuditLog:
                   "deny", rule, approval, 0.0, 1, "denied", 0, None)  # fmt: skip
         self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
 
+    def record_ended(self, job: Job, origin: str) -> None:
+        """A background command ended (its start and stop are the calls' own rows): run_command, its call id."""
+        result = job.result
+        error_type = None if job.status == "exited" else job.status
+        how = f"background {job.id} {job.status}" + (f", exit code {result.exit_code}" if result is not None else "")
+        if job.stopped_by or job.error:
+            how += f" ({job.stopped_by or job.error})"
+        values = (time.time(), job.session_id, job.agent_id, None, job.call_id, origin, "run_command", "[]",
+                  _json(redact({"command": job.command})), "allow", "background", how,
+                  round((time.time() - job.started) * 1000, 3), int(bool(error_type)), error_type, 0, None)  # fmt: skip
+        self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
+
     def query(
         self,
         *,
@@ -196,6 +209,13 @@ class AuditLog:
 
     def close(self) -> None:
         self.db.close()
+
+
+def background_ends(audit: AuditLog | None, origin: str) -> Callable[[Job], None] | None:
+    """What an owner of background commands calls as each one ends: its audit row (None: audit off)."""
+    if audit is None:
+        return None
+    return lambda job: audit.record_ended(job, origin)
 
 
 def _row(values: Sequence[Any]) -> AuditRow:

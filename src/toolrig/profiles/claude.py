@@ -11,6 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolrig.profiles.claude_shells import BACKGROUND_FACES
 from toolrig.profiles.profile import (
     Args,
     Face,
@@ -133,10 +134,11 @@ def bash_in(args: Args, notes: list[str]) -> Args:
         notes,
         {
             "description": "",
-            "run_in_background": "toolrig runs commands to completion; use the tasks tool for background work",
             "dangerouslyDisableSandbox": "toolrig's sandbox cannot be turned off from a call",
         },
     )
+    if "run_in_background" in out:
+        out["background"] = out.pop("run_in_background")
     if "timeout" in out:
         value = out.pop("timeout")
         ms = as_number(value)
@@ -157,6 +159,8 @@ def bash_out(shaped: Shaped) -> dict[str, Any]:
     code = output.get("exit_code")
     if code not in (0, None):
         result["returnCodeInterpretation"] = f"exit code {code}"
+    if output.get("background_id"):
+        result["backgroundTaskId"] = output["background_id"]
     return result
 
 
@@ -411,7 +415,9 @@ FACES = (
                 "command": string("The command to execute."),
                 "timeout": number("Optional timeout in milliseconds (max 600000)."),
                 "description": string("A short description of what the command does."),
-                "run_in_background": boolean("Run the command in the background (not supported: runs to the end)."),
+                "run_in_background": boolean(
+                    "Run it in the background; read it with BashOutput, stop it with KillShell."
+                ),
                 "dangerouslyDisableSandbox": boolean("Ignored: the sandbox stays on."),
             },
             ("command",),
@@ -421,6 +427,7 @@ FACES = (
         subject="command",
         subject_style="command",
     ),
+    *BACKGROUND_FACES,  # BashOutput, KillShell (profiles/claude_shells.py)
     Face(
         "Glob",
         "glob",

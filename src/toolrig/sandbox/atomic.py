@@ -76,11 +76,13 @@ def temp_name(name: str, tag: str) -> str:
     return f".{name[:200]}.{tag}{TMP_SUFFIX}"
 
 
-def stage(dir_fd: int, name: str, path: Path, tmp_name: str, data: bytes) -> None:
+def stage(dir_fd: int, name: str, path: Path, tmp_name: str, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to a new ``tmp_name`` beside ``name`` with ``name``'s permission bits, and fsync it.
 
-    Renaming it over ``name`` afterwards is the atomic step; a failed write removes the temp file.
+    Renaming it over ``name`` afterwards is the atomic step; a failed write removes the temp file. ``mode``
+    (a rewind putting a file back as it was) wins over the current file's bits.
     """
+    wanted = mode
     try:
         current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISREG(current.st_mode):
@@ -91,6 +93,8 @@ def stage(dir_fd: int, name: str, path: Path, tmp_name: str, data: bytes) -> Non
             raise not_regular(path, current.st_mode)
     except FileNotFoundError:
         mode = _DEFAULT_MODE
+    if wanted is not None:
+        mode = wanted & 0o7777
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp_name, flags, 0o600, dir_fd=dir_fd)
     try:

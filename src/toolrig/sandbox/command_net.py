@@ -6,7 +6,8 @@ the command; every way it describes leads out only through the egress proxy, or 
 Three shapes, one per ``network`` setting of a command:
 
 - ``joined(net, egress)``: the command joins its session's namespace (a dev server of an earlier command is
-  there) and its proxy listens on a fresh port in it. Nothing runs per command but the command.
+  there) and its own proxy listens on a fresh port in it, taking only the command's credential. Nothing runs
+  per command but the command (and ``nsenter``, which execs bubblewrap).
 - ``private(egress)``: a namespace of its own; the stdlib bridge hands listeners to the proxy and execs the
   command (one Python start).
 - ``offline()``: a namespace of its own and no proxy (``network: none``).
@@ -36,7 +37,7 @@ class CommandNetwork:
     pass_fds: tuple[int, ...] = ()
 
 
-async def joined(
+def joined(
     net: SessionNetwork,
     egress: Egress,
     *,
@@ -47,17 +48,19 @@ async def joined(
 ) -> CommandNetwork:
     """Join the session's namespace; the command's proxy gets listeners there (one round trip to the holder).
 
-    Unprivileged, joining makes the joiner uid 0 of bubblewrap's outer user namespace, so the command gets a
-    user namespace of its own again, as ``user`` (uid, gid; default ours): no capabilities over the namespace.
+    Unprivileged, joining gives the joiner every capability in bubblewrap's outer user namespace, so the command
+    gets a user namespace of its own again, as ``user`` (uid, gid; default ours): none over the namespace.
+    The proxy's ``credential`` goes into the command's proxy URLs: other commands of the session can find the
+    port (``/proc/net/tcp`` is the namespace's), and only this one may use it.
     """
-    port = await net.serve(egress)
+    port = net.serve(egress)
     numbers = fd_numbers if fd_numbers is not None else net.pass_fds()
     user_args = ["--cap-drop", "ALL"]  # root's bubblewrap keeps every capability unless told
     if net.user_fd is not None:
         uid, gid = user or (os.getuid(), os.getgid())
         user_args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
     prefix = net.join_prefix(numbers[0], numbers[1] if len(numbers) > 1 else None)
-    env = proxy_env(port, socks=socks, host_loopback=host_loopback)
+    env = proxy_env(port, socks=socks, host_loopback=host_loopback, credential=egress.credential)
     return CommandNetwork(env, prefix, user_args, [], net.pass_fds())
 
 

@@ -27,7 +27,9 @@ then accepts the command's TCP connections itself, and no forwarding process sta
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hmac
 import ipaddress
 import os
 import shutil
@@ -118,6 +120,7 @@ class Egress:
     socket_path: str = ""
     refusals: list[Refusal] = field(default_factory=list)
     refused: int = 0  # every refusal, also those past ``limits.max_refusals``
+    credential: str | None = None  # required of every client (``Proxy-Authorization``, SOCKS5 user/password)
     _group: anyio.abc.TaskGroup | None = field(default=None, repr=False)
     _listeners: int = 0
     _tokens: float = 0.0
@@ -204,6 +207,11 @@ class Egress:
         except TimeoutError:
             await _answer(stream, answer(408, "toolrig egress proxy: the request head did not arrive in time"))
             return
+        if self.credential is not None and not proxy_authorized(request.header("proxy-authorization"), self.credential):
+            # Another command of the session found this port: its own proxy (and policy) is elsewhere. Not a
+            # refusal of this command's, so not recorded in its notes.
+            await _answer(stream, answer(407, "toolrig egress proxy: this proxy serves another command"))
+            return
         await self._forward(stream, request, rest)
 
     async def _first_bytes(self, stream: anyio.abc.ByteStream) -> bytes | None:
@@ -287,7 +295,7 @@ class Egress:
     async def _socks(self, stream: anyio.abc.ByteStream, first: bytes) -> None:
         try:
             with anyio.fail_after(self.limits.head_seconds):
-                target = await socks.read_request(stream, first)
+                target = await socks.read_request(stream, first, self.credential)
         except socks.SocksError as exc:
             if exc.code is not None:
                 await _answer(stream, socks.reply(exc.code))
@@ -386,6 +394,15 @@ async def _answer(stream: anyio.abc.ByteStream, data: bytes) -> None:
                 await stream.receive(_CHUNK)
 
 
+PROXY_USER = "toolrig"
+
+
+def proxy_authorized(header: str | None, credential: str) -> bool:
+    """Whether a ``Proxy-Authorization`` value is Basic ``toolrig:<credential>`` (compared in constant time)."""
+    expected = "Basic " + base64.b64encode(f"{PROXY_USER}:{credential}".encode()).decode("ascii")
+    return header is not None and hmac.compare_digest(header.strip().encode("latin-1"), expected.encode("ascii"))
+
+
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -431,28 +448,36 @@ async def open_egress(
     limits: EgressLimits | None = None,
     settings: str = "tool_config.run_command",
     parent: str | None = None,
+    credential: str | None = None,
+    unix: bool = True,
 ) -> AsyncIterator[Egress]:
     """A proxy for one command, deciding with ``policy`` (the caller's view); closed when the block ends.
 
     ``resolver`` stands in for DNS (tests); ``settings`` is the config prefix refusals name; ``parent`` is where
     the private directory is made (default: the system temp dir; keep the path short, unix sockets cap at 107).
+    ``credential``: every client must present it (a namespace shared by a session's commands: one command's
+    proxy must not serve another's). ``unix=False``: no unix socket (the listeners come by ``adopt`` only).
     """
     limits = limits or EgressLimits()
     slots, lookups = anyio.Semaphore(limits.max_connections), anyio.CapacityLimiter(limits.max_lookups)
-    egress = Egress(policy, resolver, limits, settings, slots, lookups)
-    egress.directory = tempfile.mkdtemp(prefix="toolrig-egress-", dir=parent)
-    egress.socket_path = os.path.join(egress.directory, SOCKET_NAME)
-    listener = listen(egress.socket_path)
+    egress = Egress(policy, resolver, limits, settings, slots, lookups, credential=credential)
+    listener = None
+    if unix:
+        egress.directory = tempfile.mkdtemp(prefix="toolrig-egress-", dir=parent)
+        egress.socket_path = os.path.join(egress.directory, SOCKET_NAME)
+        listener = listen(egress.socket_path)
     try:
         async with anyio.create_task_group() as group:
             egress._group = group
-            group.start_soon(egress._serve, partial(accept_unix, listener))
+            if listener is not None:
+                group.start_soon(egress._serve, partial(accept_unix, listener))
             try:
                 yield egress
             finally:
                 group.cancel_scope.cancel()
     finally:
         egress._group = None
-        anyio.notify_closing(listener)
-        listener.close()
-        shutil.rmtree(egress.directory, ignore_errors=True)
+        if listener is not None:
+            anyio.notify_closing(listener)
+            listener.close()
+            shutil.rmtree(egress.directory, ignore_errors=True)

@@ -97,7 +97,9 @@ def hand_off(socket_path: str, port: int = 0, timeout: float = 10.0) -> int:
             sock.close()
 
 
-def proxy_env(port: int, *, socks: bool = False, host_loopback: bool = False) -> dict[str, str]:
+def proxy_env(
+    port: int, *, socks: bool = False, host_loopback: bool = False, credential: str | None = None
+) -> dict[str, str]:
     """What a command's environment gets so that its tools send their traffic to the proxy on ``port``.
 
     ``socks`` adds ``ALL_PROXY=socks5h://...`` (the proxy speaks SOCKS5 on the same port). Off by default:
@@ -105,13 +107,16 @@ def proxy_env(port: int, *, socks: bool = False, host_loopback: bool = False) ->
     which would break httpx programs (the model SDKs among them) that would have used ``HTTPS_PROXY``.
     ``host_loopback`` (for a policy with ``allow_loopback``) leaves loopback out of ``NO_PROXY``: HTTP clients
     then reach the *host's* 127.0.0.1 through the proxy, and no longer the namespace's own (a dev server).
+    ``credential`` (a namespace shared by a session's commands) goes into the URLs as ``toolrig:<credential>@``:
+    the proxy on this port serves only the command that holds it.
     """
-    url = f"http://127.0.0.1:{port}"
+    login = "" if credential is None else f"toolrig:{credential}@"
+    url = f"http://{login}127.0.0.1:{port}"
     env = dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), url)
     env.update(npm_config_proxy=url, npm_config_https_proxy=url, NODE_USE_ENV_PROXY="1")
     env["NO_PROXY"] = env["no_proxy"] = "" if host_loopback else "localhost,127.0.0.1,::1"
     if socks:
-        env["ALL_PROXY"] = env["all_proxy"] = f"socks5h://127.0.0.1:{port}"
+        env["ALL_PROXY"] = env["all_proxy"] = f"socks5h://{login}127.0.0.1:{port}"
     return env
 
 

@@ -32,6 +32,7 @@ _HOP_BY_HOP = frozenset(
 _REASONS = {
     400: "Bad Request",
     403: "Forbidden",
+    407: "Proxy Authentication Required",
     405: "Method Not Allowed",
     408: "Request Timeout",
     431: "Request Header Fields Too Large",
@@ -136,7 +137,8 @@ def answer(status: int, message: str) -> bytes:
         "Content-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\n"
-        "X-Toolrig-Egress: guard\r\n\r\n"
+        + ('Proxy-Authenticate: Basic realm="toolrig"\r\n' if status == 407 else "")
+        + "X-Toolrig-Egress: guard\r\n\r\n"
     )
     return head.encode("ascii") + body
 

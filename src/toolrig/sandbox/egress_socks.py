@@ -1,13 +1,15 @@
-"""SOCKS5 for the egress proxy (RFC 1928, CONNECT without authentication): for tools that read ``ALL_PROXY``.
+"""SOCKS5 for the egress proxy (RFC 1928, CONNECT; RFC 1929 user/password when the proxy has a credential).
 
 Trust model: the client is a confined command. The exchange is read within a byte cap (a greeting and a
-request are under 300 bytes) and the caller's deadline; anything but CONNECT with "no authentication" is
-answered with the protocol's refusal code and the connection closed. The destination becomes a URL the
+request are under 300 bytes) and the caller's deadline; anything but CONNECT with the one method the proxy
+takes ("no authentication", or user/password with the command's own credential) is answered with the
+protocol's refusal code and the connection closed. The destination becomes a URL the
 network guard decides exactly as it decides an HTTP CONNECT.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ HOST_UNREACHABLE = 0x04
 COMMAND_NOT_SUPPORTED = 0x07
 ADDRESS_NOT_SUPPORTED = 0x08
 _NO_AUTH = 0x00
+_USER_PASSWORD = 0x02
 _NO_METHOD = 0xFF
 _CONNECT = 0x01
 
@@ -65,15 +68,21 @@ class _Reader:
         return taken
 
 
-async def read_request(stream: anyio.abc.ByteStream, first: bytes) -> SocksTarget:
-    """Greet (no authentication only) and read one CONNECT request; raises ``SocksError`` otherwise."""
+async def read_request(stream: anyio.abc.ByteStream, first: bytes, credential: str | None = None) -> SocksTarget:
+    """Greet and read one CONNECT request; raises ``SocksError`` otherwise.
+
+    With ``credential`` the client must log in as ``toolrig`` with it (RFC 1929), else no authentication.
+    """
     reader = _Reader(stream, first)
     version, count = await reader.take(2)
     methods = await reader.take(count)
-    if version != VERSION or _NO_AUTH not in methods:
+    method = _NO_AUTH if credential is None else _USER_PASSWORD
+    if version != VERSION or method not in methods:
         await stream.send(bytes((VERSION, _NO_METHOD)))
-        raise SocksError(None, "the client offers no SOCKS5 method without authentication")
-    await stream.send(bytes((VERSION, _NO_AUTH)))
+        raise SocksError(None, "the client offers no SOCKS5 method this proxy takes")
+    await stream.send(bytes((VERSION, method)))
+    if credential is not None:
+        await _log_in(stream, reader, credential)
     version, command, _reserved, kind = await reader.take(4)
     if version != VERSION:
         raise SocksError(GENERAL_FAILURE, "the request is not SOCKS5")
@@ -93,6 +102,18 @@ async def read_request(stream: anyio.abc.ByteStream, first: bytes) -> SocksTarge
     if command != _CONNECT:
         raise SocksError(COMMAND_NOT_SUPPORTED, "only CONNECT is supported (no BIND, no UDP)")
     return SocksTarget(host, port, bytes(reader.buffer))
+
+
+async def _log_in(stream: anyio.abc.ByteStream, reader: _Reader, credential: str) -> None:
+    """RFC 1929: version 1, user, password; anything but ``toolrig`` and the credential ends the exchange."""
+    version, length = await reader.take(2)
+    user = await reader.take(length)
+    (length,) = await reader.take(1)
+    password = await reader.take(length)
+    good = version == 1 and user == b"toolrig" and hmac.compare_digest(password, credential.encode())
+    await stream.send(bytes((1, 0 if good else 1)))
+    if not good:
+        raise SocksError(None, "the SOCKS5 login is not this command's")
 
 
 def reply(code: int) -> bytes:

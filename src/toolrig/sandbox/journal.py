@@ -19,7 +19,7 @@ import fcntl
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +33,15 @@ _PREPARE, _COMMIT = ".prepare", ".commit"
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One file's new content; ``data=None`` removes the file."""
+    """One file's new content; ``data=None`` removes the file. ``mode``: permission bits to give it (else kept)."""
 
     path: Path
     data: bytes | None
+    mode: int | None = None
+
+
+Recorder = Callable[[Sequence[Change]], None]
+"""Told of a change set before anything of it is written (checkpoints: what each file held before)."""
 
 
 class PartialCommit(OSError):
@@ -76,7 +81,12 @@ class Journal:
     # ------------------------------------------------------------------------------ writing
 
     def commit(
-        self, changes: Sequence[Change], *, cancellable: bool = True, created_dirs: list[Path] | None = None
+        self,
+        changes: Sequence[Change],
+        *,
+        cancellable: bool = True,
+        created_dirs: list[Path] | None = None,
+        record: Recorder | None = None,
     ) -> None:
         """Apply ``changes`` all or nothing, even if the process dies at any point.
 
@@ -84,35 +94,38 @@ class Journal:
         rename failing after it raises ``PartialCommit`` naming what was changed, for the caller to restore.
         A single change needs no commit point (its rename is atomic), only the record naming its temp file.
         ``created_dirs`` collects the directories made for new files, so a caller can remove them again.
+        ``record`` is called with the changes before any of them is staged (a failure there changes nothing).
         """
         if cancellable:
             check_cancelled()
+        if record is not None:
+            record(changes)
         tx = secrets.token_hex(8)
         entries = [
             {"path": str(c.path), "temp": None if c.data is None else temp_name(c.path.name, tx)} for c in changes
         ]
         dirs = self._missing_dirs([c.path for c in changes if c.data is not None])
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        record = self.directory / f"{tx}{_PREPARE}"
-        fd = os.open(record, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        record_path = self.directory / f"{tx}{_PREPARE}"
+        fd = os.open(record_path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.write(fd, json.dumps({"tx": tx, "entries": entries, "dirs": [str(d) for d in dirs]}).encode())
             try:
                 for change, entry in zip(changes, entries, strict=True):
                     if change.data is not None:
-                        self._stage(change.path, str(entry["temp"]), change.data)
+                        self._stage(change.path, str(entry["temp"]), change.data, change.mode)
                 if cancellable:
                     check_cancelled()
                 if len(changes) > 1:  # one rename is atomic alone: no commit point needed
                     os.fsync(fd)
                     committed = self.directory / f"{tx}{_COMMIT}"
-                    os.rename(record, committed)
-                    record = committed
+                    os.rename(record_path, committed)
+                    record_path = committed
                     _fsync_dir(self.directory)
             except BaseException:
                 self._roll_back(entries, [str(d) for d in dirs])
-                os.unlink(record)
+                os.unlink(record_path)
                 raise
             done: list[Path] = []
             try:
@@ -121,9 +134,9 @@ class Journal:
                     done.append(Path(str(entry["path"])))
             except OSError as exc:
                 self._roll_back(entries, [])
-                os.unlink(record)
+                os.unlink(record_path)
                 raise PartialCommit(exc, done, dirs) from None
-            os.unlink(record)
+            os.unlink(record_path)
             if created_dirs is not None:
                 created_dirs.extend(dirs)
         finally:
@@ -142,11 +155,11 @@ class Journal:
             missing.update(dict.fromkeys(reversed(chain)))
         return list(missing)
 
-    def _stage(self, path: Path, temp: str, data: bytes) -> None:
+    def _stage(self, path: Path, temp: str, data: bytes, mode: int | None) -> None:
         root, parts = self._parts(path)
         dir_fd = open_dir(root, parts[:-1], create=True)
         try:
-            stage(dir_fd, parts[-1], path, temp, data)
+            stage(dir_fd, parts[-1], path, temp, data, mode)
         finally:
             os.close(dir_fd)
 
@@ -281,4 +294,4 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["TMP_SUFFIX", "Change", "Journal", "PartialCommit"]
+__all__ = ["TMP_SUFFIX", "Change", "Journal", "PartialCommit", "Recorder"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox import fdwalk
-from toolrig.sandbox.journal import Change, Journal
+from toolrig.sandbox.journal import Change, Journal, Recorder
 from toolrig.sandbox.patterns import PatternSet
 
 if TYPE_CHECKING:
@@ -323,17 +323,24 @@ class Workspace:
             os.close(fd)
 
     def write_bytes(
-        self, path: Path, data: bytes, *, created_dirs: list[Path] | None = None, cancellable: bool = True
+        self,
+        path: Path,
+        data: bytes,
+        *,
+        created_dirs: list[Path] | None = None,
+        cancellable: bool = True,
+        record: Recorder | None = None,
     ) -> None:
         """Atomically write a resolved path, creating missing parents (recorded in ``created_dirs``).
 
         Through the change journal: a change a killed process left half done is finished or undone first,
         and a write killed now leaves a record, so its temp file is removed by the next write or patch.
+        ``record`` (the call's checkpoint recorder) is told what the file held before it is changed.
         """
         self.root_of(path)  # refuse a path outside every root before anything is written
         journal = Journal(self.state_dir, self.roots)
         journal.recover()
-        journal.commit([Change(path, data)], cancellable=cancellable, created_dirs=created_dirs)
+        journal.commit([Change(path, data)], cancellable=cancellable, created_dirs=created_dirs, record=record)
 
     def unlink(self, path: Path) -> None:
         """Remove a file's name (a hard link's other names and a symlink's target stay untouched)."""

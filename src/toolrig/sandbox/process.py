@@ -13,7 +13,6 @@ import contextlib
 import logging
 import math
 import os
-import select
 import signal
 import socket
 import sys
@@ -27,9 +26,10 @@ import anyio
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.arglimits import too_long
 from toolrig.sandbox.capped import CappedText
+from toolrig.sandbox.command_watch import Keeper, Watch
 from toolrig.sandbox.environment import DEFAULT_ENV_ALLOW, SECRET_NAME, scrub_env
-from toolrig.sandbox.launcher_client import Launcher, _ended
-from toolrig.sandbox.pids import Limits, PidsCgroup, _command_cgroup, _user_process_count
+from toolrig.sandbox.launcher_client import Launcher
+from toolrig.sandbox.pids import Limits, PidsCgroup, _user_process_count
 
 __all__ = [
     "DEFAULT_ENV_ALLOW", "SECRET_NAME", "CappedText", "Launcher", "Limits", "PidsCgroup", "ProcessResult",
@@ -60,216 +60,6 @@ class ProcessResult:
     containment: str = ""
 
 
-class Keeper:
-    """The launcher's process that started the command and ends everything it started (then keeps the next).
-
-    Its status pipe says when the command started, why it was stopped and when its leader exited; the pipe
-    closes once every process of the command is gone. Requests to stop go back on the same (per-command) socket;
-    only an unanswering keeper gets a signal (SIGKILL, through a pidfd: no pid reuse).
-    """
-
-    def __init__(self, status_fd: int) -> None:
-        self.fd = status_fd  # a socket: the keeper reports on it, and reads T (end the command) or K (kill all)
-        os.set_blocking(status_fd, False)
-        self._buffer = b""
-        self.closed = False
-        self.leader = 0
-        self.pid = 0
-        self.pidfd: int | None = None
-        self.cgroup: PidsCgroup | None = None  # the command's, made by the keeper: emptied and removed by us
-        self.cgroup_removed = False
-        self.exit_code: int | None = None
-        self.exited_flag = False
-        self.over_limit = False
-        self.error: str | None = None
-
-    def read_ready(self) -> bool:
-        """Read what the keeper wrote (without waiting); parse every complete line. False once it closed."""
-        while True:
-            try:
-                chunk = os.read(self.fd, 4096)
-            except BlockingIOError:
-                return not self.closed
-            except OSError:  # reset: the keeper was killed with our T or K unread
-                chunk = b""
-            if not chunk:
-                self.closed = True
-                self.exited_flag = True
-                return False
-            self._parse(chunk)
-
-    def _parse(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            kind, _, rest = line.decode(errors="replace").partition(" ")
-            if kind == "P":
-                leader, keeper, cgroup = rest.split(" ", 2)
-                self.leader, self.pid = int(leader), int(keeper)
-                self.cgroup = _command_cgroup(cgroup, os.getpid())
-            elif kind == "X":
-                self.exit_code = int(rest)
-                self.exited_flag = True
-            elif kind == "L":
-                self.over_limit = True
-            elif kind == "E":
-                self.error = rest
-                self.exited_flag = True
-        # The pidfd serves only to kill or watch a keeper that has not said X (it stays for the next command once
-        # it has): the end usually arrives with the start line, and then no pidfd is opened.
-        if self.pid and self.pidfd is None and self.exit_code is None and not self.closed:
-            with contextlib.suppress(OSError):
-                self.pidfd = os.pidfd_open(self.pid)
-
-    def has_started(self) -> bool:
-        return bool(self.pid) or self.closed or self.error is not None
-
-    def finished(self) -> bool:
-        """Whether the keeper is done with the command: it closed its end, or said every process of it is gone.
-
-        ``X`` is written only once the leader was reaped and nothing the command started is left, so it is
-        enough: waiting for the close as well cost one more wake-up per command.
-        """
-        return self.closed or self.exit_code is not None
-
-    def signal(self, sig: signal.Signals) -> None:
-        """SIGTERM ends the command, SIGUSR1 kills all it started, SIGKILL ends the keeper itself.
-
-        The first two are asked on the command's own pipe, not sent as signals: the keeper lives on for the
-        next command, and a request that arrives late must not reach that one.
-        """
-        if self.closed:
-            return
-        if sig == signal.SIGKILL:
-            if self.pidfd is None:
-                self.read_ready()  # its P line (who it is) is read only with the end, unless asked for
-            if self.pidfd is not None:
-                with contextlib.suppress(OSError):
-                    signal.pidfd_send_signal(self.pidfd, sig)
-            return
-        with contextlib.suppress(OSError):
-            os.write(self.fd, b"K" if sig == signal.SIGUSR1 else b"T")
-
-    def abandon(self) -> None:
-        """Give up on a request nothing took: there is nothing to stop.
-
-        Once our end is closed no keeper that takes it later starts it (the keeper looks for that before it spawns).
-        """
-        self.closed = True
-        self.exited_flag = True
-
-    def dead(self) -> bool:
-        """Whether the keeper process itself has ended (killed, stopped and killed, or done for good)."""
-        return self.pidfd is None or _ended(self.pidfd)
-
-    def close(self) -> None:
-        os.close(self.fd)
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-
-
-class _Watch:
-    """Everything a running command can say, read by one waiter: the keeper's status socket and both output pipes.
-
-    Why one: a task per pipe plus one for the status cost a task group, three tasks and a wake-up each per
-    command; one epoll set over the three descriptors is a single readable descriptor for the event loop, so a
-    command that writes nothing costs one wake-up, when it ends. Progress is reported
-    from the same wait (``on_progress`` every ``interval`` seconds), as long as anything waits on the command.
-    """
-
-    def __init__(
-        self,
-        keeper: Keeper,
-        out: tuple[int, CappedText],
-        err: tuple[int, CappedText],
-        max_output_bytes: int,
-        on_progress: Callable[[float, str], None] | None,
-        interval: float,
-        started: float,
-    ) -> None:
-        self.keeper = keeper
-        self.out = out[1]
-        self.err = err[1]
-        self.streams = dict((out, err))  # the pipes still open for reading
-        self.max_output_bytes = max_output_bytes
-        self.stopped: str | None = None
-        self.on_progress = on_progress
-        self.interval = interval
-        self.started = started
-        self.next_tick = started + interval
-        self.poller = select.epoll()
-        # The keeper's lines (P when the command starts, X at its end) do not wake us: its closing the socket, right
-        # after X, does. The start costs no wake-up of toolrig; the end one, for the status and both pipes.
-        self.poller.register(keeper.fd, select.EPOLLRDHUP)
-        for fd in self.streams:
-            os.set_blocking(fd, False)
-            self.poller.register(fd, select.EPOLLIN)
-
-    def close(self) -> None:
-        self.poller.close()
-
-    def hear_every_line(self, every: bool) -> None:
-        """Wake for each line of the keeper (waiting for a start), or only for its closing (the rest of the time)."""
-        if not self.keeper.closed:
-            self.poller.modify(self.keeper.fd, select.EPOLLRDHUP | (select.EPOLLIN if every else 0))
-
-    def _take(self) -> None:
-        """Handle every descriptor that is ready now, without waiting."""
-        for fd, _events in self.poller.poll(0):
-            if fd == self.keeper.fd:
-                if not self.keeper.read_ready():
-                    self.poller.unregister(fd)
-            elif fd in self.streams:
-                self._pump(fd, self.streams[fd])
-
-    def drain(self) -> None:
-        """Read what the pipes hold now, without waiting for their end (the keeper closes its copies after ``X``).
-
-        Only once the keeper said ``X``: no process of the command is left to write. Bounded all the same (a process
-        outside the command could have opened a pipe through ``/proc`` and go on writing): by the output limit.
-        """
-        for fd, sink in list(self.streams.items()):
-            while sink.bytes_seen <= self.max_output_bytes and self._pump(fd, sink):
-                pass
-
-    def _pump(self, fd: int, sink: CappedText) -> bool:
-        """Read once from a ready pipe; whether it may hold more (False at its end, or when nothing is there now)."""
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            return False
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.poller.unregister(fd)
-            del self.streams[fd]
-            return False
-        sink.feed(chunk)
-        if sink.bytes_seen > self.max_output_bytes and self.stopped is None:
-            self.stopped = f"output limit ({self.max_output_bytes:,} bytes on one stream)"
-            self.keeper.signal(signal.SIGUSR1)
-        return True
-
-    async def until(self, done: Callable[[], bool]) -> None:
-        """Read and parse whatever arrives until ``done()``; cancel the caller's scope to stop sooner."""
-        while True:
-            self._take()
-            if done():
-                return
-            if self.on_progress is None:
-                await anyio.wait_readable(self.poller.fileno())
-                continue
-            with anyio.move_on_after(self.next_tick - time.perf_counter()):
-                await anyio.wait_readable(self.poller.fileno())
-            now = time.perf_counter()
-            if now >= self.next_tick:
-                self.next_tick = now + self.interval
-                written = self.out.bytes_seen + self.err.bytes_seen
-                elapsed = now - self.started
-                self.on_progress(elapsed, f"running for {elapsed:.0f} s; {written:,} bytes of output so far")
-
-
 def containment(limits: Limits, cgroup: PidsCgroup | None) -> str:
     """Which containment holds this command, in words (reported with every result)."""
     if cgroup is not None:
@@ -296,6 +86,7 @@ async def run_contained(
     progress_interval: float = 1.0,
     retry: bool = True,
     extra_fds: Sequence[int] = (),
+    sinks: tuple[CappedText, CappedText] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -306,6 +97,8 @@ async def run_contained(
     ``report_cwd``, says where it finished. ``on_progress(seconds, message)`` is called every
     ``progress_interval`` seconds while the command runs (MCP clients show it). ``extra_fds`` (left open, the
     caller's) reach the command as descriptors 5, 6, ...: a sandbox wrapper's (a session's namespaces).
+    ``sinks`` (stdout's, stderr's) take the output as it comes, for a caller that reads it while the command
+    runs (a background command); else each stream gets a ``CappedText`` of ``output_cap``.
     """
     if why := too_long(argv, env):
         raise ToolError(
@@ -314,6 +107,61 @@ async def run_contained(
             "Put the long part in a file (write_file) and have a shorter command read it.",
         )
     dir_fd = _open_start(cwd) if cwd_fd is None else cwd_fd
+    watching = (output_cap, max_output_bytes, on_progress, progress_interval)
+    run = _send(argv, env, limits, dir_fd, cwd_fd, prelude, report_cwd, extra_fds, watching, sinks)
+    outcome = await _follow(run, timeout, kill_grace, retry)
+    if outcome.untaken:  # our end of the request is closed: no keeper of it starts the command now, late or not
+        run.launcher.kill()
+        Launcher.forget(run.launcher)
+    if outcome.lost:
+        Launcher.forget(run.launcher)
+        return await run_contained(
+            argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
+            max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
+            on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
+            sinks=sinks,
+        )  # fmt: skip
+    if outcome.unstarted is not None:
+        raise outcome.unstarted
+    return _result(run, outcome, limits)
+
+
+@dataclass
+class _Sent:
+    """A request on its way: the keeper that takes it, the wait over its pipes, what it reports at the end."""
+
+    launcher: Launcher
+    keeper: Keeper
+    watch: Watch
+    pipes: tuple[int, int]  # our ends of stdout and stderr
+    read_fd: int  # the final directory's pipe, or -1
+    counted_by_cgroup: bool
+    started: float
+
+
+@dataclass
+class _Outcome:
+    timed_out: bool = False
+    untaken: bool = False  # no keeper took it in time: nothing ran, the launcher is replaced
+    lost: bool = False  # lost with a killed launcher: nothing ran, asked again once
+    unstarted: ToolError | None = None
+    final_cwd: str | None = None
+
+
+def _send(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    limits: Limits,
+    dir_fd: int,
+    cwd_fd: int | None,
+    prelude: bool,
+    report_cwd: bool,
+    extra_fds: Sequence[int],
+    watching: tuple[int, int, Callable[[float, str], None] | None, float],
+    sinks: tuple[CappedText, CappedText] | None = None,
+) -> _Sent:
+    """Make the command's pipes and status socket and hand the request to the launcher (its keepers take it)."""
+    output_cap, max_output_bytes, on_progress, progress_interval = watching
     child_env = dict(env)
     base = PidsCgroup.base() if limits.max_processes else None
     nproc = None
@@ -343,15 +191,12 @@ async def run_contained(
     keeper = Keeper(status_r.detach())
     # Everything the wait needs is made before the request goes: the keeper that wakes may take this CPU at once,
     # and what is left to do after the send then runs late and cold.
-    watch = _Watch(
-        keeper,
-        (out_r, CappedText(output_cap)),
-        (err_r, CappedText(output_cap)),
-        max_output_bytes,
-        on_progress,
-        progress_interval,
-        started,
+    streams = (
+        ((out_r, sinks[0]), (err_r, sinks[1]))
+        if sinks
+        else ((out_r, CappedText(output_cap)), (err_r, CappedText(output_cap)))
     )
+    watch = Watch(keeper, *streams, max_output_bytes, on_progress, progress_interval, started)
     try:
         launcher = Launcher.send(request, fds)
     except OSError as exc:
@@ -365,66 +210,30 @@ async def run_contained(
         for fd in fds:
             if fd != cwd_fd:
                 os.close(fd)
-    unstarted: ToolError | None = None
-    timed_out = False
-    final_cwd: str | None = None
-    lost = untaken = False
-    wait = timeout if timeout is not None else _START_SECONDS  # with no timeout, look whether it started
+    return _Sent(launcher, keeper, watch, (out_r, err_r), read_fd, bool(request["pids_max"]), started)
+
+
+async def _follow(run: _Sent, timeout: float | None, kill_grace: float, retry: bool) -> _Outcome:  # noqa: ASYNC109
+    """Wait for the command's end (or its time), stop what is left of it, and close what the wait used."""
+    keeper, watch = run.keeper, run.watch
+    outcome = _Outcome()
     try:
-        while True:
-            with anyio.move_on_after(wait) as scope:
-                # an output flood stops the wait as well as the command
-                await watch.until(lambda: keeper.finished() or watch.stopped is not None)
-            if not scope.cancelled_caught:
-                break
-            keeper.read_ready()  # what the keeper said so far: its start is not read until needed
-            wait = timeout if timeout is not None else math.inf
-            if keeper.has_started():
-                if timeout is None:
-                    continue
-                timed_out = True
-                break
-            # Not started when the time was up (a request lost with a killed launcher, or a launcher that is slow to
-            # answer): the time counts from the command's start, as it always did; wait for that first, bounded.
-            watch.hear_every_line(True)
-            with anyio.move_on_after(_START_SECONDS):
-                await watch.until(keeper.has_started)
-            watch.hear_every_line(False)
-            if not keeper.has_started():  # nothing reads requests (a stopped launcher with no keeper left)
-                untaken = True
-                keeper.abandon()
-                break
-            if not keeper.pid:
-                break
+        await _wait(run, timeout, outcome)
         if not keeper.closed:  # stopped early (an output flood): what the keeper said so far, its start included
             keeper.read_ready()
         # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
         # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
-        lost = not untaken and not keeper.pid and keeper.error is None and retry and launcher.gone()
-        if untaken:
+        outcome.lost = not outcome.untaken and not keeper.pid and keeper.error is None and retry and run.launcher.gone()
+        if outcome.untaken:
             waited = f"{timeout:g} s and {_START_SECONDS:g} s more" if timeout is not None else f"{_START_SECONDS:g} s"
-            unstarted = ToolError(
+            outcome.unstarted = ToolError(
                 ErrorType.UNAVAILABLE,
                 f"The command did not start: no keeper took it in {waited} (the launcher was stopped, or its keepers "
                 "killed, perhaps by an earlier command). It was not run; the launcher was replaced.",
                 "Run the command again.",
             )
-        elif not lost:
-            # A keeper gone without a word whose command wrote output did start it: the command killed its keeper
-            # before the keeper could say P (the spawned child may run first); the launcher kills what is left.
-            ran = keeper.error is None and bool(watch.out.bytes_seen or watch.err.bytes_seen)
-            if not keeper.pid and not ran and (keeper.error is not None or keeper.closed):
-                reason = keeper.error or "the launcher stopped before it started the command"
-                unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
-            else:
-                if timed_out:
-                    watch.stopped = "timeout"
-                await _stop(watch, kill_grace)
-                if watch.streams and keeper.exit_code is not None:
-                    watch.drain()  # X: every process of the command is gone, and all it wrote is in the pipes
-                elif watch.streams:  # a keeper that did not say X: whatever is left may still write
-                    with anyio.move_on_after(_DRAIN_SECONDS):
-                        await watch.until(lambda: not watch.streams)
+        elif not outcome.lost:
+            await _end(watch, outcome, kill_grace)
     finally:
         if not _stopped(keeper):  # cancelled, or failed on the way: end it all before we go
             with anyio.CancelScope(shield=True):
@@ -432,38 +241,82 @@ async def run_contained(
         try:
             watch.close()
             keeper.close()
-            for fd in (out_r, err_r):
+            for fd in run.pipes:
                 os.close(fd)
         finally:
-            if read_fd >= 0:
-                final_cwd = _read_cwd(read_fd)
-    if untaken:  # our end of the request is closed: no keeper of it starts the command now, late or not
-        launcher.kill()
-        Launcher.forget(launcher)
-    if lost:
-        Launcher.forget(launcher)
-        return await run_contained(
-            argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
-            max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
-            on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
-        )  # fmt: skip
-    if unstarted is not None:
-        raise unstarted
+            if run.read_fd >= 0:
+                outcome.final_cwd = _read_cwd(run.read_fd)
+    return outcome
+
+
+async def _wait(run: _Sent, timeout: float | None, outcome: _Outcome) -> None:  # noqa: ASYNC109
+    """Until the keeper is done or the time is up; a command not yet started when it is gets its start waited for."""
+    keeper, watch = run.keeper, run.watch
+    wait = timeout if timeout is not None else _START_SECONDS  # with no timeout, look whether it started
+    while True:
+        with anyio.move_on_after(wait) as scope:
+            # an output flood stops the wait as well as the command
+            await watch.until(lambda: keeper.finished() or watch.stopped is not None)
+        if not scope.cancelled_caught:
+            return
+        keeper.read_ready()  # what the keeper said so far: its start is not read until needed
+        wait = timeout if timeout is not None else math.inf
+        if keeper.has_started():
+            if timeout is None:
+                continue
+            outcome.timed_out = True
+            return
+        # Not started when the time was up (a request lost with a killed launcher, or a launcher that is slow to
+        # answer): the time counts from the command's start, as it always did; wait for that first, bounded.
+        watch.hear_every_line(True)
+        with anyio.move_on_after(_START_SECONDS):
+            await watch.until(keeper.has_started)
+        watch.hear_every_line(False)
+        if not keeper.has_started():  # nothing reads requests (a stopped launcher with no keeper left)
+            outcome.untaken = True
+            keeper.abandon()
+            return
+        if not keeper.pid:
+            return
+
+
+async def _end(watch: Watch, outcome: _Outcome, kill_grace: float) -> None:
+    """After the wait: stop what is left of a started command and read what it wrote; or say why it never ran."""
+    keeper = watch.keeper
+    # A keeper gone without a word whose command wrote output did start it: the command killed its keeper
+    # before the keeper could say P (the spawned child may run first); the launcher kills what is left.
+    ran = keeper.error is None and bool(watch.out.bytes_seen or watch.err.bytes_seen)
+    if not keeper.pid and not ran and (keeper.error is not None or keeper.closed):
+        reason = keeper.error or "the launcher stopped before it started the command"
+        outcome.unstarted = ToolError(ErrorType.UNAVAILABLE, f"Could not start the command: {reason}.")
+        return
+    if outcome.timed_out:
+        watch.stopped = "timeout"
+    await _stop(watch, kill_grace)
+    if watch.streams and keeper.exit_code is not None:
+        watch.drain()  # X: every process of the command is gone, and all it wrote is in the pipes
+    elif watch.streams:  # a keeper that did not say X: whatever is left may still write
+        with anyio.move_on_after(_DRAIN_SECONDS):
+            await watch.until(lambda: not watch.streams)
+
+
+def _result(run: _Sent, outcome: _Outcome, limits: Limits) -> ProcessResult:
+    keeper, watch = run.keeper, run.watch
     watch.out.close()
     watch.err.close()
     if keeper.over_limit and watch.stopped is None:
         watch.stopped = f"process limit ({limits.max_processes} processes)"
-    if keeper.exit_code is None and watch.stopped is None and not timed_out:  # it never said X: it died
+    if keeper.exit_code is None and watch.stopped is None and not outcome.timed_out:  # it never said X: it died
         watch.stopped = "its keeper ended before the command did (killed?); everything the command started was killed"
     return ProcessResult(
         stdout=watch.out.text(),
         stderr=watch.err.text(),
         exit_code=keeper.exit_code,
-        timed_out=timed_out,
-        duration_ms=(time.perf_counter() - started) * 1000,
-        final_cwd=final_cwd,
+        timed_out=outcome.timed_out,
+        duration_ms=(time.perf_counter() - run.started) * 1000,
+        final_cwd=outcome.final_cwd,
         stopped=watch.stopped,
-        containment=containment(limits, keeper.cgroup if request["pids_max"] else None),
+        containment=containment(limits, keeper.cgroup if run.counted_by_cgroup else None),
     )
 
 
@@ -488,7 +341,7 @@ def _stopped(keeper: Keeper) -> bool:
     return keeper.exited_flag and keeper.finished() and not cgroup_left
 
 
-async def _stop(watch: _Watch, grace: float) -> None:
+async def _stop(watch: Watch, grace: float) -> None:
     """End the process tree.
 
     SIGTERM to the command's group and ``grace`` seconds if the leader still runs; then the keeper kills

@@ -118,7 +118,7 @@ def commit(
             retryable=False,
         )
     if write:
-        ctx.workspace.write_bytes(current.path, data)
+        ctx.workspace.write_bytes(current.path, data, record=ctx.checkpoint)
     if created:
         message = "Created new file" if write else "Would create new file"
     elif data == current.data:

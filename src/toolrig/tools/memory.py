@@ -245,7 +245,7 @@ class MemoryWrite(Tool[MemoryWriteInput, MemoryWriteOutput]):
                     "Start another file under memory/, or overwrite this one with a summary.",
                 )
             # Parents are made and the file replaced through descriptors opened without following symlinks.
-            ctx.workspace.write_bytes(path, data)
+            ctx.workspace.write_bytes(path, data, record=ctx.checkpoint)
         return MemoryWriteOutput(file=relative, mode=input.mode, bytes=len(data))
 
 

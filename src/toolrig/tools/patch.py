@@ -335,7 +335,7 @@ class Plan:
             return
         modes = {p: _mode(p) for p, data in self.state.items() if data is None}
         try:
-            journal.commit(changes)
+            journal.commit(changes, record=self.ctx.checkpoint)
         except PartialCommit as exc:
             self._rollback(exc.done, modes)
             for directory in reversed(exc.created):

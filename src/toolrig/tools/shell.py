@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
+import secrets
 import shlex
 import socket
 import stat
@@ -28,7 +30,9 @@ from toolrig.errors import ErrorType, ToolError
 from toolrig.narrowing import Narrow
 from toolrig.profiles.windows_bash import ENV as BASH_ENV
 from toolrig.profiles.windows_bash import bash_argv
+from toolrig.sandbox import command_net
 from toolrig.sandbox.allowed import AllowedPathsSettings
+from toolrig.sandbox.background import STARTED, Tap, start_job
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
@@ -37,10 +41,14 @@ from toolrig.sandbox.confine.notes import boundary_note
 from toolrig.sandbox.confine.seccomp import filter_memfd
 from toolrig.sandbox.confine.tmpdir import session_tmp
 from toolrig.sandbox.confine.view import remove_planted, view_for
+from toolrig.sandbox.egress import Egress
 from toolrig.sandbox.launcher import EXTRA_FD
+from toolrig.sandbox.netns import SessionNetwork
 from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import StateDirectoryError, is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
+from toolrig.sandbox.session import Kind, SessionSandbox
+from toolrig.stores.checkpoints.watch import CommandWatch
 
 DEFAULT_SESSION = "default"
 
@@ -130,6 +138,10 @@ class RunCommandInput(ToolInput):
     cwd: str | None = Field(
         default=None, description="Directory to run in, relative to the workspace; default: where the last call ended."
     )
+    background: bool = Field(
+        default=False,
+        description="Start it and return its id at once (a server, a watcher); read it with command_output.",
+    )
 
     @field_validator("timeout_seconds")
     @classmethod
@@ -152,6 +164,7 @@ class RunCommandOutput(ToolOutput):
         default="",
         description="What held the command: the sandbox (bwrap, landlock or none, and why), then the process tree.",
     )
+    background_id: str | None = Field(default=None, description="The id of a command started in the background.")
     note: str | None = Field(
         default=None,
         description=(
@@ -250,10 +263,23 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
         cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        if input.background:  # the same containment, in a task of the run that owns it (sandbox.background)
+            run = functools.partial(_run_job, ctx, config, choice, input, argv, cwd, cwd_fd)
+            job = start_job(
+                ctx.background, ctx.agent_id, input.command, run, functools.partial(os.close, cwd_fd),
+                call_id=ctx.call_id, session_id=ctx.session_id,
+            )  # fmt: skip
+            return RunCommandOutput(
+                **dict.fromkeys(("stdout", "stderr"), ""), command=input.command, exit_code=None, timed_out=False,
+                duration_ms=0, cwd=ctx.workspace.display(cwd), background_id=job.id, note=_joined(note, STARTED),
+            )  # fmt: skip
+        watch = await CommandWatch.start(ctx.workspace, ctx.checkpoint)  # checkpoints: what the command changes
         try:
             result, view, refused = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, timeout)
         finally:
             os.close(cwd_fd)
+        if watch is not None:
+            await watch.finish()
         planted = remove_planted(view) if view is not None else None
         if view is not None and (why := setup_failure(result.stdout, result.stderr, result.exit_code)):
             raise ToolError(
@@ -288,6 +314,15 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         )
 
 
+async def _run_job(ctx: ToolContext, config: RunCommandConfig, choice: Choice, input: RunCommandInput,
+    argv: list[str] | None, cwd: Path, cwd_fd: int, out: Tap, err: Tap) -> ProcessResult:  # fmt: skip
+    lifetime = ctx.background.limits.lifetime_seconds if ctx.background is not None else None
+    result, view, _ = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err))
+    if view is not None:
+        remove_planted(view)
+    return result
+
+
 async def _run(
     ctx: ToolContext,
     config: RunCommandConfig,
@@ -297,6 +332,7 @@ async def _run(
     cwd: Path,
     cwd_fd: int,
     timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline (run_contained)
+    sinks: tuple[Tap, Tap] | None = None,
 ) -> tuple[ProcessResult, View | None, str | None]:
     """Run the command in this call's view (and, guarded, behind its own egress proxy): result, view, refusals."""
     env = scrub_env(os.environ, config.env_allow, config.env_set)
@@ -306,9 +342,8 @@ async def _run(
     if script is None:  # Windows without Git Bash or WSL (profiles.windows_bash: seed 003's lookup)
         raise ToolError(ErrorType.UNAVAILABLE, f"No bash found: install Git for Windows or set {BASH_ENV}.")
     view: View | None = None
-    extra_fds: tuple[int, ...] = ()
+    launch = _Launch(script, env)
     async with contextlib.AsyncExitStack() as stack:
-        egress = None
         if choice.backend.name != "none":
             session = ctx.session_id or DEFAULT_SESSION
             walks = ctx.workspace.deny_globs or ctx.workspace.read_only_globs or config.allowed_paths
@@ -321,26 +356,16 @@ async def _run(
             env["TMPDIR"] = "/tmp" if choice.backend.name == "bwrap" else view.tmp  # noqa: S108 - the private one
             if choice.backend.name == "bwrap" and (filter_fd := filter_memfd()) is not None:
                 stack.callback(os.close, filter_fd)
-                extra_fds = (filter_fd,)
+                launch.extra_fds = (filter_fd,)
                 view = dataclasses.replace(view, seccomp_fd=EXTRA_FD)
             if choice.backend.name == "bwrap" and config.network == "guarded":
-                egress = await stack.enter_async_context(egress_for(config.policy(), _resolver(ctx)))
-                # A narrowed view empties the roots, and /tmp is the session's own: toolrig's interpreter may live in
-                # either (a venv in the repo, a clone under /tmp), and the bridge runs on it inside the view.
-                hiding = (*view.emptied, "/tmp")  # noqa: S108 - the host's /tmp, replaced in the view
-                kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in hiding))
-                # With the filter the bridge gets a connection, not the proxy's directory (no mount point left).
-                into = None if extra_fds else egress.directory
-                view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
-                if extra_fds:  # the filter refuses the bridge a unix socket: it gets a connection made here
-                    conn = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
-                    conn.settimeout(_CONNECT_SECONDS)  # our own listener: queued at once unless its backlog is full
-                    conn.connect(egress.socket_path)
-                    extra_fds = (*extra_fds, conn.fileno())
-                script = bridged(egress, script, fd=EXTRA_FD + 1 if extra_fds else None)
-            script = choice.backend.wrap(view, script)
+                view = await _guarded(stack, ctx, config, view, launch)
+            elif choice.backend.name == "bwrap" and (net := await _session_network(ctx.sandbox, "offline")):
+                _join(net, launch)  # a namespace per command costs more than the rest of bubblewrap together
+                view = dataclasses.replace(view, joined=True)
+            launch.argv = [*launch.before, *choice.backend.wrap(view, launch.argv)]
         result = await run_contained(
-            script,
+            launch.argv,
             cwd=cwd,
             cwd_fd=cwd_fd,
             env=env,
@@ -350,11 +375,83 @@ async def _run(
             max_output_bytes=config.max_output_bytes,
             kill_grace=config.kill_grace_seconds,
             report_cwd=argv is None,
-            on_progress=lambda elapsed, message: ctx.progress(elapsed, timeout, message),
+            on_progress=None if sinks else lambda elapsed, message: ctx.progress(elapsed, timeout, message),
             progress_interval=config.progress_interval_seconds,
-            extra_fds=extra_fds,
+            extra_fds=launch.extra_fds,
+            sinks=sinks,
         )
-        return result, view, refusal_notes(egress) if egress is not None else None
+        return result, view, refusal_notes(launch.egress) if launch.egress is not None else None
+
+
+@dataclasses.dataclass
+class _Launch:
+    """What a command's start is made of, gathered step by step before bubblewrap goes around ``argv``.
+
+    ``before``: what runs before bubblewrap (``nsenter``); ``extra_fds``: descriptors it inherits (5, 6, ...).
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    before: list[str] = dataclasses.field(default_factory=list)
+    extra_fds: tuple[int, ...] = ()
+    egress: Egress | None = None
+
+
+async def _guarded(
+    stack: contextlib.AsyncExitStack, ctx: ToolContext, config: RunCommandConfig, view: View, launch: _Launch
+) -> View:
+    """The command's network: its own proxy (the call's policy), reached in the session's namespace if it can.
+
+    Joined (the quick way): the command enters its session's network namespace (``ctx.sandbox``), where a
+    server an earlier command started listens, and its proxy takes only the command's own credential, so a
+    narrower caller's command cannot use a wider one's proxy found on the shared loopback. Else (no session
+    sandbox, or none on this machine): a namespace of its own and the bridge (one Python start).
+    """
+    net = await _session_network(ctx.sandbox, "guarded")
+    credential = secrets.token_urlsafe(18) if net is not None else None
+    launch.egress = egress = await stack.enter_async_context(
+        egress_for(config.policy(), _resolver(ctx), credential=credential, unix=net is None)
+    )
+    if net is not None:
+        numbers = _join(net, launch)
+        launch.env.update(command_net.joined(net, egress, fd_numbers=numbers).env)
+        return dataclasses.replace(view, network="guarded", joined=True)
+    # A narrowed view empties the roots, and /tmp is the session's own: toolrig's interpreter may live in
+    # either (a venv in the repo, a clone under /tmp), and the bridge runs on it inside the view.
+    hiding = (*view.emptied, "/tmp")  # noqa: S108 - the host's /tmp, replaced in the view
+    kept = tuple(p for p in bridge_paths() if any(is_within(Path(p), Path(r)) for r in hiding))
+    # With the filter the bridge gets a connection, not the proxy's directory (no mount point left).
+    into = None if launch.extra_fds else egress.directory
+    view = dataclasses.replace(view, network="guarded", egress_dir=into, read_only=(*view.read_only, *kept))
+    if launch.extra_fds:  # the filter refuses the bridge a unix socket: it gets a connection made here
+        conn = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        conn.settimeout(_CONNECT_SECONDS)  # our own listener: queued at once unless its backlog is full
+        conn.connect(egress.socket_path)
+        launch.extra_fds = (*launch.extra_fds, conn.fileno())
+    launch.argv = bridged(egress, launch.argv, fd=EXTRA_FD + 1 if launch.extra_fds[1:] else None)
+    return view
+
+
+def _join(net: SessionNetwork, launch: _Launch) -> tuple[int, ...]:
+    """Put the command into ``net`` (``nsenter`` before bubblewrap); the numbers its descriptors get in it."""
+    first = EXTRA_FD + len(launch.extra_fds)
+    numbers = tuple(range(first, first + len(net.pass_fds())))
+    launch.extra_fds = (*launch.extra_fds, *net.pass_fds())
+    launch.before = net.join_prefix(*numbers)
+    launch.env["__TOOLRIG_CLOSE_FDS"] = " ".join(map(str, numbers))  # the prelude closes them: only nsenter's
+    return numbers
+
+
+async def _session_network(sandbox: SessionSandbox | None, kind: Kind) -> SessionNetwork | None:
+    """The session's namespace of ``kind`` (started in a worker thread on first use), or None: one per command."""
+    if sandbox is None or sandbox.failure is not None:
+        return None
+    try:
+        if sandbox.started(kind):
+            return sandbox.network(kind)
+        return await anyio.to_thread.run_sync(sandbox.network, kind)
+    except OSError:
+        return None  # remembered in ``sandbox.failure``: every later command goes the per-command way at once
 
 
 _CONNECT_SECONDS = 5.0

@@ -65,6 +65,7 @@ class View:
     network: Literal["none", "guarded"] = "none"
     seccomp_fd: int | None = None  # a descriptor the command gets holding the filter bubblewrap installs
     egress_dir: str | None = None  # guarded: the egress proxy's private directory, bound in at its own path
+    joined: bool = False  # guarded: the command joins its session's network namespace (no --unshare-net)
 
     def label(self, path: str) -> str:
         return self.labels.get(path, path)

@@ -38,15 +38,22 @@ class Bubblewrap:
         how = "user namespace" if self.userns else "root, no user namespace"
         return f"bwrap ({how}): filesystem view, pid and network namespaces, no new privileges"
 
-    def prefix(self) -> list[str]:
-        args = [self.path, *_BASE]
+    def prefix(self, *, own_network: bool = True) -> list[str]:
+        """``own_network=False``: the caller already put the command in its session's network namespace.
+
+        Unprivileged, the caller entered that namespace's owning user namespace, where it is uid 0 with every
+        capability: the command's own user namespace maps it back to the user (``--uid``/``--gid``).
+        """
+        args = [self.path, *(_BASE if own_network else _BASE[:-1])]
         if self.userns:
             args += ["--unshare-user", "--disable-userns"]
+            if not own_network:
+                args += ["--uid", str(os.getuid()), "--gid", str(os.getgid())]
         args += ["--cap-drop", "ALL"]
         return args
 
     def wrap(self, view: View, argv: list[str]) -> list[str]:
-        args = self.prefix()
+        args = self.prefix(own_network=not view.joined)
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]  # noqa: S108
         args += _RUN
         args += ["--bind", view.tmp, "/tmp"]  # noqa: S108 - the session's private one, seen at /tmp

@@ -22,14 +22,19 @@ BRIDGE = str(Path(egress_bridge.__file__).resolve())
 
 
 @contextlib.asynccontextmanager
-async def egress_for(policy: NetworkPolicy, resolver: Resolver | None) -> AsyncIterator[Egress]:
+async def egress_for(
+    policy: NetworkPolicy, resolver: Resolver | None, *, credential: str | None = None, unix: bool = True
+) -> AsyncIterator[Egress]:
     """The command's proxy; an error of the command's own (``invalid_input``...) leaves it as itself.
 
     The proxy serves in a task group, which wraps whatever leaves its block in an exception group: a refusal
     raised while the command started would otherwise reach the caller as an unexpected (``internal``) error.
     """
     try:
-        async with open_egress(policy, resolver=resolver, settings="tool_config.run_command") as egress:
+        opened = open_egress(
+            policy, resolver=resolver, settings="tool_config.run_command", credential=credential, unix=unix
+        )
+        async with opened as egress:
             yield egress
     except BaseExceptionGroup as group:
         if len(group.exceptions) == 1:

@@ -93,7 +93,8 @@ def view_for(
         if git.is_dir() and not git.is_symlink():
             _protect_git(git, read_only, sealed, labels, writable=not workspace.read_only and os.access(git, os.W_OK))
             _protect_modules(git, read_only, labels)
-            planted += [str(git / n) for n in _TRUSTED_NAMES if not os.path.lexists(git / n)]
+            for admin in (git, *_worktrees(git)):  # each linked worktree's files redirect git as the main ones do
+                _protect_trusted(git, admin, read_only, planted, labels)
     if workspace.deny_globs or workspace.read_only_globs:
         for root in workspace.roots:
             _walk_globs(workspace, root, hidden_dirs, hidden_files, read_only, labels)
@@ -285,10 +286,37 @@ def _protect_git(git: Path, read_only: list[str], sealed: list[str], labels: dic
             sealed.append(named)
 
 
-# Files in $GIT_DIR that redirect where git reads its config and hooks (gitrepository-layout(5)); a file cannot be
-# sealed by a mount without making it (an empty ``commondir`` breaks git), so a new one is removed after the command.
-_TRUSTED_NAMES = ("commondir",)
+# Files in $GIT_DIR (and in each linked worktree's ``.git/worktrees/NAME``) that redirect where git reads its
+# config and hooks (gitrepository-layout(5)): one there is read-only; an absent one cannot be sealed by a mount
+# without making it (an empty ``commondir`` breaks git), so a new one is removed after the command.
+_TRUSTED_NAMES = ("commondir", "config.worktree")
 _MAX_MODULES = 256
+
+
+def _worktrees(git: Path) -> list[Path]:
+    """The admin directories of linked worktrees (``git worktree add``), bounded."""
+    top = git / "worktrees"
+    if not top.is_dir() or top.is_symlink():
+        return []
+    try:
+        return [Path(e.path) for e in os.scandir(top) if e.is_dir(follow_symlinks=False)][:_MAX_MODULES]
+    except OSError:
+        return []
+
+
+def _protect_trusted(git: Path, admin: Path, read_only: list[str], planted: list[str], labels: dict[str, str]) -> None:
+    """``admin``'s files git trusts as configuration read-only, the absent ones removed after the command.
+
+    A linked worktree's own ``config`` and ``hooks`` do not exist in git's layout; its ``commondir`` leads git (run
+    in that worktree, perhaps outside the workspace) to the config and hooks it uses.
+    """
+    for name in _TRUSTED_NAMES:
+        path = admin / name
+        if path.is_file() and not path.is_symlink():
+            read_only.append(str(path))
+            labels[str(path)] = os.path.relpath(path, git.parent)
+        elif not os.path.lexists(path):
+            planted.append(str(path))
 
 
 def _protect_modules(git: Path, read_only: list[str], labels: dict[str, str]) -> None:
