@@ -52,11 +52,30 @@ def test_read_write_and_str_replace_round_trip_in_codebuff_shapes(codebuff: Rig)
     assert files[1]["path"] == "missing.ts" and "DOES NOT EXIST" in files[1]["content"]
 
 
-def test_run_terminal_command_reports_exit_code_and_background_is_a_note(codebuff: Rig) -> None:
+def test_run_terminal_command_reports_exit_code_and_background_needs_an_owner(codebuff: Rig) -> None:
     out = value_of(codebuff, "run_terminal_command", {"command": "echo out; exit 2", "timeout_seconds": 20})
     assert (out["stdout"], out["exitCode"]) == ("out\n", 2)
-    result = codebuff.call_sync("run_terminal_command", {"command": "true", "process_type": "BACKGROUND"})
-    assert any("BACKGROUND" in note for note in result.notes)
+    alone = codebuff.call_sync("run_terminal_command", {"command": "true", "process_type": "BACKGROUND"})
+    assert alone.is_error and "one-shot" in alone.message  # a direct call owns no background command
+
+
+@pytest.mark.anyio
+async def test_process_type_background_starts_a_background_command(codebuff: Rig) -> None:
+    from toolrig.sandbox.background import BackgroundJobs
+    from toolrig.scope import CallScope
+
+    async with BackgroundJobs.open() as jobs:
+        scope = CallScope(background=jobs)
+        args = {"command": "echo up; sleep 600", "process_type": "BACKGROUND"}
+        started = await codebuff.call("run_terminal_command", args, scope=scope)
+        assert not started.is_error, started.to_json()
+        process = (started.output or {})["value"]
+        assert result_differences(SPEC["run_terminal_command"]["result"], process) == []
+        assert process["backgroundProcessStatus"] == "running" and process["command"] == args["command"]
+        listed = await codebuff.call("list_commands", {}, scope=scope)
+        assert process["processId"] in str(listed.output)
+        stopped = await codebuff.call("stop_command", {"id": process["processId"]}, scope=scope)
+        assert not stopped.is_error, stopped.to_json()
 
 
 def test_glob_list_directory_and_todos(codebuff: Rig) -> None:

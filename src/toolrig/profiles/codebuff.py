@@ -130,9 +130,8 @@ def list_out(shaped: Shaped) -> dict[str, Any]:
 
 def terminal_in(args: Args, notes: list[str]) -> Args:
     out = drop(args, notes, {})
-    kind = out.pop("process_type", "SYNC")
-    if kind == "BACKGROUND":
-        notes.append("process_type BACKGROUND was run in the foreground: toolrig waits for every command")
+    if out.pop("process_type", "SYNC") == "BACKGROUND":
+        out["background"] = True  # read with command_output, stopped with stop_command
     out.setdefault("timeout_seconds", 30)
     return out
 
@@ -163,6 +162,10 @@ def terminal_out(shaped: Shaped) -> dict[str, Any]:
     }
     if output.get("exit_code") is not None:
         result["exitCode"] = output["exit_code"]
+    if output.get("background_id"):
+        result["processId"] = output["background_id"]
+        result["backgroundProcessStatus"] = "running"
+        result["message"] = f"Started in the background: read it with command_output, id {output['background_id']}."
     if output.get("timed_out"):
         result["message"] = "The command timed out."
     return json_value(result)
