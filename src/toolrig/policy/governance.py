@@ -230,7 +230,7 @@ class Governance:
         args: dict[str, Any] = call.input.model_dump(mode="json") if call.input is not None else call.raw_args
         return ApprovalRequest(
             id=call.call_id,
-            tool=call.name,
+            tool=_shown(call),
             args=args,
             subjects=tuple(call.subjects),
             reason=call.verdict_reason,
@@ -242,10 +242,11 @@ class Governance:
 
     def suggest(self, call: ToolCall) -> tuple[str, ...]:
         """The narrowest allowlist patterns that would have allowed this call: its exact subjects."""
+        name = _shown(call)
         if call.tool is None or not call.subjects:
-            return (call.name,)
+            return (name,)
         seen = view(kind_of(call.tool), call.subjects, self.workspace)
-        return tuple(dict.fromkeys(f"{call.name}:{escape(unit)}" for unit in seen.units)) or (call.name,)
+        return tuple(dict.fromkeys(f"{name}:{escape(unit)}" for unit in seen.units)) or (name,)
 
     def grant(self, tool: str, args: dict[str, Any], decision: ApprovalDecision | None = None) -> str:
         """Approve one future call of ``tool`` with exactly these (validated) arguments; returns its fingerprint."""
@@ -418,3 +419,14 @@ def _refused(answer: Answer) -> ToolError:
         message,
         "Do not repeat the same call. Take the user's reason into account, or ask the user what to do instead.",
     )
+
+
+def _shown(call: ToolCall) -> str:
+    """The name a person is asked about: an MCP tool as ``server/tool`` (config takes that spelling too).
+
+    A profile's own name for a tool (``Bash``) is kept: that is the name the person's agent uses.
+    """
+    tool = call.tool
+    if tool is not None and tool.display_name and call.name == tool.name:
+        return tool.display_name
+    return call.name
