@@ -213,7 +213,9 @@ class Governance:
         call.approval = answer.how
         decision = answer.decision
         if decision.verdict == "deny":
-            call.verdict = "deny"
+            # A paused run's call was not refused: its row says it still asks (approval "paused"), and the
+            # resumed run's row for the same call id says what the person decided.
+            call.verdict = "ask" if answer.how == "paused" else "deny"
             raise _refused(answer)
         call.verdict = "allow"
         if decision.verdict == "allow_always":
