@@ -108,7 +108,7 @@ async def test_toolrig_mcp_serve_sends_an_image_read_from_disk_as_image_content(
         async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log", mode=mode) as client:
             result = await client.call_tool("read_files", {"paths": ["shot.png"]})
         assert result.is_error is False
-        assert json.loads(result.content[0].text)["output"]["files"]["shot.png"].startswith("[IMAGE]")  # type: ignore[union-attr]
+        assert json.loads(result.content[0].text)["files"]["shot.png"].startswith("[IMAGE]")  # type: ignore[union-attr]
         [image] = result.content[1:]
         assert isinstance(image, ImageContent) and base64.b64decode(image.data) == tiny_png(3, 3)
 

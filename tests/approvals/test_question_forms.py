@@ -152,7 +152,7 @@ async def client_of(workspace: Path, mode: str, user: Any) -> AsyncIterator[Any]
 
 
 def text(result: Any) -> str:
-    return str(json.loads(result.content[0].text)["output"]["text"])
+    return str(json.loads(result.content[0].text)["text"])
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

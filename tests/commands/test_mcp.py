@@ -267,10 +267,10 @@ def test_tools_list_shows_that_a_description_goes_on_after_its_first_sentence(
     configure(toolrig_home, {"peer": peer})
     out = CliRunner().invoke(app, ["tools", "list", "--root", str(workspace)])
     assert out.exit_code == 0, out.output
-    [line] = [line for line in out.output.splitlines() if line.startswith("peer__describe")]
+    [line] = [line for line in out.output.splitlines() if line.startswith("peer/describe")]
     hidden = len(INJECTED) - len("Describe")
     assert line.split(None, 2)[-1].endswith(f"Describe [+{hidden} chars]"), line
-    [echo] = [line for line in out.output.splitlines() if line.startswith("peer__echo")]
+    [echo] = [line for line in out.output.splitlines() if line.startswith("peer/echo")]
     assert echo.endswith("Echo the text back"), echo  # one sentence: nothing hidden, nothing marked
 
 

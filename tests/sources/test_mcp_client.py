@@ -281,7 +281,11 @@ async def test_a_url_server_is_reached_over_streamable_http_with_its_headers(
         async with Rig(workspace, config=good) as rig:
             assert rig.registry.find("local/calculate") is not None
             result = await rig.call("local__calculate", {"expression": "2 + 3"})
-            assert result.raise_for_error()["structured"] == {"result": 5}
+            # toolrig as its own client: the other toolrig's output once, in no envelope (issue 33 item 13).
+            assert result.raise_for_error() == {"text": "", "structured": {"result": 5}, "attachments": []}
+            failed = await rig.call("local__calculate", {"expression": "1 +"})
+            assert failed.is_error and '"error_type":"invalid_input"' in (failed.message or "")
+            assert "is_error" not in (failed.message or "")
         bad = {"mcp_servers": {"other": {"url": url, "headers": {"Authorization": "Bearer wrong"}}}}
         refused = Rig(workspace, config=bad)
         assert refused.tools("mcp") == []  # could not be listed: it offers nothing, and says so in the log

@@ -143,7 +143,7 @@ async def test_under_mcp_serve_the_servers_own_form_is_shown_to_the_client_that_
     async with server.running(), Client(server.server, elicitation_callback=person) as client:
         result = await client.call_tool(f"relay/{tool}", {})
     assert not result.is_error, result
-    assert json.loads(json.loads(result.content[0].text)["output"]["text"]) == expected  # what the server got
+    assert json.loads(json.loads(result.content[0].text)["text"]) == expected  # what the server got
     message, form = person.shown[-1]
     assert message.startswith("The MCP server 'relay' asks: ")
     assert set(form["properties"]) == ({"name"} if tool == "ask_name" else {"proceed", "label"})  # as written
