@@ -12,7 +12,7 @@ from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
-from tests.media_tools import PDF, WAV, Snapshot, tiny_png
+from tests.support.media_tools import PDF, WAV, Snapshot, tiny_png
 from toolrig.adapters.anthropic import tool_result_block
 from toolrig.adapters.mcp_server import call_tool_result, content_json
 from toolrig.adapters.openai import tool_messages
@@ -101,7 +101,7 @@ async def test_toolrig_mcp_serve_sends_an_image_read_from_disk_as_image_content(
 ) -> None:
     from mcp.types import ImageContent
 
-    from tests.adapters.mcp_peers import serve_params, stdio_session
+    from tests.support.mcp_peers import serve_params, stdio_session
 
     (workspace / "shot.png").write_bytes(tiny_png(3, 3))
     for mode in ("auto", "legacy"):  # the 2026 fast path writes responses itself; the 2025 path goes the SDK's way

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.adapters.mcp_peers import inspector, toolrig_command
 from tests.adapters.test_mcp_http import TOKEN, http_server
+from tests.support.mcp_peers import inspector, toolrig_command
 
 
 def inspector_env(home: Path) -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.mcp_peers import serve_params, stdio_session
+from tests.support.mcp_peers import serve_params, stdio_session
 from toolrig.policy.audit import AuditLog
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import BlobResourceContents, EmbeddedResource, ImageContent, TextContent, TextResourceContents
 
-from tests.media_tools import tiny_png
-from tests.skills.helpers import isolate_home
+from tests.support.media_tools import tiny_png
+from tests.support.skill_helpers import isolate_home
 from toolrig import Tool, ToolContext, ToolInput, ToolOutput
 from toolrig.adapters import mcp_resources
 from toolrig.adapters.mcp_resources import fill, prompt_arguments, prompt_embeds, route, tool_resource

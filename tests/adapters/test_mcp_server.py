@@ -19,7 +19,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ElicitRequestParams, ElicitResult
 
-from tests.adapters.mcp_peers import fixture_params, serve_params, stdio_session
+from tests.support.mcp_peers import fixture_params, serve_params, stdio_session
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.cli import app
 from toolrig.config import McpServerConfig
 from toolrig.sources.mcp_trust import TrustStore
@@ -25,7 +25,7 @@ def peer(tmp_path: Path) -> dict[str, object]:
     state = tmp_path / "peer"
     state.mkdir()
     (state / "description.txt").write_text("Describe.", encoding="utf-8")
-    return {"command": sys.executable, "args": [str(ROOT / "tests/adapters/mcp_peer_server.py"), str(state)]}
+    return {"command": sys.executable, "args": [str(ROOT / "tests/support/mcp_peer_server.py"), str(state)]}
 
 
 @pytest.mark.parametrize("args", [["mcp", "--help"], ["mcp", "serve", "--help"], ["mcp", "trust", "--help"]])

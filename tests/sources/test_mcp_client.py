@@ -15,8 +15,8 @@ import anyio
 import pytest
 import yaml
 
-from tests.adapters.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
 from tests.adapters.test_mcp_http import TOKEN, http_server
+from tests.support.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
 from toolrig.events import Event, EventBus, ToolProgressEvent
 from toolrig.rig import Rig
 
@@ -41,7 +41,7 @@ def peer_state(tmp_path: Path) -> Path:
 
 
 def peer(state: Path, **settings: Any) -> dict[str, Any]:
-    command = [sys.executable, str(ROOT / "tests" / "adapters" / "mcp_peer_server.py"), str(state)]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_peer_server.py"), str(state)]
     return {"mcp_servers": {"peer": server(command, **settings)}}
 
 

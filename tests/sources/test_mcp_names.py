@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 from rich.console import Console
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
 from toolrig.cli import app
 from toolrig.commands._chat_ui import tool_rows
@@ -33,7 +33,7 @@ def peer_state(tmp_path: Path) -> Path:
 
 
 def peer(state: Path) -> dict[str, Any]:
-    command = [sys.executable, str(ROOT / "tests" / "adapters" / "mcp_peer_server.py"), str(state)]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_peer_server.py"), str(state)]
     return {"peer": {"command": command[0], "args": command[1:]}}
 
 
