@@ -1,8 +1,8 @@
 """The suite's own server helpers hold under `pytest -n 2`: a port is held or its loss is read from the server.
 
-tests/support/servers.py, tests/support/state_servers.py and tests/support/postgres.py: each server that cannot bind port 0
-itself starts again on another port when its own output says the one it was given is taken, and a "nothing
-listens here" port is held bound, so no other worker's server can appear on it.
+tests/support/servers.py, tests/support/state_servers.py and tests/support/postgres.py: each server that
+cannot bind port 0 itself starts again on another port when its own output says the one it was given is taken,
+and a "nothing listens here" port is held bound, so no other worker's server can appear on it.
 """
 
 from __future__ import annotations
