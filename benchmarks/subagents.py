@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
-from tests.agent.subagents.conversations import Conversations  # noqa: E402
 from tests.support.fake_llm import Call, FakeLLM, Text, reply  # noqa: E402
 from tests.support.sample_tools import add  # noqa: E402
+from tests.support.subagent_conversations import Conversations  # noqa: E402
 
 from _harness import alternate_async, fmt_seconds, print_table, result_line  # noqa: E402
 from toolrig import tool  # noqa: E402

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._harness import machine, print_table  # noqa: E402
-from tests.durable.postgres import postgres_server  # noqa: E402
-from tests.durable.support import access_for, config, install_rig  # noqa: E402
+from tests.support.durable import access_for, config, install_rig  # noqa: E402
 from tests.support.fake_llm import FakeLLM, Text, reply  # noqa: E402
+from tests.support.postgres import postgres_server  # noqa: E402
 
 
 def _answer(body: dict[str, object]) -> object:
@@ -38,7 +38,7 @@ def _answer(body: dict[str, object]) -> object:
 
 def _worker(stack: ExitStack, root: Path, url: str, llm: FakeLLM, concurrency: int = 8) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.durable.worker_main", str(root), url, llm.anthropic_url, str(concurrency)],
+        [sys.executable, "-m", "tests.support.worker_main", str(root), url, llm.anthropic_url, str(concurrency)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
-from tests.servers import HttpServer, SmtpServer, start_smtp
 from tests.support.examples import FAST_PROFILE, fewer
+from tests.support.servers import HttpServer, SmtpServer, start_smtp
 from toolrig.rig import Rig
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def governed_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every Rig built in the test (the CLI's too) gets the built-in catalog plus the governed test tools."""
-    from tests.policy.governed_tools import catalog
+    from tests.support.governed_tools import catalog
     from toolrig.registry import Registry
 
     monkeypatch.setattr(Registry, "default", classmethod(lambda cls, entry_points=True: catalog()))
@@ -195,8 +195,8 @@ def llm(llm_server: FakeLLM) -> Iterator[FakeLLM]:
     assert not left, f"{len(left)} scripted replies were never requested"
 
 
-# Real servers (redis-server, BaseX) shared by the whole session; see tests/state_servers.py.
-from tests.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401
+# Real servers (redis-server, BaseX) shared by the whole session; see tests/support/state_servers.py.
+from tests.support.state_servers import basex_server, kv, librarian, redis_server  # noqa: E402, F401
 
 # ------------------------------------------------------------------ markers for the fast inner loop
 # Applied here, not in each file: `pytest -m "not slow" -n 2` is the loop a newcomer runs while editing, CI

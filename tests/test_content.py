@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.media_tools import Snapshot, tiny_png
+from tests.support.media_tools import Snapshot, tiny_png
 from toolrig.content import AudioPart, ImagePart, ResourcePart, TextPart, describe, parts_from_json, parts_to_json
 from toolrig.registry import Registry
 from toolrig.rig import Rig

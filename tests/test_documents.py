@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.media_tools import make_notebook, make_pdf, pdf_file, tiny_png
+from tests.support.media_tools import make_notebook, make_pdf, pdf_file, tiny_png
 from toolrig.documents import html_text, image_size, image_type, notebook, page_numbers, pdf_text, render_pdf
 from toolrig.errors import ToolError
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from tests.servers import HttpServer
 from tests.support.interleave import Paused
 from tests.support.sample_tools import WriteLater, all_tools
+from tests.support.servers import HttpServer
 from toolrig import Rig, ToolContext, tool
 from toolrig.cancel import current_token
 from toolrig.config import AgentConfig

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.adapters.conformance_tools import SEP1034_FORM, SEP1330_FORM
+from tests.support.conformance_tools import SEP1034_FORM, SEP1330_FORM
 from toolrig.forms import MAX_FIELDS, FormError, check_form, check_value, check_values, fields
 
 PRIMITIVES = {"string", "number", "integer", "boolean", "array"}

@@ -162,7 +162,7 @@ def test_a_before_tool_script_exiting_2_blocks_with_its_stderr(
         "before_tool.guard.sh",
         '[ "$TOOLRIG_HOOK_TOOL" = shell ] && { echo "no shell on fridays" >&2; exit 2; }\nexit 0\n',
     )
-    from tests.policy.governed_tools import Shell
+    from tests.support.governed_tools import Shell
 
     Shell.log.clear()
     result = consumer("shell", {"command": "ls"})

@@ -70,7 +70,7 @@ def test_the_main_command_starts_the_mcp_server_it_promises(workspace: Path, too
     import subprocess
     import sys
 
-    from tests.adapters.mcp_peers import running
+    from tests.support.mcp_peers import running
 
     text = README.read_text(encoding="utf-8")
     quick = text.split("## Quick start", 1)[1].split("## ", 1)[0]

@@ -1,8 +1,8 @@
 """The suite's own server helpers hold under `pytest -n 2`: a port is held or its loss is read from the server.
 
-tests/servers.py, tests/state_servers.py and tests/durable/postgres.py: each server that cannot bind port 0
-itself starts again on another port when its own output says the one it was given is taken, and a "nothing
-listens here" port is held bound, so no other worker's server can appear on it.
+tests/support/servers.py, tests/support/state_servers.py and tests/support/postgres.py: each server that
+cannot bind port 0 itself starts again on another port when its own output says the one it was given is taken,
+and a "nothing listens here" port is held bound, so no other worker's server can appear on it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import PortTaken, on_a_free_port, refusing_port
-from tests.state_servers import BASEX_JAR, start_basex, start_redis, stop_server
+from tests.support.servers import PortTaken, on_a_free_port, refusing_port
+from tests.support.state_servers import BASEX_JAR, start_basex, start_redis, stop_server
 
 
 def test_a_refusing_port_refuses_connections_and_nobody_can_listen_on_it_meanwhile() -> None:
@@ -67,7 +67,7 @@ def test_a_server_whose_port_another_process_took_starts_on_another(name: str, t
 def test_postgres_whose_port_another_process_took_starts_on_another() -> None:
     import psycopg
 
-    from tests.durable.postgres import postgres_server
+    from tests.support.postgres import postgres_server
 
     base = Path(tempfile.mkdtemp(prefix="toolrig-pg-"))  # not under pytest's 0700 tmp: the server runs as postgres
     try:

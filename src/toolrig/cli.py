@@ -371,11 +371,13 @@ def tools_list(group: str | None, as_json: bool, agent: str | None, profile: str
         return
     from toolrig.adapters.plain import summary
 
-    width = max((len(t.name) for t in listed), default=4)
+    # An MCP tool is listed as server/tool, the name config, audit and approvals use (models send server__tool).
+    width = max((len(t.display_name or t.name) for t in listed), default=4)
     room = max(30, 110 - width - 20)
     for item in listed:
         flags = "".join(f for f, on in (("R", item.read_only), ("T", item.terminal)) if on)
-        click.echo(f"{item.name:<{width}}  {item.group:<12} {flags:<2}  {summary(item.description, room)}")
+        shown = item.display_name or item.name
+        click.echo(f"{shown:<{width}}  {item.group:<12} {flags:<2}  {summary(item.description, room)}")
 
 
 @tools.command("schema")

@@ -12,7 +12,7 @@ from anthropic.types import MessageParam
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
-from tests.media_tools import PDF, WAV, Snapshot, tiny_png
+from tests.support.media_tools import PDF, WAV, Snapshot, tiny_png
 from toolrig.adapters.anthropic import tool_result_block
 from toolrig.adapters.mcp_server import call_tool_result, content_json
 from toolrig.adapters.openai import tool_messages
@@ -101,14 +101,14 @@ async def test_toolrig_mcp_serve_sends_an_image_read_from_disk_as_image_content(
 ) -> None:
     from mcp.types import ImageContent
 
-    from tests.adapters.mcp_peers import serve_params, stdio_session
+    from tests.support.mcp_peers import serve_params, stdio_session
 
     (workspace / "shot.png").write_bytes(tiny_png(3, 3))
     for mode in ("auto", "legacy"):  # the 2026 fast path writes responses itself; the 2025 path goes the SDK's way
         async with stdio_session(serve_params(workspace, toolrig_home), tmp_path / "server.log", mode=mode) as client:
             result = await client.call_tool("read_files", {"paths": ["shot.png"]})
         assert result.is_error is False
-        assert json.loads(result.content[0].text)["output"]["files"]["shot.png"].startswith("[IMAGE]")  # type: ignore[union-attr]
+        assert json.loads(result.content[0].text)["files"]["shot.png"].startswith("[IMAGE]")  # type: ignore[union-attr]
         [image] = result.content[1:]
         assert isinstance(image, ImageContent) and base64.b64decode(image.data) == tiny_png(3, 3)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.conformance_peers import conformance_command, fixture_server
+from tests.support.conformance_peers import conformance_command, fixture_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from tests.adapters.conformance_peers import fixture_server
+from tests.support.conformance_peers import fixture_server
 from toolrig.adapters.mcp_events import MemoryEventStore
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.adapters.mcp_peers import running, toolrig_command
+from tests.support.mcp_peers import running, toolrig_command
 from toolrig.adapters.http_auth import allowed_hosts, is_loopback
 
 pytestmark = pytest.mark.anyio

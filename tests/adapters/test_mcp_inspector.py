@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.adapters.mcp_peers import inspector, toolrig_command
 from tests.adapters.test_mcp_http import TOKEN, http_server
+from tests.support.mcp_peers import inspector, toolrig_command
 
 
 def inspector_env(home: Path) -> dict[str, str]:
@@ -61,7 +61,7 @@ def test_the_inspector_calls_several_tools(workspace: Path, toolrig_home: Path) 
     )
     assert code == 0, err
     assert result["structuredContent"] == {"result": 1024}
-    assert json.loads(result["content"][0]["text"]) == {"is_error": False, "output": {"result": 1024}}
+    assert json.loads(result["content"][0]["text"]) == {"result": 1024}  # the output itself, as structuredContent
     code, result, err = inspect(
         workspace, toolrig_home, "--method", "tools/call", "--tool-name", "read_output", "--tool-arg", "handle=nope"
     )

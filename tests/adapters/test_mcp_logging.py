@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
 
-from tests.adapters.conformance_tools import NoInput, Text
+from tests.support.conformance_tools import NoInput, Text
 from toolrig import Tool, ToolContext
 from toolrig.adapters.mcp_logging import LEVELS, at_or_above
 from toolrig.adapters.mcp_server import McpToolServer

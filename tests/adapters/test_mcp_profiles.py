@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.mcp_peers import serve_params, stdio_session
+from tests.support.mcp_peers import serve_params, stdio_session
 from toolrig.policy.audit import AuditLog
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -32,7 +32,7 @@ async def test_mcp_serve_profile_claude_lists_reads_and_refuses_in_claudes_names
         read = await client.call_tool("Read", {"file_path": "notes.md", "offset": 2})
         assert not read.is_error
         body = json.loads(read.content[0].text)  # type: ignore[union-attr]
-        assert body["output"]["file"]["content"] == "second\n"
+        assert body["file"]["content"] == "second\n"
 
         refused = await client.call_tool("Bash", {"command": "rm -rf notes.md"})
         assert refused.is_error

@@ -20,8 +20,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import BlobResourceContents, EmbeddedResource, ImageContent, TextContent, TextResourceContents
 
-from tests.media_tools import tiny_png
-from tests.skills.helpers import isolate_home
+from tests.support.media_tools import tiny_png
+from tests.support.skill_helpers import isolate_home
 from toolrig import Tool, ToolContext, ToolInput, ToolOutput
 from toolrig.adapters import mcp_resources
 from toolrig.adapters.mcp_resources import fill, prompt_arguments, prompt_embeds, route, tool_resource
@@ -150,7 +150,8 @@ async def test_a_large_output_is_a_resource_by_its_handle(served: Path) -> None:
     (served / "big.txt").write_text("line of text\n" * 2_000)
     async with client_of(served, {"output": {"max_chars": 5_000}}) as client:
         cut = await client.call_tool("read_files", {"paths": ["big.txt"]})
-        handle = (cut.structured_content or {}).get("handle") or _handle_in(cut.content[0].text)  # type: ignore[union-attr]
+        texts = " ".join(getattr(block, "text", "") for block in cut.content)  # the handle is in a note
+        handle = (cut.structured_content or {}).get("handle") or _handle_in(texts)
         page = (await client.read_resource(f"toolrig://outputs/{handle}")).contents[0]
     assert "line of text" in getattr(page, "text", "")
 

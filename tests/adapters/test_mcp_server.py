@@ -19,7 +19,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ElicitRequestParams, ElicitResult
 
-from tests.adapters.mcp_peers import fixture_params, serve_params, stdio_session
+from tests.support.mcp_peers import fixture_params, serve_params, stdio_session
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +64,7 @@ async def test_the_official_client_lists_and_calls_tools_over_stdio(
         result = await client.call_tool("calculate", {"expression": "2 ** 10"})
         assert result.is_error is False
         assert result.structured_content == {"result": 1024}
-        assert text_of(result) == {"is_error": False, "output": {"result": 1024}}
+        assert text_of(result) == result.structured_content == {"result": 1024}
 
         broken = await client.call_tool("calculate", {"expression": "2 **"})
         assert broken.is_error is True

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.adapters.mcp_peers import fixture_params, serve_params, stdio_session, toolrig_command
+from tests.support.mcp_peers import fixture_params, serve_params, stdio_session, toolrig_command
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.skills.helpers import install_samples, isolate_home
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.skill_helpers import install_samples, isolate_home
 from toolrig.agent import RunOptions, run_agent
 from toolrig.rig import Rig
 

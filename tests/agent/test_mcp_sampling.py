@@ -1,5 +1,5 @@
 """Sampling answered by the run's own model (the providers' real SDKs against the scripted wire-protocol server):
-a remote MCP server's request, through a real official-SDK MCP server (tests/sources/mcp_relay_server.py), and
+a remote MCP server's request, through a real official-SDK MCP server (tests/support/mcp_relay_server.py), and
 a tool's ``ctx.sample``; either way its tokens are the run's, counted in its usage and its budget."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.mcp_peers import ROOT
 from tests.agent.test_loop import tool_results
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.mcp_peers import ROOT
 from tests.test_sampling import AskModel
 from toolrig.agent import RunOptions, run_agent
 from toolrig.agent.errors import RunError
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
 
 
 def relay(**settings: Any) -> dict[str, Any]:
-    command = [sys.executable, str(ROOT / "tests" / "sources" / "mcp_relay_server.py")]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_relay_server.py")]
     server = {"command": command[0], "args": command[1:], **settings}
     return {"approvals": {"mode": "off"}, "mcp_servers": {"relay": server}}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.media_tools import Snapshot, tiny_png
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.media_tools import Snapshot, tiny_png
 from toolrig.agent import run_agent
 from toolrig.agent.messages import messages_from_json, messages_to_json
 from toolrig.content import ImagePart

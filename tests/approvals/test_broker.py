@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.policy.governed_tools import Shell, governed_tools
+from tests.support.governed_tools import Shell, governed_tools
 from tests.support.sample_tools import TextIn, TextOut
 from toolrig import Tool, ToolContext
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, fingerprint

@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.agent.conftest import agent_config
-from tests.support.fake_llm import Call, FakeLLM, reply
+from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig.agent import RunOptions, RunState, resume_run, run_agent
 from toolrig.approvals.model import ApprovalRequest, fingerprint
 from toolrig.approvals.paused import ReplayChannel
+from toolrig.policy.audit import AuditLog
 from toolrig.rig import Rig
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +45,21 @@ async def test_a_decision_never_approves_a_later_call_that_reuses_the_paused_cal
     assert resumed.stop_reason == "paused" and resumed.state is not None  # the new call waits for its own decision
     [again] = resumed.state.pending
     assert json.loads(again.arguments) == {"command": "touch PWNED"} and again.fingerprint != pending.fingerprint
+
+
+@pytest.mark.parametrize("verdict", ["allow_once", "deny"])
+async def test_a_paused_call_is_recorded_as_waiting_and_its_resumed_call_as_the_person_decided(
+    llm: FakeLLM, workspace: Path, verdict: str
+) -> None:
+    """Issue 33 item 13: the paused call's row read ``deny`` although nobody had said no."""
+    llm.script(reply(command("call_0", "echo approved")), reply(Text("done")))
+    paused = await run_agent("go", RunOptions(approvals="pause"), rig=make(workspace, llm, "anthropic"))
+    assert paused.state is not None
+    await resume_run(paused.state, {"call_0": verdict}, RunOptions(), rig=make(workspace, llm, "anthropic"))
+    log = AuditLog(workspace / ".toolrig")
+    rows = [(r.call_id, r.decision, r.approval) for r in log.query()]
+    log.close()
+    assert rows == [("call_0", "ask", "paused"), ("call_0", "allow" if verdict == "allow_once" else "deny", verdict)]
 
 
 async def test_ids_a_server_leaves_out_are_unique_across_turns(llm: FakeLLM, workspace: Path) -> None:

@@ -18,10 +18,10 @@ import pytest
 from mcp.client.context import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from tests.adapters.conformance_tools import SEP1034_FORM, SEP1330_FORM, FormTool
 from tests.agent.test_loop import tool_results
 from tests.approvals.test_paused_questions import make
 from tests.approvals.test_questions import answering
+from tests.support.conformance_tools import SEP1034_FORM, SEP1330_FORM, FormTool
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from toolrig import ToolContext
 from toolrig.agent import RunOptions, resume_run, run_agent
@@ -152,7 +152,7 @@ async def client_of(workspace: Path, mode: str, user: Any) -> AsyncIterator[Any]
 
 
 def text(result: Any) -> str:
-    return str(json.loads(result.content[0].text)["output"]["text"])
+    return str(json.loads(result.content[0].text)["text"])
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -12,7 +12,7 @@ from mcp import StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from tests.adapters.mcp_peers import ROOT, stdio_session
+from tests.support.mcp_peers import ROOT, stdio_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

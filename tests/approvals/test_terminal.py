@@ -97,6 +97,66 @@ def test_control_characters_from_the_model_are_shown_escaped(pipe: tuple[int, in
 # ---------------------------------------------------------------------------------- a real terminal
 
 
+class Typist(io.StringIO):
+    """The screen of a pseudo-terminal whose person types each answer once its prompt is shown.
+
+    Keys typed before a list is drawn are flushed when the terminal enters cbreak mode (on purpose: a key
+    pressed before the question appeared answers nothing), so each answer waits for its prompt.
+    """
+
+    def __init__(self, main: int, typed: list[tuple[str, bytes]]) -> None:
+        super().__init__()
+        self.main = main
+        self.pending = list(typed)
+        self.seen = 0
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        while self.pending and self.pending[0][0] in self.getvalue()[self.seen :]:
+            prompt, keys = self.pending.pop(0)
+            self.seen = self.getvalue().index(prompt, self.seen) + len(prompt)
+            os.write(self.main, keys)
+        return written
+
+
+LIST = "enter confirms"
+
+
+def on_a_terminal(typed: list[tuple[str, bytes]], *requests: ApprovalRequest) -> tuple[list, str]:
+    """The channel reading a pseudo-terminal; each answer is typed when its prompt shows."""
+    main, child = pty.openpty()
+    try:
+        out = Typist(main, typed)
+        channel = TerminalChannel(input_fd=child, output=out)
+
+        async def run() -> list:
+            with anyio.fail_after(5):
+                return await channel.decide(list(requests))
+
+        return anyio.run(run), out.getvalue()
+    finally:
+        os.close(main)
+        os.close(child)
+
+
+def test_on_a_terminal_an_approval_is_a_list_as_a_question_is() -> None:
+    """Issue 33 item 13: approvals were the one prompt typed as a line where questions are a list."""
+    typed = [(LIST, b"\x1b[B\n"), ("save to the allowlist", b"\n")]  # down to "yes, always", enter; accept
+    (decision,), shown = on_a_terminal(typed, request(1))
+    assert (decision.verdict, decision.patterns) == ("allow_always", ("shell:ls",))
+    assert "[1/1] allow shell?" in shown and "( ) yes, always - add it to the allowlist" in shown
+    assert "or press y / a / n" in shown and "→ yes, always" in shown
+    typed = [(LIST, b"n"), ("-", b"\n"), ("reason for the model", b"wrong branch\n")]  # the letters still answer
+    (decision,), _ = on_a_terminal(typed, request(1))
+    assert (decision.verdict, decision.reason) == ("deny", "wrong branch")
+    typed = [(LIST, b"y\n"), ("[2/3]", b""), (LIST, b"N\n"), ("reason for the model", b"\n")]
+    decisions, shown = on_a_terminal(typed, request(1), request(2), request(3))
+    assert [d.verdict for d in decisions] == ["allow_once", "deny", "deny"]
+    assert "no to this and all the rest" in shown
+    (decision,), _ = on_a_terminal([(LIST, b"\x1b")], request(1))  # Esc: nobody said yes
+    assert decision.verdict == "deny"
+
+
 def run_on_a_terminal(workspace: Path, args: list[str], typed: list[tuple[str, str]]) -> tuple[dict, str]:
     """Run `toolrig ...` with a pseudo-terminal as stdin/stderr; answer each prompt as it appears."""
     main, child = pty.openpty()
@@ -134,7 +194,9 @@ def run_on_a_terminal(workspace: Path, args: list[str], typed: list[tuple[str, s
 def test_toolrig_call_asks_on_a_terminal_and_remembers_always(workspace: Path, toolrig_home: Path) -> None:
     (toolrig_home / "config.yaml").write_text("approvals:\n  mode: always\n")
     args = ["call", "calculate", "--json", '{"expression": "6*7"}']
-    result, screen = run_on_a_terminal(workspace, args, [("allow calculate?", "a\n"), ("save to the allowlist", "\n")])
+    result, screen = run_on_a_terminal(
+        workspace, args, [("or press y / a / n", "a\n"), ("save to the allowlist", "\n")]
+    )
     assert result == {"is_error": False, "output": {"result": 42}}
     assert "<save to the allowlist>: calculate  (Enter" in screen  # calculate has no subjects: the whole tool
     assert "- calculate" in (toolrig_home / "config.yaml").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.commands.terminal import Terminal
 from tests.support.fake_llm import Call, FakeLLM, Text, Thinking, reply
+from tests.support.terminal import Terminal
 
 TOOLRIG = str(Path(sys.executable).parent / "toolrig")
 
@@ -60,7 +60,9 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     # already be on screen from an earlier turn, and keys typed while the chat is busy race with it.
     mark = terminal.mark()
     terminal.type_line("what is six times seven?")
-    screen = terminal.wait_for("allow calculate? [y]es once, [a]lways, [n]o > ", after=mark)
+    # The question is a list (keys pressed before it is drawn are dropped: wait for it); y moves, Enter confirms.
+    screen = terminal.wait_for("or press y / a / n", after=mark)
+    assert "[1/1] allow calculate?" in screen and "> ( ) yes, once" in screen
     assert 'calculate {"expression": "6 * 7"}' in screen and "why asked: checking arithmetic" in screen
     terminal.type_line("y")
     terminal.wait_for("The answer is 42.", after=mark)
@@ -73,7 +75,7 @@ def test_chat_in_a_real_terminal_streams_shows_tools_and_cancels_a_turn_with_ctr
     llm.script(reply(Call("toolu_2", "calculate", '{"expression": "2 + 2"}')), reply(Text("4, by heart.")))
     mark = terminal.mark()
     terminal.type_line("and two plus two?")
-    terminal.wait_for("allow calculate?", after=mark)
+    terminal.wait_for("or press y / a / n", after=mark)
     terminal.type_line("n")
     terminal.wait_for("reason for the model (optional) > ", after=mark)
     terminal.type_line("do it in your head")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.commands.terminal import Terminal
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.terminal import Terminal
 
 TOOLRIG = str(Path(sys.executable).parent / "toolrig")
 QUESTIONS = {

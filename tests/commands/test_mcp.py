@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.cli import app
 from toolrig.config import McpServerConfig
 from toolrig.sources.mcp_trust import TrustStore
@@ -25,7 +25,7 @@ def peer(tmp_path: Path) -> dict[str, object]:
     state = tmp_path / "peer"
     state.mkdir()
     (state / "description.txt").write_text("Describe.", encoding="utf-8")
-    return {"command": sys.executable, "args": [str(ROOT / "tests/adapters/mcp_peer_server.py"), str(state)]}
+    return {"command": sys.executable, "args": [str(ROOT / "tests/support/mcp_peer_server.py"), str(state)]}
 
 
 @pytest.mark.parametrize("args", [["mcp", "--help"], ["mcp", "serve", "--help"], ["mcp", "trust", "--help"]])
@@ -267,10 +267,10 @@ def test_tools_list_shows_that_a_description_goes_on_after_its_first_sentence(
     configure(toolrig_home, {"peer": peer})
     out = CliRunner().invoke(app, ["tools", "list", "--root", str(workspace)])
     assert out.exit_code == 0, out.output
-    [line] = [line for line in out.output.splitlines() if line.startswith("peer__describe")]
+    [line] = [line for line in out.output.splitlines() if line.startswith("peer/describe")]
     hidden = len(INJECTED) - len("Describe")
     assert line.split(None, 2)[-1].endswith(f"Describe [+{hidden} chars]"), line
-    [echo] = [line for line in out.output.splitlines() if line.startswith("peer__echo")]
+    [echo] = [line for line in out.output.splitlines() if line.startswith("peer/echo")]
     assert echo.endswith("Echo the text back"), echo  # one sentence: nothing hidden, nothing marked
 
 

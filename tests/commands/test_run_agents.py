@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.subagents.conversations import install
 from tests.commands.test_run import configure, invoke
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.subagent_conversations import install
 from toolrig.stores import Stores
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.terminal import Terminal
 from tests.commands.test_chat_people import TOOLRIG, sent_results
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.terminal import Terminal
 
 
 @pytest.fixture

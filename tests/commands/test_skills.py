@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.skills.helpers import install_samples, isolate_home
+from tests.support.skill_helpers import install_samples, isolate_home
 from toolrig.cli import app
 
 

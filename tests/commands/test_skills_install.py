@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.skills.helpers import isolate_home
+from tests.support.skill_helpers import isolate_home
 from toolrig.cli import app
 from toolrig.config import set_trust
 from toolrig.rig import Rig

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 import pytest
 from mcp.types import CallToolResult, ListToolsResult, Tool
@@ -31,9 +33,15 @@ def test_every_tool_lists_as_an_mcp_tool_with_usable_schemas_and_hints(tool: Any
 
 
 def test_a_result_carries_structured_content_and_the_same_json_as_text() -> None:
+    """The text is the output's JSON, not toolrig's envelope around it (issue 33 item 13): MCP says isError."""
     ok = call_tool_result(ToolResult.ok({"n": 1}, notes=["cut"]), structured=True)
     assert ok.structured_content == {"n": 1} and ok.is_error is False
-    assert ok.content[0].text == '{"is_error":false,"output":{"n":1},"notes":["cut"]}'  # type: ignore[union-attr]
-    failed = call_tool_result(ToolResult.error("not_found", "no such file"), structured=True)
+    assert [block.text for block in ok.content] == ['{"n":1}', "cut"]  # type: ignore[union-attr]
+    failed = call_tool_result(ToolResult.error("not_found", "no such file", "Check the path."), structured=True)
     assert failed.is_error is True and failed.structured_content is None
+    assert json.loads(failed.content[0].text) == {  # type: ignore[union-attr]
+        "error_type": "not_found",
+        "message": "no such file",
+        "next_action_hint": "Check the path.",
+    }
     CallToolResult.model_validate(failed.model_dump(by_alias=True, mode="json"))

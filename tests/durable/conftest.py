@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.durable.support import access_for, config, follow_prompt, install_rig, tools
+from tests.support.durable import access_for, config, follow_prompt, install_rig, tools
 from tests.support.fake_llm import FakeLLM
 from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
@@ -52,7 +52,7 @@ def postgres() -> Iterator[Any]:
     import shutil
     import tempfile
 
-    from tests.durable.postgres import postgres_server
+    from tests.support.postgres import postgres_server
 
     # Not under pytest's tmp dir: as root that is private (0700), and the server runs as `postgres`.
     base = Path(tempfile.mkdtemp(prefix="toolrig-pg-"))

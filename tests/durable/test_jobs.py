@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.durable.support import access_for
+from tests.support.durable import access_for
 from toolrig.durable.access import DurableAccess
 from toolrig.durable.api import DurableError
 from toolrig.durable.jobs import JobBook, config_job_id
@@ -73,7 +73,7 @@ async def test_remove_deletes_a_runtime_job(durable_rig: Rig) -> None:
 
 
 async def test_config_jobs_are_listed_but_cannot_be_removed_by_the_tool(workspace: Path, cfg: dict[str, Any]) -> None:
-    from tests.durable.support import tools
+    from tests.support.durable import tools
     from toolrig.registry import Registry
 
     settings = {**cfg, "cron": [{"name": "nightly report", "schedule": "0 2 * * *", "prompt": "Report."}]}
@@ -196,7 +196,7 @@ async def test_a_model_may_run_or_remove_only_its_own_agents_jobs(
     workspace: Path, cfg: dict[str, Any], caller: str | None, owner: str | None, action: str
 ) -> None:
     """A job runs under its agent's profile: running another's would lend the caller those permissions."""
-    from tests.durable.support import install_rig, tools
+    from tests.support.durable import install_rig, tools
     from toolrig.registry import Registry
 
     agents = {"reader": {"tools": ["cron"]}, "reporter": {"tools": ["cron", "tasks"]}}
@@ -222,7 +222,7 @@ async def test_a_model_may_run_or_remove_only_its_own_agents_jobs(
 
 
 async def test_a_config_job_of_another_agent_cannot_be_run_by_the_model(workspace: Path, cfg: dict[str, Any]) -> None:
-    from tests.durable.support import tools
+    from tests.support.durable import tools
     from toolrig.registry import Registry
 
     settings = {
@@ -241,7 +241,7 @@ async def test_a_models_list_shows_only_the_jobs_that_run_as_its_agent(
     workspace: Path, cfg: dict[str, Any], caller: str | None
 ) -> None:
     """Another profile's jobs (config or runtime) are its work: their prompts are not this model's to read."""
-    from tests.durable.support import install_rig, tools
+    from tests.support.durable import install_rig, tools
     from toolrig.registry import Registry
 
     settings = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.durable.support import running_worker, wait_for
+from tests.support.durable import running_worker, wait_for
 from toolrig.durable.access import DurableAccess
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.durable.support import access_for, config, wait_for
+from tests.support.durable import access_for, config, wait_for
 from tests.support.fake_llm import FakeLLM
 from tests.support.sample_tools import OUT
 from toolrig.durable.access import DurableAccess
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 def worker_process(root: Path, url: str, llm: FakeLLM, concurrency: int = 4) -> Iterator[subprocess.Popen[str]]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.durable.worker_main", str(root), url, llm.anthropic_url, str(concurrency)],
+        [sys.executable, "-m", "tests.support.worker_main", str(root), url, llm.anthropic_url, str(concurrency)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

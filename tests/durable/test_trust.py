@@ -17,7 +17,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from tests.durable.support import access_for, tools
+from tests.support.durable import access_for, tools
 from tests.support.fake_llm import FakeLLM
 from toolrig.commands.cron import command as cron_command
 from toolrig.commands.tasks import command as tasks_command

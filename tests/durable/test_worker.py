@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.durable.support import access_for, install_rig, running_worker, wait_for
+from tests.support.durable import access_for, install_rig, running_worker, wait_for
 from tests.support.sample_tools import OUT
 from toolrig.durable.access import DurableAccess
 from toolrig.durable.journal import UNKNOWN_OUTCOME

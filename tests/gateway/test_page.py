@@ -127,7 +127,7 @@ def test_hostile_model_text_and_tool_results_are_shown_as_text_and_never_run(ser
 
 
 def test_a_subagent_has_a_live_line_that_ends_done_and_its_calls_show_indented(serve: Any, browser: Browser) -> None:
-    from tests.agent.subagents.conversations import install
+    from tests.support.subagent_conversations import install
 
     gw = serve()
     spawn = json.dumps({"agents": [{"agent_type": "general", "prompt": "job ALPHA"}], "background": False})

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller
+from tests.support.file_helpers import Caller
 
 
 @pytest.fixture

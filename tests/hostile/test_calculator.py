@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.adapters.test_mcp_http import client, http_server
-from tests.cpu_cost import cpu_spent
+from tests.support.cpu_cost import cpu_spent
 from toolrig.rig import Rig
 
 

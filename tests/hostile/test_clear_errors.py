@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.file_helpers import Caller, write
+from tests.support.file_helpers import Caller, write
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.ripgrep import confine_to
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller, write
+from tests.support.file_helpers import Caller, write
 
 SECRET = "SECRET-OUTSIDE"
 

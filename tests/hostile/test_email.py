@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import SmtpServer
+from tests.support.servers import SmtpServer
 from toolrig import Rig
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.file_helpers import Caller, write
+from tests.support.file_helpers import Caller, write
 from toolrig.sandbox.paths import Workspace
 
 SECRET = "SECRET-OUTSIDE"

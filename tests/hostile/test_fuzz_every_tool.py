@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from tests.file_helpers import write
 from tests.support.examples import examples
+from tests.support.file_helpers import write
 from toolrig import Rig
 from toolrig.registry import Registry
 

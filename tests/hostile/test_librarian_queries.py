@@ -86,7 +86,7 @@ def test_librarian_query_allows_the_standard_library_and_local_functions(librari
 def test_collation_uris_resolve_in_memory_and_an_unknown_one_is_refused_never_fetched(workspace: Path) -> None:
     import socket
 
-    from tests.file_helpers import Caller
+    from tests.support.file_helpers import Caller
 
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.05)

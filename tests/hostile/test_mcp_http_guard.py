@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.mcp_peers import toolrig_command
 from tests.adapters.test_mcp_http import TOKEN, client, http_server, post, serving
+from tests.support.mcp_peers import toolrig_command
 
 pytestmark = pytest.mark.anyio
 

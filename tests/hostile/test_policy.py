@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.policy.governed_tools import Shell, governed_tools
+from tests.support.governed_tools import Shell, governed_tools
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 

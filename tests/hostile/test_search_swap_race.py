@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller
+from tests.support.file_helpers import Caller
 from toolrig.sandbox import landlock
 
 SWAPPER = """

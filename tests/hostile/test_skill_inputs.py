@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.skills.helpers import isolate_home
+from tests.support.skill_helpers import isolate_home
 from toolrig.config import set_trust
 from toolrig.rig import Rig
 from toolrig.skills.allowed import to_patterns

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import static_resolver
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig import Rig
 from toolrig.sandbox.http import GuardedHttp
 from toolrig.sandbox.network import NetworkPolicy, check_url

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.file_helpers import Caller
+from tests.support.file_helpers import Caller
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.statedir import StatePath
 from toolrig.stores.outputs import OutputStore

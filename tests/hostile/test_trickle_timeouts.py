@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller
+from tests.support.file_helpers import Caller
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.policy.governed_tools import governed_tools
+from tests.support.governed_tools import governed_tools
 from tests.support.sample_tools import all_tools
 from toolrig.policy.audit import AuditLog
 from toolrig.registry import Registry

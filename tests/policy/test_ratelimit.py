@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Call
 from tests.policy.conftest import last_row
-from tests.policy.governed_tools import catalog
+from tests.support.governed_tools import catalog
 from toolrig.config import AgentConfig, Config, parse_rate
 from toolrig.errors import ConfigError
 from toolrig.permissions import configured

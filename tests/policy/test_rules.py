@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import Call
 from tests.policy.conftest import last_row
-from tests.policy.governed_tools import Fetch, Mail, Peek, Shell, WriteNote, catalog
+from tests.support.governed_tools import Fetch, Mail, Peek, Shell, WriteNote, catalog
 from toolrig.config import Config
 from toolrig.errors import ConfigError
 from toolrig.policy.rules import Policy, allow_pattern

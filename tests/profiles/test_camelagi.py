@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.profiles.contract import documented, raw, schema_differences
+from tests.support.profile_contract import documented, raw, schema_differences
 from toolrig.profiles import get_profile
 from toolrig.rig import Rig
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.profiles.contract import documented, result_differences, schema_differences
+from tests.support.profile_contract import documented, result_differences, schema_differences
 from toolrig.profiles import get_profile
 from toolrig.rig import Rig
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.media_tools import make_notebook, make_pdf, tiny_png
-from tests.servers import HttpServer
-from tests.skills.helpers import install_samples, isolate_home
+from tests.support.media_tools import make_notebook, make_pdf, tiny_png
+from tests.support.servers import HttpServer
+from tests.support.skill_helpers import install_samples, isolate_home
 from toolrig.agent.subagents.types import load_agent_types
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.approvals.model import Reply

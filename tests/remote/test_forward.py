@@ -1,6 +1,6 @@
 """approvals.forward wired from config: a Rig's approvals and ask_user questions reach Telegram or a webhook.
 
-The local Bot API server (tests/remote/bot_api.py) and a local portal (tests/servers.py) stand in for the
+The local Bot API server (tests/support/bot_api.py) and a local portal (tests/support/servers.py) stand in for the
 services; the answer is bound to the exact call, and forged, replayed and late answers are refused AND
 written to the audit log.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.remote.bot_api import BotApi
 from tests.remote.test_webhook import SECRET, Portal, received
-from tests.servers import HttpServer
+from tests.support.bot_api import BotApi
+from tests.support.servers import HttpServer
 from toolrig.errors import ConfigError
 from toolrig.policy.audit import AuditLog, AuditRow
 from toolrig.result import ToolResult

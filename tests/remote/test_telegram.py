@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.remote.bot_api import BotApi
+from tests.support.bot_api import BotApi
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, fingerprint
 from toolrig.approvals.broker import ApprovalBroker
 from toolrig.events import NullSink

@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.servers import HttpServer, Seen
+from tests.support.servers import HttpServer, Seen
 from toolrig.approvals import ApprovalRequest, fingerprint
 from toolrig.approvals.broker import ApprovalBroker
 from toolrig.events import NullSink

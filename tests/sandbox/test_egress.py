@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import static_resolver
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig.sandbox.egress import Egress, EgressLimits, open_egress
 from toolrig.sandbox.egress_http import BadRequest, parse_head
 from toolrig.sandbox.network import NetworkPolicy

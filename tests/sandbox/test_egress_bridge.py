@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.conftest import static_resolver
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig.sandbox.egress import open_egress
 from toolrig.sandbox.egress_bridge import HANDOFF, hand_off, main, proxy_env
 from toolrig.sandbox.netns import BRIDGE

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from tests.conftest import static_resolver
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig.sandbox import command_net
 from toolrig.sandbox.egress import Egress, open_egress
 from toolrig.sandbox.egress_bridge import proxy_env

@@ -5,7 +5,7 @@ import httpx2
 import pytest
 
 from tests.conftest import static_resolver
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig.sandbox.http import GuardedHttp
 from toolrig.sandbox.network import NetworkDenied, NetworkPolicy
 

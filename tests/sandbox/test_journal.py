@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox import journal_child
+from tests.support import journal_child
 from toolrig.sandbox import journal as journal_module
 from toolrig.sandbox.journal import Change, Journal
 
@@ -241,7 +241,7 @@ def test_fifty_kills_during_a_three_file_patch_leave_every_file_before_or_every_
     for name in _FILES:
         (root / name).write_bytes(_content(name, 0))
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.sandbox.journal_child"])
+    context.set_forkserver_preload(["tests.support.journal_child"])
     rng = random.Random(16)  # noqa: S311  (kill points, not secrets)
 
     def trial(version: int, delay: float | None) -> float:

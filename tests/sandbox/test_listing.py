@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.file_helpers import git_init, write
+from tests.support.file_helpers import git_init, write
 from toolrig.sandbox.listing import walk
 from toolrig.sandbox.paths import Workspace
 

@@ -63,7 +63,7 @@ def test_the_user_s_own_front_matter_survives_a_refresh(workspace: Path) -> None
 
 
 def test_mcp_tools_get_a_theme_per_server(workspace: Path) -> None:
-    from tests.adapters.mcp_peers import everything_server
+    from tests.support.mcp_peers import everything_server
 
     command = everything_server()
     config = {"mcp_servers": {"everything": {"command": command[0], "args": command[1:]}}}

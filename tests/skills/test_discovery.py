@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.skills.helpers import SAMPLES, install_samples, isolate_home
+from tests.support.skill_helpers import SAMPLES, install_samples, isolate_home
 from toolrig.skills.discovery import discover
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.skills.helpers import SAMPLES
+from tests.support.skill_helpers import SAMPLES
 from toolrig.skills.skill import SkillError, name_problems, parse_skill, read_skill, split_allowed_tools
 
 

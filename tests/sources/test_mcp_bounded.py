@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.adapters.mcp_peers import ROOT, running
+from tests.support.mcp_peers import ROOT, running
 from toolrig.rig import Rig
 from toolrig.sources import MAX_MESSAGE_BYTES
 from toolrig.sources.mcp_bounded import TOO_LARGE, MessageTooLarge, _Capped
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.anyio
 
 @contextmanager
 def big_server(mode: str, *extra: str) -> Iterator[str]:
-    args = [sys.executable, str(ROOT / "tests" / "sources" / "mcp_big_reply_server.py"), mode, *extra]
+    args = [sys.executable, str(ROOT / "tests" / "support" / "mcp_big_reply_server.py"), mode, *extra]
     with running(args, env={**os.environ, "PYTHONPATH": str(ROOT)}) as process:
         assert process.stderr is not None
         line = process.stderr.readline()

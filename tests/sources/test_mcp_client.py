@@ -15,8 +15,8 @@ import anyio
 import pytest
 import yaml
 
-from tests.adapters.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
 from tests.adapters.test_mcp_http import TOKEN, http_server
+from tests.support.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
 from toolrig.events import Event, EventBus, ToolProgressEvent
 from toolrig.rig import Rig
 
@@ -41,7 +41,7 @@ def peer_state(tmp_path: Path) -> Path:
 
 
 def peer(state: Path, **settings: Any) -> dict[str, Any]:
-    command = [sys.executable, str(ROOT / "tests" / "adapters" / "mcp_peer_server.py"), str(state)]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_peer_server.py"), str(state)]
     return {"mcp_servers": {"peer": server(command, **settings)}}
 
 
@@ -281,7 +281,11 @@ async def test_a_url_server_is_reached_over_streamable_http_with_its_headers(
         async with Rig(workspace, config=good) as rig:
             assert rig.registry.find("local/calculate") is not None
             result = await rig.call("local__calculate", {"expression": "2 + 3"})
-            assert result.raise_for_error()["structured"] == {"result": 5}
+            # toolrig as its own client: the other toolrig's output once, in no envelope (issue 33 item 13).
+            assert result.raise_for_error() == {"text": "", "structured": {"result": 5}, "attachments": []}
+            failed = await rig.call("local__calculate", {"expression": "1 +"})
+            assert failed.is_error and '"error_type":"invalid_input"' in (failed.message or "")
+            assert "is_error" not in (failed.message or "")
         bad = {"mcp_servers": {"other": {"url": url, "headers": {"Authorization": "Bearer wrong"}}}}
         refused = Rig(workspace, config=bad)
         assert refused.tools("mcp") == []  # could not be listed: it offers nothing, and says so in the log

@@ -1,7 +1,7 @@
 """The MCP project's conformance suite (pinned in tests/peers) drives toolrig's MCP client, OAuth included.
 
 Each client scenario starts the suite's own MCP and authorization servers on loopback and launches
-``tests/sources/conformance_client.py`` against them; the suite's checks (checks.json per scenario) are
+``tests/support/conformance_client.py`` against them; the suite's checks (checks.json per scenario) are
 the verdict. Scores, before OAuth and after: docs/mcp.md.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.mcp_peers import npm_peer
+from tests.support.mcp_peers import npm_peer
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
@@ -47,7 +47,7 @@ def client_scenarios() -> list[str]:
 
 
 def run_scenario(scenario: str, out: Path, *flags: str) -> list[dict[str, Any]]:
-    command = " ".join([sys.executable, "-m", "tests.sources.conformance_client", *flags])
+    command = " ".join([sys.executable, "-m", "tests.support.conformance_client", *flags])
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(
         [*suite(), "client", "--command", command, "--scenario", scenario, "--timeout", "90000", "-o", str(out)],

@@ -1,5 +1,5 @@
 """A server's own requests, relayed: against an official-SDK server that elicits, samples, lists roots and
-changes its tool list mid-run (tests/sources/mcp_relay_server.py), through a real Rig and its approvals."""
+changes its tool list mid-run (tests/support/mcp_relay_server.py), through a real Rig and its approvals."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.approvals import ApprovalDecision, ApprovalRequest
 from toolrig.approvals.model import Reply
 from toolrig.rig import Rig
@@ -55,7 +55,7 @@ class Person:
 
 
 def relay_config(mode: str = "always", **settings: Any) -> dict[str, Any]:
-    command = [sys.executable, str(ROOT / "tests" / "sources" / "mcp_relay_server.py")]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_relay_server.py")]
     server = {"command": command[0], "args": command[1:], **settings}
     return {"approvals": {"mode": mode}, "mcp_servers": {"relay": server}}
 
@@ -143,7 +143,7 @@ async def test_under_mcp_serve_the_servers_own_form_is_shown_to_the_client_that_
     async with server.running(), Client(server.server, elicitation_callback=person) as client:
         result = await client.call_tool(f"relay/{tool}", {})
     assert not result.is_error, result
-    assert json.loads(json.loads(result.content[0].text)["output"]["text"]) == expected  # what the server got
+    assert json.loads(json.loads(result.content[0].text)["text"]) == expected  # what the server got
     message, form = person.shown[-1]
     assert message.startswith("The MCP server 'relay' asks: ")
     assert set(form["properties"]) == ({"name"} if tool == "ask_name" else {"proceed", "label"})  # as written

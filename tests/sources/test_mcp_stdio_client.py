@@ -14,12 +14,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.rig import Rig
 from toolrig.sources import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.anyio
-SERVER = [sys.executable, str(ROOT / "tests" / "sources" / "mcp_long_line_server.py")]
+SERVER = [sys.executable, str(ROOT / "tests" / "support" / "mcp_long_line_server.py")]
 CONFIG = {"mcp_servers": {"long": {"command": SERVER[0], "args": SERVER[1:]}}}
 
 

@@ -1,5 +1,5 @@
 """Token refresh end to end: a run holding an expired access token refreshes it against a real authorization
-server on loopback (the official SDK's, tests/sources/mcp_oauth_server.py), stores the new one, and never shows
+server on loopback (the official SDK's, tests/support/mcp_oauth_server.py), stores the new one, and never shows
 the expired one to the MCP server; a refused refresh names the sign-in command."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.sources.mcp_oauth_server import CLIENT_ID, oauth_mcp_server
+from tests.support.mcp_oauth_server import CLIENT_ID, oauth_mcp_server
 from toolrig.config import McpServerConfig
 from toolrig.rig import Rig
 from toolrig.sources.mcp_tokens import McpTokenStore

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.types import CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
 
 from toolrig.config import McpServerConfig
@@ -62,3 +65,36 @@ def test_arguments_are_checked_against_the_remote_schema_before_any_gate(tmp_pat
     assert "'n': 0 is less than the minimum of 1" in caught.value.message
     assert "'tags.0': 1 is not of type 'string'" in caught.value.message
     assert tool.subjects(tool.input_model.model_validate({"n": 1, "path": "/etc/x"})) == ["srv/t", "/etc/x"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    structured=st.dictionaries(st.text(max_size=5), JSON, max_size=4), other=st.text(max_size=30), indent=st.booleans()
+)
+def test_the_text_twin_of_structured_content_is_read_once_and_any_other_text_kept(
+    structured: dict[str, object], other: str, indent: bool
+) -> None:
+    """Issue 33 item 13: toolrig as its own client showed the model the same output twice (once in an envelope)."""
+    twin = json.dumps(structured, indent=2 if indent else None)
+    result = CallToolResult(content=[TextContent(text=twin), TextContent(text=other)], structured_content=structured)
+    output = tool_output("srv", "t", result)
+    assert output.structured == structured
+    assert output.text == other  # the twin dropped, the rest (a note) kept
+    if other.strip() != "" and not (other.lstrip().startswith(("{", "[")) and _parses_to(other, structured)):
+        alone = tool_output(
+            "srv", "t", CallToolResult(content=[TextContent(text=other)], structured_content=structured)
+        )
+        assert alone.text == other
+
+
+def _parses_to(text: str, value: object) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False

@@ -104,7 +104,7 @@ def test_sqlite_kv_keeps_values_across_reopening(tmp_path) -> None:  # type: ign
 
 
 def test_redis_kv_reports_an_unreachable_server_as_unavailable() -> None:
-    from tests.servers import refusing_port
+    from tests.support.servers import refusing_port
 
     with refusing_port() as port:
         store = RedisKeyValueStore(f"redis://127.0.0.1:{port}/0")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.state_servers import BaseXServer, RedisServer
+from tests.support.state_servers import BaseXServer, RedisServer
 from toolrig.rig import Rig
 from toolrig.stores.kv import RedisKeyValueStore, SqliteKeyValueStore
 from toolrig.stores.librarian.basex import BaseXLibrarian

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.telemetry.otlp import Receiver, start_receiver
+from tests.support.otlp import Receiver, start_receiver
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import pytest
 
 from tests.agent.conftest import agent_config
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.otlp import Receiver, Span
 from tests.support.sample_tools import agent_tools
-from tests.telemetry.otlp import Receiver, Span
 from toolrig.agent import run_agent
 from toolrig.registry import Registry
 from toolrig.rig import Rig

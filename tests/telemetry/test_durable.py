@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.durable.support import config, follow_prompt, tools, wait_for
 from tests.durable.test_scale_out import worker_process
+from tests.support.durable import config, follow_prompt, tools, wait_for
 from tests.support.fake_llm import FakeLLM
-from tests.telemetry.otlp import Receiver
+from tests.support.otlp import Receiver
 from toolrig.durable.access import DurableAccess
 from toolrig.registry import Registry
 from toolrig.rig import Rig

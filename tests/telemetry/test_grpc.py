@@ -14,8 +14,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tests.support.otlp import Receiver
 from tests.support.sample_tools import agent_tools
-from tests.telemetry.otlp import Receiver
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.telemetry import names

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.otlp import Receiver
 from tests.support.sample_tools import agent_tools
-from tests.telemetry.otlp import Receiver
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.telemetry import names
@@ -61,7 +61,7 @@ async def test_a_malformed_traceparent_starts_a_new_trace(workspace: Path, otlp:
 
 
 async def test_a_remote_mcp_call_carries_the_calls_span_as_its_traceparent(workspace: Path, otlp: Receiver) -> None:
-    command = {"command": sys.executable, "args": [str(HERE / "mcp_trace_server.py")]}
+    command = {"command": sys.executable, "args": [str(HERE.parent / "support" / "mcp_trace_server.py")]}
     rig = Rig(workspace, config=traced(otlp, mcp_servers={"peer": command}), registry=Registry(agent_tools()))
     try:
         result = await rig.call("peer/seen_meta", {})

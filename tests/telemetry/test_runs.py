@@ -10,10 +10,10 @@ import anyio
 import pytest
 
 from tests.agent.conftest import agent_config
-from tests.agent.subagents.conversations import install
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
+from tests.support.otlp import Receiver, Span
 from tests.support.sample_tools import agent_tools
-from tests.telemetry.otlp import Receiver, Span
+from tests.support.subagent_conversations import install
 from toolrig.agent import run_agent
 from toolrig.agent.state import RunOptions
 from toolrig.approvals.channel import CallbackChannel

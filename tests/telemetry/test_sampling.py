@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.otlp import Receiver
 from tests.support.sample_tools import agent_tools
-from tests.telemetry.otlp import Receiver
 from toolrig.approvals.channel import CallbackChannel
 from toolrig.approvals.model import ApprovalDecision
 from toolrig.registry import Registry

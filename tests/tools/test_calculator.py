@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.cpu_cost import cpu_spent
+from tests.support.cpu_cost import cpu_spent
 from toolrig import Rig, ToolContext
 from toolrig.errors import ToolError
 from toolrig.result import ToolResult

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.servers import HttpServer
+from tests.support.servers import HttpServer
 from toolrig.rig import Rig
 
 GUIDE = """# Widgets guide

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller, git_init, write
-from tests.media_tools import make_notebook, make_pdf, tiny_png
+from tests.support.file_helpers import Caller, git_init, write
+from tests.support.media_tools import make_notebook, make_pdf, tiny_png
 from toolrig.sandbox.text import sha256
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.state_servers import RedisServer
+from tests.support.state_servers import RedisServer
 from toolrig.rig import Rig
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.state_servers import BaseXServer
+from tests.support.state_servers import BaseXServer
 from toolrig.rig import Rig
 from toolrig.stores.librarian.basex import BaseXLibrarian
 

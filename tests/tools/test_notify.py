@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import HttpServer, SmtpServer, refusing_port
+from tests.support.servers import HttpServer, SmtpServer, refusing_port
 from toolrig import Rig
 from toolrig.result import ToolResult
 

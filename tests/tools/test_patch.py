@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.file_helpers import Caller, write
+from tests.support.file_helpers import Caller, write
 from toolrig.sandbox import journal
 
 

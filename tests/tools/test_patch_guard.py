@@ -10,7 +10,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from tests.file_helpers import Caller, write
+from tests.support.file_helpers import Caller, write
 from toolrig import Rig
 from toolrig.profiles import NAMES
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.file_helpers import Caller, git_init, write
 from tests.sandbox.test_mtimes import CHANGES, make_tree, stamp_at
+from tests.support.file_helpers import Caller, git_init, write
 from tests.support.inotify import instances_held, no_instance_left
 from toolrig.sandbox import mtimes
 from toolrig.sandbox.ripgrep import HIDDEN_DIRS_SEARCHED

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.skills.helpers import install_samples, isolate_home
+from tests.support.skill_helpers import install_samples, isolate_home
 from toolrig.rig import Rig
 
 STRICT = {"approvals": {"mode": "always", "fallback": "deny", "allow": ["load_skill"]}, "audit": {"enabled": True}}
@@ -223,7 +223,7 @@ def test_the_schema_lists_the_skills_found_as_an_enum(skills_rig: Rig, workspace
 
 
 def test_read_skill_resource_attaches_an_image_judged_by_its_bytes_not_its_name(skills_rig: Rig) -> None:
-    from tests.media_tools import tiny_png
+    from tests.support.media_tools import tiny_png
     from toolrig.content import ImagePart
 
     folder = skills_rig.workspace.root / ".agents/skills/pdf-forms"
@@ -238,7 +238,7 @@ def test_read_skill_resource_attaches_an_image_judged_by_its_bytes_not_its_name(
 
 
 def test_read_skill_resource_refuses_an_oversized_or_damaged_image_and_other_binaries(skills_rig: Rig) -> None:
-    from tests.media_tools import tiny_png
+    from tests.support.media_tools import tiny_png
     from toolrig.tools.skills import MAX_IMAGE_BYTES
 
     folder = skills_rig.workspace.root / ".agents/skills/pdf-forms/assets"

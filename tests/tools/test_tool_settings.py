@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HttpServer
-from tests.file_helpers import write
+from tests.support.file_helpers import write
 from toolrig.errors import ConfigError
 from toolrig.rig import Rig
 

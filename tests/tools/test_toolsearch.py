@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapters.mcp_peers import everything_server
+from tests.support.mcp_peers import everything_server
 from toolrig.rig import Rig
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import HttpServer, Seen, refusing_port
+from tests.support.servers import HttpServer, Seen, refusing_port
 from toolrig import Rig
 from toolrig.errors import ConfigError
 from toolrig.result import ToolResult

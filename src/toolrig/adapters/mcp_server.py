@@ -26,7 +26,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic_core import to_json
 
-from toolrig.adapters.mcp_content import content_json, mcp_content
+from toolrig.adapters.mcp_content import content_json, mcp_content, result_texts
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.adapters.mcp_sessions import SessionIds, new_session_id
@@ -100,10 +100,10 @@ def mcp_tool(tool: AnyTool) -> Tool:
 
 
 def call_tool_result(result: ToolResult, *, structured: bool) -> CallToolResult:
-    """The contract JSON as text, then the result's parts; structured content; ``isError`` for any failure."""
+    """The output as JSON text (or the error), then notes and the parts; structured content; ``isError`` on failure."""
     from mcp.types import CallToolResult, TextContent
 
-    text: list[ContentBlock] = [TextContent(text=result.to_json()), *mcp_content(result.content)]
+    text: list[ContentBlock] = [*(TextContent(text=t) for t in result_texts(result)), *mcp_content(result.content)]
     if result.is_error:
         return CallToolResult(content=text, is_error=True)
     return CallToolResult(content=text, structured_content=result.output if structured else None)
@@ -544,7 +544,7 @@ class FastToolCalls:
             log.exception("tools/call %s failed outside the executor", name)
             error = {"code": -32603, "message": "Internal error"}
             return to_json({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
-        content = [{"type": "text", "text": result.to_json()}, *content_json(result.content)]
+        content = [*({"type": "text", "text": t} for t in result_texts(result)), *content_json(result.content)]
         body: dict[str, Any] = {"content": content, "isError": result.is_error}
         if not result.is_error and server.structured(name):
             body["structuredContent"] = result.output

@@ -196,7 +196,7 @@ class ApprovalBroker:
         answers = []
         for request, decision in zip(requests, decisions, strict=True):
             bound = _bound(decision, request)
-            answers.append(Answer(bound, bound.verdict if bound is decision else "deny:fingerprint"))
+            answers.append(Answer(bound, (decision.how or bound.verdict) if bound is decision else "deny:fingerprint"))
         return answers
 
     def _fallback(self, why: str, label: str) -> Answer:

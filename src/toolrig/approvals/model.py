@@ -90,6 +90,7 @@ class ApprovalDecision:
     fingerprint: str = ""  # when set, the answer holds only for the request with this fingerprint
     answers: tuple[Reply, ...] | None = None  # a question's answers; None: skipped (or an approval)
     by_default: bool = False  # nobody answered: a channel's stand-in (its fallback), which a person's answer beats
+    how: str = ""  # the audit row's approval when the verdict would mislead: a paused run's stand-in is "paused"
 
 
 @dataclass(frozen=True, slots=True)

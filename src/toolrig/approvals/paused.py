@@ -28,7 +28,8 @@ class PauseChannel:
     async def decide(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
         for request in requests:
             self.pending[request.id] = request
-        return [ApprovalDecision("deny", PAUSED_REASON) for _ in requests]
+        # Denied for now so nothing runs, but recorded as waiting: the person has not said no.
+        return [ApprovalDecision("deny", PAUSED_REASON, how="paused") for _ in requests]
 
 
 class ReplayChannel:

@@ -31,8 +31,19 @@ def printable(text: str) -> str:
 class Selector:
     """One question's options as a list; ``run()`` returns (labels picked, wants own text) or None (skipped)."""
 
-    def __init__(self, question: Question, fd: int, output: TextIO, buffered: bytes = b"") -> None:
+    def __init__(
+        self,
+        question: Question,
+        fd: int,
+        output: TextIO,
+        buffered: bytes = b"",
+        *,
+        shortcuts: dict[bytes, int] | None = None,
+    ) -> None:
         self.question = question
+        # A key that moves to its row (an approval's y / a / n): enter still confirms, so typing a letter and
+        # enter answers as it did when approvals were line input.
+        self.shortcuts = shortcuts or {}
         self.fd = fd
         self.output = output
         self.leftover = buffered
@@ -51,7 +62,10 @@ class Selector:
                 if key is None or key == ESCAPE or key == b"q":
                     self._finish("skipped")
                     return None
-                if key in UP:
+                if key in self.shortcuts:
+                    self.cursor = self.shortcuts[key]
+                    self.picked = {self.cursor}
+                elif key in UP:
                     self.cursor = (self.cursor - 1) % len(self.rows)
                 elif key in DOWN:
                     self.cursor = (self.cursor + 1) % len(self.rows)
@@ -91,7 +105,8 @@ class Selector:
                 description = f" - {printable(self.question.options[index].description)}"
             lines.append(f"  {pointer} {mark} {printable(label)}{description}")
         action = "space picks, " if multiple else ""
-        lines.append(f"  ↑/↓ move, {action}enter confirms, esc skips")
+        keys = f", or press {' / '.join(k.decode() for k in self.shortcuts)}" if self.shortcuts else ""
+        lines.append(f"  ↑/↓ move, {action}enter confirms, esc skips{keys}")
         text = (f"\x1b[{self._drawn}F\x1b[J" if self._drawn else "") + "\n".join(lines) + "\n"
         self._drawn = len(lines)
         self.output.write(text)

@@ -7,9 +7,10 @@ escaped so a hostile argument cannot redraw the screen).
 Input is read from the file descriptor without a thread (``anyio.wait_readable``), so a timeout or a
 Ctrl-C stops the question at once and leaves no reader blocked behind.
 
-Questions (``ask_user``) are a selectable list on a real terminal (arrow keys move, space picks, enter
-confirms, Esc skips; the terminal is in cbreak mode only while the list is shown); on a pipe they are
-answered by typing option numbers or text, one line per question.
+Questions (``ask_user``) and approvals are a selectable list on a real terminal (arrow keys move, space
+picks, enter confirms, Esc skips; an approval's y / a / n still move to their row; the terminal is in cbreak
+mode only while the list is shown); on a pipe they are answered by typing option numbers, text or y / a / n,
+one line per question.
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ from typing import TextIO
 
 import anyio
 
-from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Question, Reply
+from toolrig.approvals.model import ApprovalDecision, ApprovalRequest, Choice, Question, Reply
 from toolrig.approvals.questions import field_questions, optional_fields, values_from_fields
 from toolrig.approvals.selector import Selector, printable
 
 _SHOWN_ARGS = 600
+# An approval's answers as a list: (key that picks it, label, what it does).
+_CHOICES = (
+    (b"y", "yes, once", ""),
+    (b"a", "yes, always", "add it to the allowlist"),
+    (b"n", "no", "tell the model why"),
+)
+_FOR_THE_REST = ((b"Y", "yes to this and all the rest", ""), (b"N", "no to this and all the rest", ""))
 
 
 class TerminalChannel:
@@ -125,19 +133,45 @@ class TerminalChannel:
             self._say(f"      why asked: {printable(request.reason)}")
 
     async def _ask(self, index: int, count: int, request: ApprovalRequest) -> tuple[ApprovalDecision, bool]:
+        if os.isatty(self.input_fd):
+            return await self._pick(index, count, request)
         choices = "[y]es once, [a]lways, [n]o" + (", Y/N = yes/no to all the rest" if count > 1 else "")
         while True:
             answer = await self._prompt(f"[{index}/{count}] allow {request.tool}? {choices} > ")
             if answer is None:
                 return ApprovalDecision("deny", "no answer (the terminal input was closed)"), True
-            if answer in ("y", "yes", "Y"):
-                return ApprovalDecision("allow_once", fingerprint=request.fingerprint), answer == "Y"
-            if answer in ("a", "always"):
-                return await self._always(request), False
-            if answer in ("n", "no", "N"):
-                reason = await self._prompt("  reason for the model (optional) > ")
-                return ApprovalDecision("deny", (reason or "").strip(), fingerprint=request.fingerprint), answer == "N"
+            answered = await self._answered(answer, request)
+            if answered is not None:
+                return answered
             self._say("  please answer y, a or n")
+
+    async def _pick(self, index: int, count: int, request: ApprovalRequest) -> tuple[ApprovalDecision, bool]:
+        """On a real terminal an approval is a list, as a question is (it was the one prompt that was typed)."""
+        rows = _CHOICES + (_FOR_THE_REST if index < count else ())
+        self._say(f"[{index}/{count}] allow {request.tool}?")
+        question = Question(f"allow {request.tool}?", options=tuple(Choice(label, what) for _, label, what in rows))
+        shortcuts = {key: row for row, (key, _, _) in enumerate(rows)}
+        selector = Selector(question, self.input_fd, self.output, self._buffer, shortcuts=shortcuts)
+        picked = await selector.run()
+        self._buffer = selector.leftover
+        keys = [key.decode() for key, label, _ in rows if picked is not None and label in picked[0]]
+        answered = await self._answered(keys[0], request) if keys else None
+        # Esc, or the input closed: nobody said yes.
+        return answered or (
+            ApprovalDecision("deny", "the user skipped the question", fingerprint=request.fingerprint),
+            False,
+        )
+
+    async def _answered(self, answer: str, request: ApprovalRequest) -> tuple[ApprovalDecision, bool] | None:
+        """The decision a typed or picked answer gives, and whether it holds for the rest of the batch."""
+        if answer in ("y", "yes", "Y"):
+            return ApprovalDecision("allow_once", fingerprint=request.fingerprint), answer == "Y"
+        if answer in ("a", "always"):
+            return await self._always(request), False
+        if answer in ("n", "no", "N"):
+            reason = await self._prompt("  reason for the model (optional) > ")
+            return ApprovalDecision("deny", (reason or "").strip(), fingerprint=request.fingerprint), answer == "N"
+        return None
 
     async def _always(self, request: ApprovalRequest) -> ApprovalDecision:
         suggested = ", ".join(request.suggested) or request.tool

@@ -24,7 +24,7 @@ from toolrig.agent.usage import Usage
 from toolrig.approvals.terminal import TerminalChannel
 from toolrig.cli import make_rig
 from toolrig.commands._agent_common import check_provider, fail
-from toolrig.commands._chat_ui import ChatScreen
+from toolrig.commands._chat_ui import ChatScreen, tool_rows
 from toolrig.policy.audit import background_ends
 from toolrig.rig import Rig
 from toolrig.sandbox.background import BackgroundJobs
@@ -149,9 +149,7 @@ class Chat:
         if name in ("/exit", "/quit"):
             return False
         if name == "/tools":
-            for item in self.rig.tools():
-                summary = item.description.split(". ")[0].rstrip(".")
-                row = Text.assemble((f"{item.name:<20}", "cyan"), f" {summary}")
+            for row in tool_rows(self.rig.tools(), self.console.width):
                 self.console.print(row, no_wrap=True, overflow="ellipsis")
         elif name == "/capabilities":
             from toolrig.skills import capabilities

@@ -8,6 +8,7 @@ thread; rich's console serialises output, and the spinners stop before any quest
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -21,6 +22,25 @@ from toolrig.events import Event
 
 if TYPE_CHECKING:
     from toolrig.agent.usage import Usage
+    from toolrig.registry import AnyTool
+
+
+def tool_rows(tools: Iterable[AnyTool], width: int) -> list[Text]:
+    """``/tools``: one line per tool, as ``toolrig tools list`` shows it (name as a person reads it, summary).
+
+    A description is the model's text, often several lines or paragraphs: printed whole, it spilled over the
+    list; the summary says how much more there is, as the list command does.
+    """
+    from toolrig.adapters.plain import summary
+
+    listed = list(tools)
+    names = [t.display_name or t.name for t in listed]
+    column = max(20, *(len(n) for n in names)) if names else 20
+    room = max(20, width - column - 2)
+    return [
+        Text.assemble((f"{name:<{column}}", "cyan"), f" {summary(t.description, room)}")
+        for name, t in zip(names, listed, strict=True)
+    ]
 
 
 class ChatScreen:

@@ -87,7 +87,7 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
         call.parent_agent_id,
         call.call_id,
         call.origin,
-        call.tool.name if call.tool is not None else call.name,
+        _shown(call),
         _json(redact(call.subjects)) if call.subjects else "[]",
         _json(redact(call.raw_args)),
         decision,
@@ -101,11 +101,22 @@ def row_values(call: ToolCall, result: ToolResult) -> tuple[Any, ...]:
     )
 
 
+def _shown(call: ToolCall) -> str:
+    """The tool's name as a person reads it everywhere: an MCP server's tool as ``server/tool``.
+
+    Its provider-safe spelling (``server__tool``) is the name models send; it is not a second name for the
+    reader to learn, so it is not shown as "called as" either.
+    """
+    tool = call.tool
+    return (tool.display_name or tool.name) if tool is not None else call.name
+
+
 def _called_as(call: ToolCall) -> str | None:
-    """The name the model used, when it was not the tool's own (a profile's name, a display name or alias)."""
+    """The name the model used, when it was not the tool's own (a profile's name or an alias)."""
     used = call.called_as or call.name
-    canonical = call.tool.name if call.tool is not None else call.name
-    return used if used != canonical else None
+    tool = call.tool
+    own = (tool.name, tool.display_name) if tool is not None else (call.name,)
+    return used if used not in own else None
 
 
 def _json(value: Any) -> str:
@@ -183,15 +194,19 @@ class AuditLog:
         agent: str | None = None,
         limit: int | None = 100,
     ) -> list[AuditRow]:
-        """The newest ``limit`` rows that match, oldest first. ``tool`` is a glob on either name of the tool."""
+        """The newest ``limit`` rows that match, oldest first. ``tool`` is a glob on either name of the tool.
+
+        An MCP tool may be named in either spelling (``server/tool`` or ``server__tool``): rows keep the first.
+        """
         where: list[str] = []
         params: list[Any] = []
         if since is not None:
             where.append("ts >= ?")
             params.append(since)
         if tool:
-            where.append("(tool GLOB ? OR called_as GLOB ?)")
-            params.extend((tool, tool))
+            slashed = _slashed(tool)
+            where.append("(tool GLOB ? OR called_as GLOB ? OR tool GLOB ? OR called_as GLOB ?)")
+            params.extend((tool, tool, slashed, slashed))
         if agent:
             where.append("agent = ?")
             params.append(agent)
@@ -216,6 +231,12 @@ def background_ends(audit: AuditLog | None, origin: str) -> Callable[[Job], None
     if audit is None:
         return None
     return lambda job: audit.record_ended(job, origin)
+
+
+def _slashed(pattern: str) -> str:
+    """``server__tool`` (the provider-safe spelling) as the ``server/tool`` rows record; other names unchanged."""
+    server, sep, rest = pattern.partition("__")
+    return f"{server}/{rest}" if sep and server and "/" not in server else pattern
 
 
 def _row(values: Sequence[Any]) -> AuditRow:

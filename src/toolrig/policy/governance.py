@@ -213,7 +213,9 @@ class Governance:
         call.approval = answer.how
         decision = answer.decision
         if decision.verdict == "deny":
-            call.verdict = "deny"
+            # A paused run's call was not refused: its row says it still asks (approval "paused"), and the
+            # resumed run's row for the same call id says what the person decided.
+            call.verdict = "ask" if answer.how == "paused" else "deny"
             raise _refused(answer)
         call.verdict = "allow"
         if decision.verdict == "allow_always":
@@ -230,7 +232,7 @@ class Governance:
         args: dict[str, Any] = call.input.model_dump(mode="json") if call.input is not None else call.raw_args
         return ApprovalRequest(
             id=call.call_id,
-            tool=call.name,
+            tool=_shown(call),
             args=args,
             subjects=tuple(call.subjects),
             reason=call.verdict_reason,
@@ -242,10 +244,11 @@ class Governance:
 
     def suggest(self, call: ToolCall) -> tuple[str, ...]:
         """The narrowest allowlist patterns that would have allowed this call: its exact subjects."""
+        name = _shown(call)
         if call.tool is None or not call.subjects:
-            return (call.name,)
+            return (name,)
         seen = view(kind_of(call.tool), call.subjects, self.workspace)
-        return tuple(dict.fromkeys(f"{call.name}:{escape(unit)}" for unit in seen.units)) or (call.name,)
+        return tuple(dict.fromkeys(f"{name}:{escape(unit)}" for unit in seen.units)) or (name,)
 
     def grant(self, tool: str, args: dict[str, Any], decision: ApprovalDecision | None = None) -> str:
         """Approve one future call of ``tool`` with exactly these (validated) arguments; returns its fingerprint."""
@@ -418,3 +421,14 @@ def _refused(answer: Answer) -> ToolError:
         message,
         "Do not repeat the same call. Take the user's reason into account, or ask the user what to do instead.",
     )
+
+
+def _shown(call: ToolCall) -> str:
+    """The name a person is asked about: an MCP tool as ``server/tool`` (config takes that spelling too).
+
+    A profile's own name for a tool (``Bash``) is kept: that is the name the person's agent uses.
+    """
+    tool = call.tool
+    if tool is not None and tool.display_name and call.name == tool.name:
+        return tool.display_name
+    return call.name

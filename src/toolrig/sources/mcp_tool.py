@@ -167,6 +167,9 @@ def tool_output(server: str, remote: str, result: CallToolResult) -> McpToolOutp
             if isinstance(text, str):
                 texts.append(text)
             attachments.append({"type": block.type, "uri": str(resource.uri), "mime_type": resource.mime_type})
+    structured = result.structured_content
+    if structured is not None and texts and _same_json(texts[0], structured):
+        texts.pop(0)  # structuredContent's text twin (the spec asks servers for both): the model reads it once
     text = "\n".join(texts)
     if result.is_error:
         raise ToolError(
@@ -174,7 +177,16 @@ def tool_output(server: str, remote: str, result: CallToolResult) -> McpToolOutp
             f"The MCP server '{server}' reported an error from '{remote}': {text[:4000] or 'no details'}",
             "Read the server's message: fix the arguments, or use another approach.",
         )
-    structured = result.structured_content
     if structured is not None and not isinstance(structured, dict):
         structured = {"value": structured}
     return McpToolOutput(text=text, structured=structured, attachments=attachments)
+
+
+def _same_json(text: str, value: Any) -> bool:
+    """Whether ``text`` is ``value`` as JSON (any spacing or key order)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False  # the common case, prose, without a parse
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent.subagents.conversations import Conversations, install
 from tests.support.fake_llm import FakeLLM, Reply
+from tests.support.subagent_conversations import Conversations, install
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ async def test_foreground_results_follow_the_record_shape_in_order(
     rig = agent_tools_rig()
     result = await run_agent("PARENT", RunOptions(), rig=rig)
     last = [b for b in llm.bodies() if "PARENT" in json.dumps(b)[:20_000]][-1]
-    from tests.agent.subagents.conversations import tool_results
+    from tests.support.subagent_conversations import tool_results
 
     [text] = [t for t in tool_results(last) if "results" in t]
     records = json.loads(text)["output"]["results"]
@@ -161,7 +161,7 @@ async def test_structured_output_is_validated_and_the_child_repairs_it(
     [done] = [e for e in events if isinstance(e, SubagentDoneEvent)]
     assert done.status == "done"
     parent_last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
-    from tests.agent.subagents.conversations import tool_results
+    from tests.support.subagent_conversations import tool_results
 
     [text] = [t for t in tool_results(parent_last) if "results" in t]
     assert json.loads(text)["output"]["results"][0]["output"] == {"n": 3}
@@ -226,7 +226,7 @@ async def test_background_children_are_waited_for_with_wait_task(agent_tools_rig
     rig = agent_tools_rig(tools=TASK_TOOLS)
     result = await run_agent("PARENT", RunOptions(), rig=rig, on_event=events.append)
     assert result.response == "both done" and result.stop_reason == "completed"
-    from tests.agent.subagents.conversations import tool_results
+    from tests.support.subagent_conversations import tool_results
 
     last = [b for b in llm.bodies() if "PARENT" in json.dumps(b.get("messages", [])[:2])][-1]
     parsed = [json.loads(t) for t in tool_results(last)]
@@ -362,7 +362,7 @@ async def test_a_childs_approval_pauses_the_root_and_resumes_in_another_process(
     from pathlib import Path
 
     from tests.agent.conftest import agent_config
-    from tests.agent.subagents.conversations import tool_results
+    from tests.support.subagent_conversations import tool_results
     from toolrig.agent import RunState
 
     probe = sample_tools.reset_probe()
@@ -469,7 +469,7 @@ async def test_a_childs_turn_budget_comes_from_its_type(agent_tools_rig: Any, co
     )
     rig = agent_tools_rig(config={"agents": {"brief": {"description": "one turn", "max_turns": 1}}})
     await run_agent("PARENT", RunOptions(), rig=rig)
-    from tests.agent.subagents.conversations import first_user_text
+    from tests.support.subagent_conversations import first_user_text
 
     child = [b for b in llm.bodies() if "LOOPER" in first_user_text(b)]
     assert len(child) == 2  # one turn with tools, then the summary request (no more tools)

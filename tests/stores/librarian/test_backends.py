@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.state_servers import make_librarian
+from tests.support.state_servers import make_librarian
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.librarian import Librarian
 

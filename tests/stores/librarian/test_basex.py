@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import refusing_port
-from tests.state_servers import BaseXServer
+from tests.support.servers import refusing_port
+from tests.support.state_servers import BaseXServer
 from toolrig.errors import ErrorType, ToolError
 from toolrig.stores.librarian.basex import _EVAL, BaseXError, BaseXLibrarian, BaseXSession
 

@@ -63,10 +63,10 @@ def serve_params(workspace: Path, home: Path, *extra: str) -> StdioServerParamet
 
 
 def fixture_params(workspace: Path, home: Path, *extra: str) -> StdioServerParameters:
-    """Our MCP server with test tools and a test approval gate (tests/adapters/mcp_fixture_server.py)."""
+    """Our MCP server with test tools and a test approval gate (tests/support/mcp_fixture_server.py)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tests.adapters.mcp_fixture_server", "--root", str(workspace), *extra],
+        args=["-m", "tests.support.mcp_fixture_server", "--root", str(workspace), *extra],
         env={"TOOLRIG_HOME": str(home), "PYTHONPATH": str(ROOT)},
         cwd=str(ROOT),
     )

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import anyio
 from pydantic import BaseModel
 
-from tests.media_tools import WAV, tiny_png
+from tests.support.media_tools import WAV, tiny_png
 from toolrig import Tool, ToolContext, ToolError, ToolInput, ToolOutput
 from toolrig.content import AudioPart, ImagePart, ResourcePart
 from toolrig.errors import ErrorType

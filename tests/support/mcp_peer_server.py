@@ -1,6 +1,6 @@
 """A third-party MCP server built with the official SDK (``mcp`` MCPServer), for what npm servers cannot do.
 
-``python tests/adapters/mcp_peer_server.py STATE_DIR``: ``describe``'s description is read from
+``python tests/support/mcp_peer_server.py STATE_DIR``: ``describe``'s description is read from
 STATE_DIR/description.txt at start (so a test can change a definition between runs), ``crash`` ends the
 process mid-call, and every start is counted in STATE_DIR/starts.txt.
 """

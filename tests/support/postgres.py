@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.servers import PortTaken, on_a_free_port
+from tests.support.servers import PortTaken, on_a_free_port
 
 INSTALL_HINT = "PostgreSQL is needed for these tests: apt-get install -y postgresql (bash .ci/run does it)."
 

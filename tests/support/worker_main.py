@@ -1,4 +1,4 @@
-"""A worker process for the multi-worker tests: ``python -m tests.durable.worker_main ROOT DATABASE_URL LLM_URL``.
+"""A worker process for the multi-worker tests: ``python -m tests.support.worker_main ROOT DATABASE_URL LLM_URL``.
 
 The real ``Worker`` and DBOS, with the test tools and the scripted model; prints READY once it takes work.
 """
@@ -14,13 +14,13 @@ from pathlib import Path
 def main() -> None:
     root, url, llm_url = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     concurrency = int(sys.argv[4]) if len(sys.argv) > 4 else 4
-    from tests.durable.support import access_for, install_rig
+    from tests.support.durable import access_for, install_rig
     from toolrig.durable.worker import Worker
 
     class _Llm:
         anthropic_url = llm_url
 
-    from tests.durable.support import config
+    from tests.support.durable import config
 
     cfg = config(_Llm(), database_url=url, dead_after_seconds=3)  # type: ignore[arg-type]
     install_rig(cfg)

@@ -8,7 +8,7 @@ from typing import Any
 
 from toolrig.profiles import Profile
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "profiles" / "data"
 COMPARED = ("type", "default", "enum", "maximum")
 
 

@@ -1,6 +1,6 @@
 """An MCP server over streamable HTTP (the official SDK's) whose ``big`` tool answers with as many bytes as asked.
 
-``python tests/sources/mcp_big_reply_server.py json|sse [--gzip-over N]`` prints its URL on stderr's first line.
+``python tests/support/mcp_big_reply_server.py json|sse [--gzip-over N]`` prints its URL on stderr's first line.
 ``--gzip-over N`` stands for a hostile or broken server: a reply longer than N bytes is sent gzip-compressed
 whatever the request's Accept-Encoding said.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.mcp_peers import ROOT, npm_peer, running, toolrig_command
+from tests.support.mcp_peers import ROOT, npm_peer, running, toolrig_command
 
 
 def conformance_command() -> list[str]:
@@ -23,13 +23,13 @@ def plugin_path(site: Path) -> str:
     dist = site / "toolrig_conformance_fixtures-0.0.0.dist-info"
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toolrig-conformance-fixtures\nVersion: 0.0.0\n")
-    (dist / "entry_points.txt").write_text("[toolrig.tools]\nconformance = tests.adapters.conformance_tools\n")
+    (dist / "entry_points.txt").write_text("[toolrig.tools]\nconformance = tests.support.conformance_tools\n")
     return os.pathsep.join([str(site), str(ROOT)])
 
 
 def install_skills(home: Path) -> None:
     """The suite's prompts, as skills in the user's skill folder (no workspace trust needed)."""
-    from tests.adapters.conformance_tools import SKILL_FILES, SKILLS
+    from tests.support.conformance_tools import SKILL_FILES, SKILLS
 
     for name, text in SKILLS.items():
         folder = home / "skills" / name

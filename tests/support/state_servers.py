@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import PortTaken, on_a_free_port
+from tests.support.servers import PortTaken, on_a_free_port
 from toolrig.stores.kv import KeyValueStore, RedisKeyValueStore, SqliteKeyValueStore
 from toolrig.stores.librarian import Librarian
 from toolrig.stores.librarian.basex import BaseXLibrarian

@@ -1,6 +1,6 @@
 """An MCP server (official SDK) that asks its client things: questions, the model, roots, and list changes.
 
-``python tests/sources/mcp_relay_server.py``: each tool makes one request of the client through the SDK's
+``python tests/support/mcp_relay_server.py``: each tool makes one request of the client through the SDK's
 resolvers (so it works on both protocol generations: mid-call requests up to 2025-11-25, input-required
 rounds from 2026-07-28) and returns what came back as JSON, so a test sees exactly what toolrig answered.
 """

@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite launches: ``python -m tests.sources.conformance_client URL``.
+"""The client the MCP conformance suite launches: ``python -m tests.support.conformance_client URL``.
 
 The suite starts a scenario's servers, then runs this with the MCP server URL as the last argument,
 ``MCP_CONFORMANCE_SCENARIO`` naming the scenario and ``MCP_CONFORMANCE_CONTEXT`` holding its data

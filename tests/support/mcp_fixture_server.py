@@ -1,6 +1,6 @@
 """A real ``toolrig mcp serve`` over stdio, with tools that exercise progress, cancellation and approvals.
 
-Run as ``python -m tests.adapters.mcp_fixture_server --root DIR [--fallback allow] [--governance-only]``:
+Run as ``python -m tests.support.mcp_fixture_server --root DIR [--fallback allow] [--governance-only]``:
 the same McpToolServer the command builds, plus test tools and a test-local approval gate that asks the
 rig's approval channel (the MCP elicitation channel) before ``guarded_write`` runs. With
 ``--governance-only`` the test gate is left out and the config's approval rules decide.
