@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from tests.adapters.mcp_peers import ROOT
+from tests.support.mcp_peers import ROOT
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolInput, ToolOutput
 from toolrig.rig import Rig
@@ -55,7 +55,7 @@ def peer_config(tmp_path: Path) -> dict[str, Any]:
     state = tmp_path / "peer"
     state.mkdir()
     (state / "description.txt").write_text("Describe the peer.", encoding="utf-8")
-    command = [sys.executable, str(ROOT / "tests" / "adapters" / "mcp_peer_server.py"), str(state)]
+    command = [sys.executable, str(ROOT / "tests" / "support" / "mcp_peer_server.py"), str(state)]
     return {
         "llm": {"model": "claude-sonnet-4-5"},
         "approvals": {"mode": "off"},

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.media_tools import make_notebook, tiny_png
+from tests.support.media_tools import make_notebook, tiny_png
 from toolrig.profiles import NAMES, Face, get_profile
 from toolrig.result import ToolResult
 from toolrig.rig import Rig

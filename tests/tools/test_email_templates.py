@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.servers import SmtpServer
+from tests.support.servers import SmtpServer
 from toolrig import Rig
 from toolrig.errors import ToolError
 from toolrig.tools.notify import SendEmailConfig, SendEmailInput, _template_names, compose
