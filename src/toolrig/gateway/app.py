@@ -111,15 +111,19 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        from toolrig.channels import Channels
         from toolrig.gateway.runs import warm_provider
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
             self._runs = RunManager(self.rig, tasks)
             self._runs.restore()
+            channels = Channels(self.rig, self._runs)  # chat channels (Telegram) start and stop with the server
+            tasks.start_soon(channels.serve)
             try:
                 yield
             finally:
+                channels.stop()
                 for run in self._runs.running():
                     run.scope.cancel()  # a paused run's state stays kept for the next start
                 self._runs = None
