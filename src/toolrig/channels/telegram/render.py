@@ -68,7 +68,7 @@ def todos(items: Iterable[Any]) -> str:
     for item in items:
         if isinstance(item, dict):
             mark = marks.get(str(item.get("status")), "•")
-            lines.append(f"{mark} {escape(_short(str(item.get('content', '')), 300))}")
+            lines.append(f"{mark} {escape(_short(str(item.get('task') or item.get('content') or ''), 300))}")
     return "\n".join(lines) if lines else "<i>No todo list in this session.</i>"
 
 

@@ -89,9 +89,10 @@ class RunView:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
+            ended = self._ended  # read before the flush: what arrives during it gets a flush of its own
             async with self._lock:
                 await self._flush()
-            if self._ended:
+            if ended:
                 return
             await anyio.sleep(self.edit_seconds)
 
