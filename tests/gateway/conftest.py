@@ -77,10 +77,12 @@ def serve(workspace: Path, llm: FakeLLM) -> Iterator[Any]:
     started: list[tuple[Any, threading.Thread]] = []
     llm.reset()
 
-    def start(*, token: str | None = TOKEN, **config: Any) -> Served:
+    def start(
+        *, token: str | None = TOKEN, channels: Any = (), users: Any = None, shared: bool = False, **config: Any
+    ) -> Served:
         rig = gateway_rig(workspace, llm, **config)
         sock = bind("127.0.0.1", 0)  # listening before the thread starts: clients may connect at once
-        server, base = make_server(rig, sock, token=token)
+        server, base = make_server(rig, sock, token=token, channels=channels, users=users, shared=shared)
 
         async def main() -> None:
             async with rig:

@@ -161,12 +161,41 @@ def test_a_run_paused_before_a_restart_is_approved_from_the_page_after_it(
     second = serve(**SMART)
     page = signed_in(browser, second.base, second.token)
     page.locator("#runs li", has_text="waits for you").click()
+    expect(page.locator("#log .msg.user")).to_have_text("wipe the logs")  # the conversation before the pause
+    expect(page.locator("#log .tool").first).to_contain_text("→ wipe(")
     card = page.locator(".card.approval")
     expect(card.locator("pre")).to_have_text('{"target": "logs"}')
     page.screenshot(path=str(shots / "restored-run.png"))
     card.get_by_role("button", name="Approve once").click()
     expect(page.locator("#log")).to_contain_text("Logs wiped after the restart.")
     expect(page.locator("#runs li")).to_have_count(0)
+
+
+def test_allow_always_from_a_card_lets_the_next_such_call_run_without_one(
+    serve: Any, browser: Browser, shots: Path
+) -> None:
+    gw = serve(**SMART)
+    gw.llm.script(
+        reply(Call("c1", "wipe", '{"target": "cache"}')),
+        reply(Text("Cache wiped.")),
+        reply(Call("c2", "wipe", '{"target": "logs"}')),
+        reply(Text("Logs wiped, no question asked.")),
+    )
+    page = signed_in(browser, gw.base, gw.token)
+    send(page, "wipe the cache")
+    card = page.locator(".card.approval")
+    expect(card.locator("input.pattern")).to_have_attribute("placeholder", "wipe")  # what "always" saves
+    page.screenshot(path=str(shots / "allow-always.png"))
+    card.get_by_role("button", name="Allow always").click()
+    expect(page.locator("#log")).to_contain_text("Cache wiped.")
+    expect(page.locator("#send")).to_be_enabled()
+    send(page, "now the logs")
+    expect(page.locator("#log")).to_contain_text("Logs wiped, no question asked.")
+    expect(page.locator(".card")).to_have_count(0)
+    with gw.client() as client:
+        rows = client.get("/api/audit?tool=wipe").json()["rows"]
+    assert {r["call_id"]: r["approval"] for r in rows}["c1"] == "allow_always"
+    assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_the_page_without_its_cookie_says_how_to_sign_in(serve: Any, browser: Browser) -> None:

@@ -34,6 +34,34 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def streamable_app(
+    tool_server: McpToolServer,
+    host: str,
+    port: int,
+    *,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+    retry_ms: int = DEFAULT_RETRY_MS,
+    max_message_bytes: int | None = None,
+) -> Any:
+    """The SDK's streamable HTTP app at ``/mcp`` (unguarded: the caller puts it behind ``http_auth``'s guard)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from toolrig.adapters.mcp_events import MemoryEventStore
+
+    hosts = allowed_hosts(host, port, extra_hosts)
+    # The SDK's own Host/Origin check stays on behind the guard, with the same lists.
+    security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts, extra_origins))
+    return tool_server.server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        host=host,
+        event_store=MemoryEventStore(),
+        retry_interval=retry_ms,
+        max_request_body_size=max_message_bytes or MAX_MESSAGE_BYTES,  # a longer body: 413, unread
+    )
+
+
 async def serve_http(
     tool_server: McpToolServer,
     sock: socket.socket,
@@ -54,22 +82,17 @@ async def serve_http(
     calls do not hold a connection open through proxies that cut idle ones.
     """
     import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from toolrig.adapters.mcp_events import MemoryEventStore
 
     host, port = sock.getsockname()[:2]
-    hosts = allowed_hosts(host, port, extra_hosts)
-    # The SDK's own Host/Origin check stays on behind the guard, with the same lists.
-    security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=allowed_origins(hosts, extra_origins))
     tool_server.sse_poll_after = poll_after
-    app: Any = tool_server.server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=security,
-        host=host,
-        event_store=MemoryEventStore(),
-        retry_interval=retry_ms,
-        max_request_body_size=max_message_bytes or MAX_MESSAGE_BYTES,  # a longer body: 413, unread
+    app = streamable_app(
+        tool_server,
+        host,
+        port,
+        extra_hosts=extra_hosts,
+        extra_origins=extra_origins,
+        retry_ms=retry_ms,
+        max_message_bytes=max_message_bytes,
     )
     # The guard refuses a tokenless endpoint beyond loopback (TokenError) before anything is served.
     guarded = guard(app, host=host, port=port, token=token, extra_hosts=extra_hosts, extra_origins=extra_origins)

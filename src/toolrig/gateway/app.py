@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,10 +22,15 @@ from starlette.routing import Route
 
 from toolrig.gateway import models as m
 from toolrig.gateway import reads
+from toolrig.gateway.auth import USER_KEY
 from toolrig.gateway.channel import AnswerRefused
+from toolrig.gateway.channels import Channel, run_channel
+from toolrig.gateway.owners import OPERATOR, Viewer
 from toolrig.gateway.runs import RunManager, RunRefused
 
 if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
     from toolrig.rig import Rig
 
 MAX_BODY = 1_000_000
@@ -98,9 +103,20 @@ def _guarded(handler: Handler) -> Handler:
 class Gateway:
     """The handlers, over one Rig and the runs this process started."""
 
-    def __init__(self, rig: Rig, *, version: str) -> None:
+    def __init__(
+        self,
+        rig: Rig,
+        *,
+        version: str,
+        channels: Sequence[Channel] = (),
+        shared: bool = False,
+        mcp_app: Starlette | None = None,
+    ) -> None:
         self.rig = rig
+        self.mcp_app = mcp_app
         self.version = version
+        self.shared = shared  # several users see and steer each other's runs and sessions
+        self.channels = tuple(channels)
         self._runs: RunManager | None = None
 
     @property
@@ -111,49 +127,64 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        from toolrig.channels import Channels
+        async with contextlib.AsyncExitStack() as stack:
+            if self.mcp_app is not None:  # the MCP app's own session manager runs as long as the server
+                await stack.enter_async_context(self.mcp_app.router.lifespan_context(self.mcp_app))
+            async with self._serving():
+                yield
+
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
         from toolrig.gateway.runs import warm_provider
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
             self._runs = RunManager(self.rig, tasks)
             self._runs.restore()
-            channels = Channels(self.rig, self._runs)  # chat channels (Telegram) start and stop with the server
-            tasks.start_soon(channels.serve)
+            scopes = [anyio.CancelScope() for _ in self.channels]
+            for channel, scope in zip(self.channels, scopes, strict=True):
+                tasks.start_soon(run_channel, channel, self._runs, scope, name=f"gateway channel {channel.name}")
             try:
                 yield
             finally:
-                channels.stop()
+                for scope in scopes:
+                    scope.cancel()
                 for run in self._runs.running():
                     run.scope.cancel()  # a paused run's state stays kept for the next start
                 self._runs = None
 
     async def start(self, request: Request) -> Response:
         body = await _body(request, m.StartRun)
-        run = self.runs.start(body.prompt, session_id=body.session_id, agent=body.agent)
+        viewer = self.viewer(request)
+        run = self.runs.start(body.prompt, session_id=body.session_id, agent=body.agent, viewer=viewer)
         return _answer(m.RunInfo, run.summary(), 201)
 
     async def list_runs(self, request: Request) -> Response:
-        runs = sorted(self.runs.runs.values(), key=lambda r: (r.finished, -r.started))
+        runs = sorted(self.runs.visible(self.viewer(request)), key=lambda r: (r.finished, -r.started))
         return _answer(m.RunList, {"runs": [r.summary() for r in runs]})
 
     async def run(self, request: Request) -> Response:
-        return _answer(m.RunInfo, self.runs.get(request.path_params["run_id"]).summary())
+        return _answer(m.RunInfo, self.runs.get(request.path_params["run_id"], self.viewer(request)).summary())
 
     async def cancel(self, request: Request) -> Response:
-        return _answer(m.RunInfo, self.runs.cancel(request.path_params["run_id"]).summary())
+        return _answer(m.RunInfo, self.runs.cancel(request.path_params["run_id"], self.viewer(request)).summary())
 
     async def answer(self, request: Request) -> Response:
-        run = self.runs.get(request.path_params["run_id"])
         body = await _body(request, m.Answer)
-        pending_id = request.path_params["pending_id"]
-        answered = run.answer(
-            pending_id, call_id=body.call_id, verdict=body.verdict, reason=body.reason, answers=body.answers
+        answered = self.runs.answer(
+            request.path_params["run_id"],
+            request.path_params["pending_id"],
+            self.viewer(request),
+            call_id=body.call_id,
+            verdict=body.verdict,
+            reason=body.reason,
+            answers=body.answers,
+            pattern=body.pattern,
         )
         return _answer(m.Answered, answered)
 
     async def events(self, request: Request) -> Response:
-        run = self.runs.get(request.path_params["run_id"])
+        run = self.runs.get(request.path_params["run_id"], self.viewer(request))
         after_text = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         if not after_text.isdigit():
             raise Refused(422, "Last-Event-ID / after must be an event id (a whole number)")
@@ -172,26 +203,45 @@ class Gateway:
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
     async def sessions(self, request: Request) -> Response:
-        return _answer(m.SessionList, {"sessions": await reads.sessions(self.rig, _limit(request, 50))})
+        found = await reads.sessions(self.rig, _limit(request, 50), self.viewer(request))
+        return _answer(m.SessionList, {"sessions": found})
 
     async def session(self, request: Request) -> Response:
-        return _answer(m.SessionDetail, await reads.session(self.rig, request.path_params["session_id"]))
+        found = await reads.session(self.rig, request.path_params["session_id"], self.viewer(request))
+        return _answer(m.SessionDetail, found)
 
     async def notes(self, request: Request) -> Response:
-        return _answer(m.Notes, await reads.notes(self.rig, request.path_params["session_id"]))
+        found = await reads.notes(self.rig, request.path_params["session_id"], self.viewer(request))
+        return _answer(m.Notes, found)
+
+    def viewer(self, request: Request) -> Viewer:
+        """Who sent the request (the guard put it in the scope): the operator, or one of several users."""
+        user = request.scope.get("state", {}).get(USER_KEY)
+        return OPERATOR if user is None else Viewer(user, sees_all=self.shared)
+
+    def _operator_only(self, request: Request) -> None:
+        if not self.viewer(request).sees_all:
+            raise Refused(403, "tasks and schedules are the workspace's, shown to the operator only (or --shared)")
 
     async def tasks(self, request: Request) -> Response:
+        self._operator_only(request)
         status = request.query_params.get("status")
         return _answer(m.Rows, {"rows": await reads.tasks(self.rig, status, _limit(request))})
 
     async def schedules(self, request: Request) -> Response:
+        self._operator_only(request)
         return _answer(m.Rows, {"rows": await reads.schedules(self.rig)})
 
     async def audit(self, request: Request) -> Response:
         query = request.query_params
         since = _since(query.get("since"))
         rows = await reads.audit(
-            self.rig, since=since, tool=query.get("tool"), agent=query.get("agent"), limit=_limit(request)
+            self.rig,
+            since=since,
+            tool=query.get("tool"),
+            agent=query.get("agent"),
+            limit=_limit(request),
+            viewer=self.viewer(request),
         )
         return _answer(m.Rows, {"rows": rows})
 
@@ -227,8 +277,29 @@ def _static(name: str) -> bytes:
     return files("toolrig.gateway").joinpath("static", name).read_bytes()
 
 
-def build_app(rig: Rig, *, version: str = "0") -> Starlette:
-    gw = Gateway(rig, version=version)
+class OperatorOnly:
+    """The MCP endpoint (``--mcp``): it runs tools directly, outside any user's sessions, so the operator's only."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("state", {}).get(USER_KEY) is not None:
+            await _error(403, "MCP is served to the operator's token only")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def build_app(
+    rig: Rig,
+    *,
+    version: str = "0",
+    channels: Sequence[Channel] = (),
+    shared: bool = False,
+    mcp_app: Starlette | None = None,
+) -> Starlette:
+    """The gateway's routes; with ``mcp_app`` (``toolrig serve --mcp``) MCP's streamable HTTP at ``/mcp`` too."""
+    gw = Gateway(rig, version=version, channels=channels, shared=shared, mcp_app=mcp_app)
     table: list[tuple[str, str, Handler]] = [
         ("GET", "/", gw.page),
         ("GET", "/static/{name}", gw.asset),
@@ -247,4 +318,8 @@ def build_app(rig: Rig, *, version: str = "0") -> Starlette:
         ("GET", "/api/audit", gw.audit),
     ]
     routes = [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
+    if mcp_app is not None:
+        from toolrig.adapters.mcp_http import MCP_PATH
+
+        routes.append(Route(MCP_PATH, OperatorOnly(mcp_app)))
     return Starlette(routes=routes, lifespan=gw.lifespan)

@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
-from toolrig.adapters.http_auth import HttpGuard, TokenError, allowed_hosts, allowed_origins, is_loopback
+from toolrig.adapters.http_auth import (
+    UNAUTHORIZED,
+    HttpGuard,
+    TokenError,
+    allowed_hosts,
+    allowed_origins,
+    is_loopback,
+)
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "toolrig_gateway"
+USER_KEY = "toolrig_user"  # the scope's state key the guard puts the request's user under
 LOGIN = "/login"
 PUBLIC = frozenset({"/", "/static/app.js", "/static/app.css"})  # the page itself: no data in it
 SAFE_METHODS = frozenset({"GET", "HEAD"})
@@ -44,12 +52,28 @@ def cookie_value(token: str) -> str:
 
 
 class GatewayGuard(HttpGuard):
-    """``HttpGuard`` for the API and the page: the bearer header, or the page's cookie from the page's origin."""
+    """``HttpGuard`` for the API and the page: the bearer header, or the page's cookie from the page's origin.
 
-    def __init__(self, app: ASGIApp, *, hosts: Iterable[str], origins: Iterable[str], token: str | None) -> None:
-        super().__init__(app, hosts=hosts, origins=origins, token=token)
-        self.token = token
-        self.cookie = cookie_value(token).encode() if token else None
+    Several users: each has a token of their own (``users``: name -> token) besides the operator's (``token``).
+    The request's user goes into the scope (``state[USER_KEY]``; None for the operator), where the handlers read it.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: Iterable[str],
+        origins: Iterable[str],
+        token: str | None,
+        users: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(app, hosts=hosts, origins=origins, token=None)  # Host and Origin there; tokens here
+        self.logins: list[tuple[bytes, bytes, str | None]] = []  # (token, cookie, user)
+        for user, secret in [(None, token), *(users or {}).items()]:
+            if secret is not None:
+                self.logins.append((secret.encode(), cookie_value(secret).encode(), user))
+        if users and token is None:
+            raise TokenError("several users need the operator's token too (no --no-token with --user)")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,41 +88,57 @@ class GatewayGuard(HttpGuard):
         headers: dict[str, bytes] = {}
         for key, value in scope["headers"]:
             headers.setdefault(key.decode("latin-1").lower(), value)
-        refused = self.refusal(headers)
         method, path = scope["method"], scope["path"]
-        if refused is not None and refused[0] == 401:
+        refused = self.refusal(headers)  # Host, Origin
+        if refused is not None:
+            await self._refuse(send_secured, refused)
+            return
+        who = self._who(headers, method)
+        if who is None:
             if path == LOGIN and method in SAFE_METHODS:
                 await self._login(scope, send_secured)
-                return
-            if (path in PUBLIC and method in SAFE_METHODS) or self._cookie_ok(headers, method):
-                refused = None
-        if refused is None:
-            if path == LOGIN:  # no token configured, or the header already carried it: nothing to set
-                await _redirect(send_secured, "/", None)
-                return
-            await self.app(scope, receive, send_secured)
+            elif path in PUBLIC and method in SAFE_METHODS:
+                await self.app(scope, receive, send_secured)
+            else:
+                await self._refuse(send_secured, _unauthorized(headers))
             return
-        await self._refuse(send_secured, refused)
+        if path == LOGIN:  # no token configured, or the header already carried it: nothing to set
+            await _redirect(send_secured, "/", None)
+            return
+        scope = {**scope, "state": {**scope.get("state", {}), USER_KEY: who[0]}}
+        await self.app(scope, receive, send_secured)
 
-    def _cookie_ok(self, headers: dict[str, bytes], method: str) -> bool:
-        if self.cookie is None:
-            return False
-        presented = _cookie(headers.get("cookie", b""), COOKIE.encode())
-        if presented is None or not hmac.compare_digest(presented, self.cookie):
-            return False
+    def _who(self, headers: dict[str, bytes], method: str) -> tuple[str | None] | None:
+        """(user,) for a good bearer token or page cookie (user None: the operator); None for nobody."""
+        if not self.logins:
+            return (None,)  # --no-token, loopback only
+        scheme, _, presented = headers.get("authorization", b"").partition(b" ")
+        if scheme.lower() == b"bearer":
+            presented = presented.strip()
+            for secret, _, user in self.logins:
+                if hmac.compare_digest(presented, secret):
+                    return (user,)
+        cookie = _cookie(headers.get("cookie", b""), COOKIE.encode())
+        if cookie is None:
+            return None
         site = headers.get("sec-fetch-site")
         if site is not None and site not in (b"same-origin", b"none"):
-            return False
+            return None
         # A state-changing request with the cookie must say it comes from the page (the Origin was checked above).
-        return method in SAFE_METHODS or "origin" in headers
+        if method not in SAFE_METHODS and "origin" not in headers:
+            return None
+        for _, value, user in self.logins:
+            if hmac.compare_digest(cookie, value):
+                return (user,)
+        return None
 
     async def _login(self, scope: Scope, send: Send) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        given = (query.get("token") or [""])[0]
-        if self.token is not None and hmac.compare_digest(given.encode(), self.token.encode()):
-            cookie = f"{COOKIE}={cookie_value(self.token)}; HttpOnly; SameSite=Strict; Path=/"
-            await _redirect(send, "/", cookie)
-            return
+        given = (query.get("token") or [""])[0].encode()
+        for secret, value, _ in self.logins:
+            if hmac.compare_digest(given, secret):
+                await _redirect(send, "/", f"{COOKIE}={value.decode()}; HttpOnly; SameSite=Strict; Path=/")
+                return
         body = b"The login link is wrong or out of date: open the one toolrig serve printed at start."
         await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
         await send({"type": "http.response.body", "body": body})
@@ -111,6 +151,13 @@ class GatewayGuard(HttpGuard):
         start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
         await send({"type": "http.response.start", "status": status, "headers": start})
         await send({"type": "http.response.body", "body": body})
+
+
+def _unauthorized(headers: dict[str, bytes]) -> tuple[int, int, str, list[tuple[bytes, bytes]]]:
+    presented = headers.get("authorization", b"").partition(b" ")[2]
+    challenge = b'Bearer realm="toolrig"' + (b', error="invalid_token"' if presented else b"")
+    message = "A valid bearer token is required (Authorization: Bearer <token>): see the server's start-up lines."
+    return 401, UNAUTHORIZED, message, [(b"www-authenticate", challenge)]
 
 
 def _cookie(header: bytes, name: bytes) -> bytes | None:
@@ -137,9 +184,11 @@ def gateway_guard(
     token: str | None,
     extra_hosts: Iterable[str] = (),
     extra_origins: Iterable[str] = (),
+    users: Mapping[str, str] | None = None,
 ) -> GatewayGuard:
     """``app`` behind the gateway's guard; refuses to serve beyond loopback without a token (as ``http_auth``)."""
     if token is None and not is_loopback(host):
         raise TokenError(f"the gateway bound to {host}, beyond loopback, needs a bearer token")
     hosts = allowed_hosts(host, port, extra_hosts)
-    return GatewayGuard(app, hosts=hosts, origins=allowed_origins(hosts, extra_origins), token=token)
+    origins = allowed_origins(hosts, extra_origins)
+    return GatewayGuard(app, hosts=hosts, origins=origins, token=token, users=users)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolrig.approvals.model import ApprovalDecision
 from toolrig.approvals.questions import question_from, refused, replies_from
 
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ log = logging.getLogger("toolrig.gateway")
 
 Publish = Callable[[dict[str, Any]], None]
 OnRefused = Callable[[str, "PendingCall | None", str], None]  # why, the card's call (if the id named one), card id
-VERDICTS = ("allow_once", "deny")
+Suggest = Callable[["PendingCall"], tuple[str, ...]]  # the allowlist patterns "allow always" saves by default
+VERDICTS = ("allow_once", "allow_always", "deny")
 
 
 class AnswerRefused(Exception):
@@ -39,8 +41,11 @@ class AnswerRefused(Exception):
         self.message = message
 
 
-def card(card_id: str, call: PendingCall) -> dict[str, Any]:
-    """What a person sees to decide: the exact call, its subjects and the questions (the page shows them as text)."""
+def card(card_id: str, call: PendingCall, suggested: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a person sees to decide: the exact call, its subjects and the questions (the page shows them as text).
+
+    ``suggested``: what "allow always" would add to the allowlist (the call's exact subjects, as the terminal offers).
+    """
     return {
         "type": "pending",
         "id": card_id,
@@ -52,32 +57,59 @@ def card(card_id: str, call: PendingCall) -> dict[str, Any]:
         "reason": call.reason,
         "task_id": call.task_id,
         "questions": list(call.questions),
+        "suggested": [] if call.questions else list(suggested),
     }
+
+
+def always_patterns(call: PendingCall, pattern: str | None, suggested: tuple[str, ...]) -> tuple[str, ...]:
+    """The terminal's "always" rule: a typed bare glob is about this tool's subjects; nothing typed takes the offer."""
+    typed = (pattern or "").strip()
+    if typed and ":" not in typed and typed != call.tool:
+        typed = f"{call.tool}:{typed}"
+    return (typed,) if typed else suggested or (call.tool,)
 
 
 class Waiting:
     """The cards of one pause; ``ready`` is set when every one has its answer."""
 
-    def __init__(self, state: RunState, publish: Publish, on_refused: OnRefused | None = None) -> None:
+    def __init__(
+        self,
+        state: RunState,
+        publish: Publish,
+        on_refused: OnRefused | None = None,
+        suggest: Suggest | None = None,
+    ) -> None:
         self.state = state
         self._publish = publish
         self._on_refused = on_refused
         self.cards: dict[str, PendingCall] = {
             secrets.token_urlsafe(18): call for call in state.pending if call.needs_approval or call.questions
         }
+        self.suggested = {
+            call.call_id: (suggest(call) if suggest is not None else (call.tool,)) for call in self.cards.values()
+        }
         self.decisions: dict[str, str] = {}
+        self.always: dict[str, ApprovalDecision] = {}  # "allow always" answers, with the patterns they save
         self.answers: dict[str, Any] = {}
         self.ready = anyio.Event()
         for card_id, call in self.cards.items():
-            publish(card(card_id, call))
+            publish(card(card_id, call, self.suggested[call.call_id]))
         if not self.cards:
             self.ready.set()
 
     def open_cards(self) -> list[dict[str, Any]]:
-        return [card(card_id, call) for card_id, call in self.cards.items()]
+        return [card(card_id, call, self.suggested[call.call_id]) for card_id, call in self.cards.items()]
 
     def answer(
-        self, card_id: str, *, call_id: str | None, verdict: str, reason: str = "", answers: list[Any] | None = None
+        self,
+        card_id: str,
+        *,
+        call_id: str | None,
+        verdict: str,
+        reason: str = "",
+        answers: list[Any] | None = None,
+        pattern: str | None = None,
+        by: str | None = None,
     ) -> PendingCall:
         call = self.cards.get(card_id)
         if call is None:
@@ -86,14 +118,19 @@ class Waiting:
         if call_id is not None and call_id != call.call_id:
             self.refuse(f"the answer named another call ({call_id[:80]!r})", call, card_id)
             raise AnswerRefused(409, "this answer names another call than the one this card is for")
-        if verdict not in VERDICTS:
-            raise AnswerRefused(422, "here a call is approved once or denied (allow_once or deny)")
+        if verdict not in VERDICTS or (call.questions and verdict == "allow_always"):
+            raise AnswerRefused(422, "a call is approved once, always, or denied; a question answered or skipped")
         if call.questions:
             self.answers[call.call_id] = None if verdict == "deny" else _checked(call, answers)
+        elif verdict == "allow_always":
+            patterns = always_patterns(call, pattern, self.suggested[call.call_id])
+            self.always[call.call_id] = ApprovalDecision("allow_always", reason, patterns=patterns)
+            self.decisions[call.call_id] = verdict
         else:
             self.decisions[call.call_id] = verdict
         del self.cards[card_id]  # single use
-        self._publish({"type": "pending_answered", "id": card_id, "call_id": call.call_id, "verdict": verdict})
+        answered = {"type": "pending_answered", "id": card_id, "call_id": call.call_id, "verdict": verdict}
+        self._publish({**answered, "by": by})  # who answered (None: the operator's token)
         if not self.cards:
             self.ready.set()
         return call

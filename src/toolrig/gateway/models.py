@@ -49,6 +49,9 @@ class Pending(BaseModel):
     reason: str
     task_id: str | None = Field(description="Set when the call is a subagent's.")
     questions: list[Question]
+    suggested: list[str] = Field(
+        description="For an approval: the allowlist patterns allow_always saves unless the answer names a pattern."
+    )
 
 
 class RunFailure(BaseModel):
@@ -60,6 +63,7 @@ class RunInfo(BaseModel):
     id: str
     session_id: str | None
     agent: str | None
+    user: str | None = Field(description="Who started it, where several users are configured (None: the operator).")
     prompt: str
     status: str = Field(
         description="running, waiting (for answers), completed, terminal, max_turns, max_tokens, aborted or failed"
@@ -77,8 +81,16 @@ class RunList(BaseModel):
 class Answer(Strict):
     """A person's answer: a verdict for an approval; ``answers`` (one per question) for a question."""
 
-    verdict: Literal["allow_once", "deny"] = Field(
-        default="allow_once", description="For a question: allow_once with answers, or deny to skip it."
+    verdict: Literal["allow_once", "allow_always", "deny"] = Field(
+        default="allow_once",
+        description="allow_always saves an allowlist pattern (scoped to the run's agent, as the terminal's "
+        "'always'). For a question: allow_once with answers, or deny to skip it.",
+    )
+    pattern: str | None = Field(
+        default=None,
+        max_length=500,
+        description="With allow_always: the pattern to save instead of the card's suggested ones "
+        "(a bare glob is about this tool's subjects, e.g. 'git *').",
     )
     call_id: str | None = Field(default=None, max_length=256, description="The call it answers; refused if another.")
     reason: str = Field(default="", max_length=2000)

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolrig.gateway.owners import OPERATOR, Owners, Viewer
+
+AUDIT_SCAN = 10_000
+
 if TYPE_CHECKING:
     from toolrig.agent.session import SessionInfo, SessionStore
     from toolrig.rig import Rig
@@ -40,12 +44,34 @@ def _store(rig: Rig) -> SessionStore:
     return SessionStore.shared(rig.workspace.state_dir)
 
 
-async def sessions(rig: Rig, limit: int) -> list[dict[str, Any]]:
-    return await anyio.to_thread.run_sync(lambda: [info_json(i) for i in _store(rig).recent(limit)])
+def _owned(rig: Rig, viewer: Viewer) -> set[str] | None:
+    """The sessions ``viewer`` may see; None: every one."""
+    if viewer.sees_all or viewer.user is None:
+        return None
+    return Owners(rig.workspace.state_dir).sessions_of(viewer.user)
 
 
-async def session(rig: Rig, session_id: str) -> dict[str, Any]:
+def _visible(rig: Rig, session_id: str, viewer: Viewer) -> None:
+    owned = _owned(rig, viewer)
+    if owned is not None and session_id not in owned:
+        raise NotFound(session_id)  # another user's session is as unknown as a made-up id
+
+
+async def sessions(rig: Rig, limit: int, viewer: Viewer = OPERATOR) -> list[dict[str, Any]]:
+    def read() -> list[dict[str, Any]]:
+        owned = _owned(rig, viewer)
+        if owned is None:
+            return [info_json(i) for i in _store(rig).recent(limit)]
+        store = _store(rig)
+        found = [info for info in (store.info(sid) for sid in owned) if info is not None]
+        return [info_json(i) for i in sorted(found, key=lambda i: -i.updated)[:limit]]
+
+    return await anyio.to_thread.run_sync(read)
+
+
+async def session(rig: Rig, session_id: str, viewer: Viewer = OPERATOR) -> dict[str, Any]:
     def read() -> dict[str, Any]:
+        _visible(rig, session_id, viewer)
         store = _store(rig)
         info = store.info(session_id)
         if info is None:
@@ -62,8 +88,9 @@ async def session(rig: Rig, session_id: str) -> dict[str, Any]:
     return await anyio.to_thread.run_sync(read)
 
 
-async def notes(rig: Rig, session_id: str) -> dict[str, Any]:
+async def notes(rig: Rig, session_id: str, viewer: Viewer = OPERATOR) -> dict[str, Any]:
     def read() -> dict[str, Any]:
+        _visible(rig, session_id, viewer)
         if _store(rig).info(session_id) is None:
             raise NotFound(session_id)
         todos = rig.stores.notes.get(session_id, "todos") or []
@@ -104,16 +131,29 @@ async def schedules(rig: Rig) -> list[dict[str, Any]]:
     return await anyio.to_thread.run_sync(read)
 
 
-async def audit(rig: Rig, *, since: float | None, tool: str | None, agent: str | None, limit: int) -> list[Any]:
+async def audit(
+    rig: Rig, *, since: float | None, tool: str | None, agent: str | None, limit: int, viewer: Viewer = OPERATOR
+) -> list[Any]:
+    """The audit rows, each with ``user``: the owner of its session (the person whose run made the call).
+
+    A user who sees only their own sessions sees only their sessions' rows (the newest ``limit`` of those among
+    the newest ten thousand rows).
+    """
     from toolrig.policy.audit import FILE_NAME, AuditLog
 
     def read() -> list[Any]:
         if not (rig.workspace.state_dir / FILE_NAME).exists():
             return []
+        owned = _owned(rig, viewer)
+        owners = Owners(rig.workspace.state_dir)
         log = AuditLog(rig.workspace.state_dir)
         try:
-            return [row.to_json() for row in log.query(since=since, tool=tool, agent=agent, limit=limit)]
+            rows = log.query(since=since, tool=tool, agent=agent, limit=limit if owned is None else AUDIT_SCAN)
         finally:
             log.close()
+        if owned is not None:
+            rows = [row for row in rows if row.session in owned][:limit]
+        users = {s: owners.owner(s) for s in {row.session for row in rows if row.session}}
+        return [{**row.to_json(), "user": users.get(row.session or "")} for row in rows]
 
     return await anyio.to_thread.run_sync(read)

@@ -20,7 +20,9 @@ import anyio
 import anyio.lowlevel
 
 from toolrig.events import Event, event_to_json
+from toolrig.gateway import kept
 from toolrig.gateway.channel import AnswerRefused, Waiting
+from toolrig.gateway.owners import OPERATOR, Owners, Viewer
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -63,6 +65,7 @@ class LiveRun:
     prompt: str
     agent: str | None
     session_id: str | None
+    user: str | None = None  # who started it (several users configured); None: the one token's holder
     started: float = field(default_factory=time.time)
     status: str = "running"
     error: dict[str, str] | None = None
@@ -77,6 +80,7 @@ class LiveRun:
     waiting: Waiting | None = None  # the open cards while the run is paused for a person
     cancelled: bool = False  # by a person (a shutdown stops runs too, and keeps their paused state)
     on_refused: Any = None  # (why, call, card id) -> None: the audit row for a refused answer
+    on_session: Any = None  # (session id) -> None: the run's new session is its user's
 
     @property
     def finished(self) -> bool:
@@ -95,6 +99,8 @@ class LiveRun:
         data = event_to_json(event)
         if data.get("type") == "init" and self.session_id is None:
             self.session_id = str(data.get("session_id"))
+            if self.on_session is not None:
+                self.on_session(self.session_id)
         self.publish(data)
 
     def publish(self, data: dict[str, Any]) -> None:
@@ -146,6 +152,7 @@ class LiveRun:
             "id": self.id,
             "session_id": self.session_id,
             "agent": self.agent,
+            "user": self.user,
             "prompt": self.prompt,
             "status": self.status,
             "started": self.started,
@@ -163,32 +170,53 @@ class RunManager:
         self.tasks = tasks
         self.max_running = max_running
         self.runs: dict[str, LiveRun] = {}
+        self.owners = Owners(rig.workspace.state_dir)
 
-    def get(self, run_id: str) -> LiveRun:
+    def get(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
+        """The run, if ``viewer`` may see it; another user's run is as unknown as a made-up id."""
         run = self.runs.get(run_id)
-        if run is None:
+        if run is None or not viewer.may_see(run.user):
             raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
         return run
+
+    def visible(self, viewer: Viewer = OPERATOR) -> list[LiveRun]:
+        return [r for r in self.runs.values() if viewer.may_see(r.user)]
+
+    def for_session(self, session_id: str) -> LiveRun | None:
+        """The run going on this session here, if any (a channel continues it rather than start another)."""
+        return next((r for r in self.running() if r.session_id == session_id), None)
 
     def running(self) -> list[LiveRun]:
         return [r for r in self.runs.values() if not r.finished]
 
-    def start(self, prompt: str, *, session_id: str | None, agent: str | None) -> LiveRun:
+    def start(self, prompt: str, *, session_id: str | None, agent: str | None, viewer: Viewer = OPERATOR) -> LiveRun:
+        """Start a run as ``viewer`` (a channel names its own user); it owns the new session it makes."""
         live = self.running()
         if len(live) >= self.max_running:
             raise RunRefused(429, f"{len(live)} runs are going already: wait for one to end or cancel one")
+        if session_id is not None and not (self._session_exists(session_id) and self.may_see(viewer, session_id)):
+            raise RunRefused(404, "no session has this id (see GET /api/sessions)")
         if session_id is not None and any(r.session_id == session_id for r in live):
             raise RunRefused(409, "a run is going on this session already: wait for it, or cancel it")
-        if session_id is not None and not self._session_exists(session_id):
-            raise RunRefused(404, "no session has this id (see GET /api/sessions)")
         if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
             raise RunRefused(422, "no agent of this name is configured (agents: in the config)")
-        run = self._new(LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id))
+        run = self._new(LiveRun(secrets.token_urlsafe(12), prompt, agent, session_id, user=viewer.user))
         self.tasks.start_soon(self._drive, run, name=f"gateway run {run.id}")
         return run
 
-    def cancel(self, run_id: str) -> LiveRun:
-        run = self.get(run_id)
+    def may_see(self, viewer: Viewer, session_id: str) -> bool:
+        """Whether ``viewer`` may read or continue this session (a database read: call it off the loop at scale)."""
+        return viewer.sees_all or self.owners.owner(session_id) == viewer.user
+
+    def answer(self, run_id: str, card_id: str, viewer: Viewer = OPERATOR, **answer: Any) -> dict[str, str]:
+        """Answer a card of a run ``viewer`` may see; trying another user's run is refused as unknown, and audited."""
+        run = self.runs.get(run_id)
+        if run is not None and not viewer.may_see(run.user):
+            self._audit_refusal(run, f"user {viewer.user!r} answered another user's run", None, card_id)
+        return self.get(run_id, viewer).answer(card_id, by=viewer.user, **answer)
+
+    def cancel(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
+        run = self.get(run_id, viewer)
         run.cancelled = True
         run.abort.set()  # the loop stops where it is, subagents included, and records what it did
         run.scope.cancel()  # and whatever still waits (a slow model, a person's answer) stops at once
@@ -196,7 +224,9 @@ class RunManager:
 
     def _new(self, run: LiveRun) -> LiveRun:
         self._forget_old()
-        run.on_refused = lambda why, call, card_id: self._audit_refusal(run.session_id or "", why, call, card_id)
+        run.on_refused = lambda why, call, card_id: self._audit_refusal(run, why, call, card_id)
+        if run.user is not None:
+            run.on_session = lambda session_id: self.owners.claim(session_id, str(run.user))
         self.runs[run.id] = run
         return run
 
@@ -252,17 +282,19 @@ class RunManager:
                 return result.stop_reason
             state = result.state
         while True:
+            kept.save(state_dir, state.session_id, kept.Kept(run.agent or self.rig.agent, run.user, run.prompt))
             paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
-            run.waiting = Waiting(state, run.publish, run.on_refused)
+            run.waiting = Waiting(state, run.publish, run.on_refused, self._suggest)
             run.status = "waiting"
             await run.waiting.ready.wait()
             waiting, run.waiting = run.waiting, None
             paused_runs.take(state_dir, state.session_id)  # single use, across processes too
+            kept.drop(state_dir, state.session_id)
             replies = paused_runs.replies_for(state, waiting.answers, waiting.decisions)
             run.status = "running"
             result = await resume_run(
                 state,
-                replies.decisions,
+                {**replies.decisions, **waiting.always},  # "always": saved by governance, scoped to the agent
                 self._options(run, None),
                 rig=self.rig,
                 on_event=run.on_event,
@@ -275,24 +307,45 @@ class RunManager:
     def restore(self) -> list[LiveRun]:
         """Runs paused in this workspace (before a restart, or by `toolrig run`) wait here for their answers again.
 
-        They resume as the server's agent: a saved state does not say which agent paused it.
+        Each shows its conversation so far (a ``history`` event) and resumes as the agent that paused it (kept by
+        ``kept``); one whose agent is no longer configured stays paused rather than resume with other permissions.
+        A run ``toolrig run`` paused has no record: it resumes as the server's agent, as ``toolrig run --resume``.
         """
         from toolrig.commands import _paused_runs as paused_runs
 
-        folder = self.rig.workspace.state_dir / "paused"
+        state_dir = self.rig.workspace.state_dir
+        folder = state_dir / "paused"
         restored = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
             try:
-                state = paused_runs.claim(self.rig.workspace.state_dir, path.stem)
+                state = paused_runs.claim(state_dir, path.stem)
             except paused_runs.ResumeRefused as exc:
                 log.warning("gateway: a paused run is not restored: %s", exc)
                 continue
-            run = LiveRun(secrets.token_urlsafe(12), "(paused before this server started)", None, state.session_id)
+            record = kept.load(state_dir, state.session_id)
+            agent = record.agent if record is not None else None
+            if agent is not None and agent != self.rig.agent and agent not in self.rig.config.agents:
+                log.warning("gateway: paused run %s is not restored: its agent %r is gone", state.session_id, agent)
+                continue
+            prompt = record.prompt if record is not None else _last_prompt(state)
+            user = record.user if record is not None else None
+            run = LiveRun(secrets.token_urlsafe(12), prompt, agent, state.session_id, user=user)
             run.publish({"type": "init", "session_id": state.session_id})
+            run.publish({"type": "history", "messages": [message.to_json() for message in state.messages]})
             self._new(run)
             self.tasks.start_soon(self._drive, run, state, name=f"gateway run {run.id}")
             restored.append(run)
         return restored
+
+    def _suggest(self, call: PendingCall) -> tuple[str, ...]:
+        """The patterns "allow always" saves unless the person types one: as ``Governance.suggest`` offers."""
+        from toolrig.policy.subjects import escape, kind_of, view
+
+        tool = self.rig.catalog.find(call.tool)
+        if tool is None or not call.subjects:
+            return (call.tool,)
+        seen = view(kind_of(tool), list(call.subjects), self.rig.workspace)
+        return tuple(dict.fromkeys(f"{call.tool}:{escape(unit)}" for unit in seen.units)) or (call.tool,)
 
     @staticmethod
     def _options(run: LiveRun, session_id: str | None) -> Any:
@@ -302,19 +355,33 @@ class RunManager:
             session_id=session_id, abort=run.abort, approvals="pause", questions="pause", agent_id=run.agent
         )
 
-    def _audit_refusal(self, session_id: str, why: str, call: PendingCall | None, card_id: str) -> None:
+    def _audit_refusal(self, run: LiveRun, why: str, call: PendingCall | None, card_id: str) -> None:
         """A forged, replayed or mismatched answer: one audit row, as for the remote approval channels."""
         from toolrig.approvals.model import ApprovalRequest, RefusedAnswer
 
         request = None
         if call is not None:
             request = ApprovalRequest(
-                call.call_id, call.tool, {}, session_id=session_id, agent_id=call.task_id, fingerprint=call.fingerprint
+                call.call_id,
+                call.tool,
+                {},
+                session_id=run.session_id or "",
+                agent_id=call.task_id,
+                fingerprint=call.fingerprint,
             )
-        self.rig.governance.refused_answer(RefusedAnswer("web", why, request, f"card {card_id[:40]!r}"))
+        sender = f"card {card_id[:40]!r} of {run.user or 'the operator'}'s run"
+        self.rig.governance.refused_answer(RefusedAnswer("web", why, request, sender))
 
     def _drop_saved(self, session_id: str) -> None:
         from toolrig.commands import _paused_runs as paused_runs
 
         with contextlib.suppress(paused_runs.ResumeRefused, OSError):
             paused_runs.take(self.rig.workspace.state_dir, session_id)
+        kept.drop(self.rig.workspace.state_dir, session_id)
+
+
+def _last_prompt(state: RunState) -> str:
+    for message in reversed(state.messages):
+        if message.role == "user" and message.text.strip():
+            return message.text[:2000]
+    return "(paused before this server started)"

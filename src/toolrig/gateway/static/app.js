@@ -65,6 +65,7 @@ const handlers = {
     const text = `⇢ ${sub ? sub.type : "subagent"} ${ev.task_id}: ${ev.status}${ev.error ? " — " + ev.error : ""}`;
     if (sub) sub.line.textContent = text; else logLine(el("div", "subagent", text));
   },
+  history(ev) { state.bubble = null; showMessages(ev.messages); },
   todos(ev) { showTodos(ev.todos); },
   followups(ev) { showFollowups(ev.followups); },
   pending(ev) { showCard(ev); },
@@ -114,6 +115,11 @@ function showCard(ev) {
     if (ev.subjects.length) card.appendChild(el("div", "muted", `subjects: ${ev.subjects.join(", ")}`));
     const row = el("div", "row");
     row.appendChild(button("Approve once", "primary", () => answer(ev, { verdict: "allow_once" }, card)));
+    const always = el("input", "pattern");
+    always.placeholder = (ev.suggested || []).join(", ") || ev.tool;
+    always.title = "What \"Allow always\" adds to the allowlist (for this agent): leave empty for the suggestion, or type a pattern like 'git *'";
+    row.appendChild(button("Allow always", "", () => answer(ev, { verdict: "allow_always", pattern: always.value.trim() || null }, card)));
+    row.appendChild(always);
     row.appendChild(button("Deny", "danger", () => answer(ev, { verdict: "deny" }, card)));
     card.appendChild(row);
   } else {
@@ -224,19 +230,23 @@ function watchRun(run) {
   follow(run.id);  // the stream starts from the run's first event: its open cards come back too
 }
 
-async function openSession(id) {
-  const data = await api(`/api/sessions/${encodeURIComponent(id)}`);
-  state.session = id;
-  $("session-title").textContent = `Session ${id} — ${data.title}`;
-  $("log").replaceChildren();
-  $("cards").replaceChildren();
-  for (const message of data.messages) {
+function showMessages(messages) {
+  for (const message of messages) {
     for (const block of message.content || []) {
       if (block.type === "text" && block.text) logLine(el("div", `msg ${message.role}`, block.text));
       else if (block.type === "tool_call") logLine(el("div", "tool", `→ ${block.name}(${short(block.arguments, 200)})`));
       else if (block.type === "tool_result") logLine(el("div", block.is_error ? "tool error" : "tool", `${block.is_error ? "✗" : "✓"} ${short(block.content, 300)}`));
     }
   }
+}
+
+async function openSession(id) {
+  const data = await api(`/api/sessions/${encodeURIComponent(id)}`);
+  state.session = id;
+  $("session-title").textContent = `Session ${id} — ${data.title}`;
+  $("log").replaceChildren();
+  $("cards").replaceChildren();
+  showMessages(data.messages);
   const notes = await api(`/api/sessions/${encodeURIComponent(id)}/notes`);
   showTodos(notes.todos);
   showFollowups(notes.followups);
