@@ -17,6 +17,7 @@ from tests.remote.bot_api import BotApi
 from tests.support import sample_tools
 from tests.support.fake_llm import FakeLLM
 from toolrig.adapters.mcp_http import bind
+from toolrig.channels import configured
 from toolrig.gateway.server import make_server
 from toolrig.registry import Registry
 from toolrig.rig import Rig
@@ -107,7 +108,7 @@ def chat(workspace: Path, llm: FakeLLM, bot: BotApi, monkeypatch: pytest.MonkeyP
         config.setdefault("channels", {"telegram": telegram_config(bot, **(telegram or {}))})
         rig = channel_rig(workspace, llm, extra, **config)
         sock = bind("127.0.0.1", 0)
-        server, base = make_server(rig, sock, token=TOKEN)
+        server, base = make_server(rig, sock, token=TOKEN, channels=configured(rig))
 
         async def main() -> None:
             async with rig:

@@ -48,7 +48,13 @@ class WebhookReceiver:
 
         self.settings = settings
         self.secret = check_secret(secret)
-        self.sock = bind(settings.host, settings.port)  # bound now: a taken port fails `toolrig serve` at start
+        try:  # bound now: a taken port fails `toolrig serve` at start
+            self.sock = bind(settings.host, settings.port)
+        except OSError as exc:
+            where = f"{settings.host}:{settings.port}"
+            raise ConfigError(
+                f"cannot listen on {where}: {exc.strerror or exc}", key="channels.telegram.webhook.port"
+            ) from None
         self.address = self.sock.getsockname()[:2]
 
     async def __call__(self, bot: TelegramBot) -> None:
