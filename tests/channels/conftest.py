@@ -33,6 +33,7 @@ class Chat:
 
     gw: Served
     bot: BotApi
+    channels: list[Any]
 
     def texts(self, chat: int) -> list[str]:
         return [m["text"] for m in self.bot.to(chat)]
@@ -108,7 +109,8 @@ def chat(workspace: Path, llm: FakeLLM, bot: BotApi, monkeypatch: pytest.MonkeyP
         config.setdefault("channels", {"telegram": telegram_config(bot, **(telegram or {}))})
         rig = channel_rig(workspace, llm, extra, **config)
         sock = bind("127.0.0.1", 0)
-        server, base = make_server(rig, sock, token=TOKEN, channels=configured(rig))
+        channels = configured(rig)
+        server, base = make_server(rig, sock, token=TOKEN, channels=channels)
 
         async def main() -> None:
             async with rig:
@@ -121,7 +123,7 @@ def chat(workspace: Path, llm: FakeLLM, bot: BotApi, monkeypatch: pytest.MonkeyP
         calls = len(bot.calls)
         if config["channels"].get("telegram", {}).get("webhook") is None:  # polling: wait for the first getUpdates
             bot.wait_until(lambda: "getUpdates" in bot.calls[calls:], what="the bot's first poll")
-        return Chat(served, bot)
+        return Chat(served, bot, channels)
 
     yield start
     for served in started:
