@@ -68,3 +68,17 @@ def test_fragments_between_two_flushes_are_one_edit() -> None:
     transcript.close()  # a card went out below it
     transcript.text("after the card")
     assert transcript.messages == ["Hello there", "after the card"] and transcript.dirty == {1}
+
+
+def test_a_subagents_lines_and_calls_are_indented_under_it() -> None:
+    transcript = render.Transcript()
+    start = {"type": "subagent_start", "task_id": "t1", "agent_type": "<explorer>", "prompt": "look around"}
+    transcript.line(render.subagent(start) or "")
+    transcript.line(render.tool_call({"type": "tool_call", "name": "read", "args": {"path": "a"}, "task_id": "t1"}))
+    transcript.line(render.subagent({"type": "subagent_done", "task_id": "t1", "status": "failed", "error": "x"}) or "")
+    lines = shown(transcript.messages[0]).splitlines()
+    assert lines == [
+        "  ⇢ subagent <explorer> t1: look around",
+        '    → read({"path": "a"})',
+        "  ⇠ subagent t1 failed: x",
+    ]

@@ -170,3 +170,39 @@ def test_todos_followups_and_new_session(chat: Any) -> None:
     assert len(c.gw.llm.bodies()[-1]["messages"]) == 1
     with c.gw.client() as client:
         assert len(client.get("/api/sessions").json()["sessions"]) == 2
+
+
+def test_per_user_limits_one_answer_at_a_time_and_forged_presses(chat: Any) -> None:
+    c: Chat = chat(telegram={"runs_per_hour": 1, "max_prompt_chars": 50}, **SMART)
+    c.gw.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')), reply(Text("ok, not wiped")))
+    c.bot.say("x" * 51, from_id=ALICE)
+    c.wait_text(ALICE, "over 50 characters")
+    c.bot.say("wipe x", from_id=ALICE)
+    card = c.wait_buttons(ALICE, "Deny")
+    c.bot.say("and another thing", from_id=ALICE)
+    c.wait_text(ALICE, "An answer is going")
+    c.bot.press(card, "approve once", from_id=MALLORY, chat_id=MALLORY)
+    c.bot.press_data(card, "0123456789abcdef:o")  # a made-up nonce
+    c.bot.wait_until(lambda: len(c.bot.answered) >= 2, what="both presses answered")
+    assert all(a["text"] == "This button is not valid (any more)." for a in c.bot.answered)
+    c.bot.press(card, "deny")
+    c.wait_text(ALICE, "ok, not wiped")
+    c.bot.say("again", from_id=ALICE)
+    c.wait_text(ALICE, "the limit")
+    assert len(c.gw.llm.requests) == 2
+    assert [a for _, a in refusals(c)] == [
+        "refused:button forged: not an allowed user",
+        "refused:button unknown button",
+    ]
+
+
+def test_a_free_text_question_is_answered_by_replying_to_it(chat: Any) -> None:
+    free = '{"questions": [{"question": "Which version?"}]}'
+    c: Chat = chat()
+    c.gw.llm.script(reply(Call("q1", "ask_user", free)), reply(Text("using it")))
+    c.bot.say("set it up", from_id=ALICE)
+    question = c.wait_buttons(ALICE, "Skip")
+    assert "Which version?" in question["text"]
+    c.bot.say("Postgres 16", from_id=ALICE, reply_to=question["message_id"])
+    c.wait_text(ALICE, "using it")
+    assert "Postgres 16" in json.dumps(c.gw.llm.bodies()[-1]["messages"][-1])
