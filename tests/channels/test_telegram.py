@@ -206,3 +206,22 @@ def test_a_free_text_question_is_answered_by_replying_to_it(chat: Any) -> None:
     c.bot.say("Postgres 16", from_id=ALICE, reply_to=question["message_id"])
     c.wait_text(ALICE, "using it")
     assert "Postgres 16" in json.dumps(c.gw.llm.bodies()[-1]["messages"][-1])
+
+
+def test_a_card_waiting_when_the_server_stopped_is_shown_again_after_the_restart(chat: Any) -> None:
+    c: Chat = chat(**SMART)
+    c.gw.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')))
+    c.bot.say("wipe x", from_id=ALICE)
+    before = c.wait_buttons(ALICE, "Approve once")
+    c.gw.stop()
+    again: Chat = chat(**SMART)
+    again.gw.llm.script(reply(Text("wiped after the restart")))
+    again.bot.wait_until(
+        lambda: any(m["message_id"] != before["message_id"] and "Approve once" in str(m) for m in again.bot.sent),
+        what="the card sent again",
+    )
+    card = again.wait_buttons(ALICE, "Approve once")
+    again.bot.press(before, "approve once")  # the old message's nonce died with the old server
+    again.bot.press(card, "approve once")
+    again.wait_text(ALICE, "wiped after the restart")
+    assert [a for _, a in refusals(again)][-1] == "refused:button unknown button"
