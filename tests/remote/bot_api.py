@@ -160,6 +160,7 @@ class BotApi:
                 status, reply = 404, {"ok": False, "error_code": 404, "description": "Not Found"}
                 flooded = owner._floods.get(self.path[len(prefix) :]) if self.path.startswith(prefix) else None
                 if flooded:
+                    owner.calls.append(self.path[len(prefix) :])
                     wait = flooded.pop()
                     status, reply = 429, {"ok": False, "error_code": 429, "description": "Too Many Requests",
                                           "parameters": {"retry_after": wait}}  # fmt: skip

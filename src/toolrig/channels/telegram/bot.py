@@ -84,6 +84,9 @@ class TelegramBot:
                 updates = await self.api.call("getUpdates", payload, seconds=poll + 10)
                 failures = 0
             except BotApiError as exc:
+                if exc.status in (401, 404):  # the token is wrong or revoked: polling on would only repeat that
+                    log.error("telegram: the Bot API refused the bot's token (%s): the channel stops", exc)
+                    return
                 failures += 1
                 log.warning("telegram: %s (retrying)", exc)
                 await anyio.sleep(min(60.0, 2.0**failures))
@@ -198,6 +201,9 @@ class TelegramBot:
             await self.say(user, "Your session is gone: this starts a new one.")
             run = self.runs.start(prompt, session_id=None, agent=self.settings.agent)
         self.started.setdefault(user, deque()).append(time.monotonic())
+        for nonce, button in list(self.buttons.open.items()):
+            if button.user == user and button.kind == "followup":  # suggestions for an earlier answer
+                self.buttons.close(nonce, "superseded")
         self._show(user, run)
         return run
 

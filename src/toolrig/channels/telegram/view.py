@@ -71,7 +71,6 @@ class RunView:
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
         self._ended = False
-        self.edits = 0  # sendMessage + editMessageText calls for the transcript (the tests count them)
 
     async def follow(self) -> list[str]:
         """Show the run until it ends; the follow-ups it suggested come back (the bot shows them as buttons)."""
@@ -137,7 +136,6 @@ class RunView:
             if not text.strip() or self.sent.get(index, (0, ""))[1] == text:
                 continue
             payload: dict[str, Any] = {"chat_id": self.chat_id, "text": text, "parse_mode": "HTML"}
-            self.edits += 1
             if index in self.sent:
                 done = await self.api.best_effort("editMessageText", {**payload, "message_id": self.sent[index][0]})
                 if done is not None:

@@ -69,7 +69,12 @@ class WebhookReceiver:
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
         await bot.api.call(
             "setWebhook",
-            {"url": self.settings.url, "secret_token": self.secret, "allowed_updates": ["message", "callback_query"]},
+            {
+                "url": self.settings.url,
+                "secret_token": self.secret,
+                "allowed_updates": ["message", "callback_query"],
+                "max_connections": 1,  # one post at a time, in order: an older id arriving late is not a replay
+            },
         )
         bot.ready.set()
         try:
