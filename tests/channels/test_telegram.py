@@ -225,3 +225,15 @@ def test_a_card_waiting_when_the_server_stopped_is_shown_again_after_the_restart
     again.bot.press(card, "approve once")
     again.wait_text(ALICE, "wiped after the restart")
     assert [a for _, a in refusals(again)][-1] == "refused:button unknown button"
+
+
+def test_a_run_the_page_starts_on_a_telegram_users_session_shows_in_their_chat(chat: Any) -> None:
+    c: Chat = chat()
+    c.gw.llm.script(reply(Text("first, on Telegram")), reply(Text("then from the page")))
+    c.bot.say("hi", from_id=ALICE)
+    c.wait_text(ALICE, "first, on Telegram")
+    with c.gw.client() as client:
+        session = client.get("/api/sessions").json()["sessions"][0]["id"]
+        started = client.post("/api/runs", json={"prompt": "continue", "session_id": session})
+        assert started.status_code == 201, started.text
+    c.wait_text(ALICE, "then from the page")

@@ -44,6 +44,7 @@ UPDATES = ["message", "callback_query"]
 REFUSAL = "This bot answers only the people it was set up for."
 REFUSAL_GAP = 60.0  # at most one refusal reply a minute to one chat: a stranger cannot make the bot spam
 HOUR = 3600.0
+WATCH_SECONDS = 2.0
 STALE = "This button is not valid (any more)."
 
 
@@ -62,13 +63,14 @@ class TelegramBot:
         self.started: dict[int, deque[float]] = {}
         self._refused_at: dict[int, float] = {}
         self._tasks: TaskGroup | None = None
+        self._seen: set[str] = set()  # runs shown in a chat already
         self.ready = anyio.Event()  # set once updates are being received (tests wait on it)
 
     async def serve(self, receive: Any = None) -> None:
         """Receive updates until cancelled: long polling, or ``receive`` (the webhook's listener) when given."""
         async with self.api, anyio.create_task_group() as tasks:
             self._tasks = tasks
-            self._reattach()
+            tasks.start_soon(self._watch)
             if receive is not None:
                 await receive(self)
             else:
@@ -94,13 +96,21 @@ class TelegramBot:
             for update in updates if isinstance(updates, list) else ():
                 await self.handle(update)
 
-    def _reattach(self) -> None:
-        """After a restart, a run paused on a user's session shows its buttons in that user's chat again."""
-        owners = {session: user for user, session in self.state.sessions.items()}
-        for run in self.runs.running():
-            user = owners.get(run.session_id or "")
-            if user is not None and user in self.allowed and user not in self.current:
-                self._show(user, run)
+    async def _watch(self) -> None:
+        """A run on a user's session that this bot did not start is shown in their chat too.
+
+        That is a run paused before a restart (its buttons come again) or one started on the gateway's page on
+        a Telegram user's session. Checked now and every ``WATCH_SECONDS``; the bot starts its own runs at once.
+        """
+        while True:
+            owners = {session: user for user, session in self.state.sessions.items()}
+            kept = list(self.runs.runs.values())  # finished ones too: a quick run may end between two looks
+            self._seen &= {run.id for run in kept}
+            for run in kept:
+                user = owners.get(run.session_id or "")
+                if run.id not in self._seen and user in self.allowed and self.running(user) is None:
+                    self._show(user, run)
+            await anyio.sleep(WATCH_SECONDS)
 
     # ------------------------------------------------------------------------------------------ updates
 
@@ -208,6 +218,7 @@ class TelegramBot:
         return run
 
     def _show(self, user: int, run: LiveRun) -> None:
+        self._seen.add(run.id)
         self.current[user] = run
         if self._tasks is not None:
             self._tasks.start_soon(self._follow, user, run, name=f"telegram view {run.id}")
