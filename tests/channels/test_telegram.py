@@ -112,6 +112,8 @@ def test_a_session_started_on_the_page_is_continued_from_telegram(chat: Any) -> 
     assert "started on the page" in json.dumps(c.gw.llm.bodies()[-1]["messages"])
     c.bot.say("/resume ../../etc", from_id=BOB)
     c.wait_text(BOB, "No session has this id")
+    c.bot.say(f"/resume {session}", from_id=ALICE)  # Bob's conversation now: not Alice's to read or continue
+    c.wait_text(ALICE, "No session has this id")
 
 
 def test_forged_updates_are_refused_and_audited_and_text_is_only_ever_a_prompt(chat: Any) -> None:

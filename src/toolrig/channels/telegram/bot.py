@@ -133,6 +133,8 @@ class TelegramBot:
                 await self._press(query)
         except BotApiError as exc:
             log.warning("telegram: %s", exc)
+        except Exception:  # one update's failure must not stop the bot for everyone
+            log.exception("telegram: handling update %s failed", update_id)
 
     async def _message(self, message: dict[str, Any]) -> None:
         sender, chat = _object(message.get("from")), _object(message.get("chat"))
@@ -330,8 +332,9 @@ class TelegramBot:
             await self.say(user, "An answer is going: /stop it first.")
             return
         store = SessionStore.shared(self.rig.workspace.state_dir)
-        if not session or len(session) > 200 or not await anyio.to_thread.run_sync(store.exists, session):
-            await self.say(user, "No session has this id (the gateway's page lists them).")
+        theirs = any(other != user and kept == session for other, kept in self.state.sessions.items())
+        if not session or len(session) > 200 or theirs or not await anyio.to_thread.run_sync(store.exists, session):
+            await self.say(user, "No session has this id (the gateway's page lists them).")  # another's: as unknown
             return
         self._remember(user, session)
         await self.say(user, f"Your next message continues session {session}.")

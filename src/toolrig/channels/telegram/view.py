@@ -244,5 +244,11 @@ class RunView:
             return "Noted: answer the other questions too."
         replies = [r or {} for r in card.replies]
         said = any(r.get("selected") or r.get("other_text") for r in replies)
-        self.run.answer(card.card_id, call_id=card.call_id, verdict="allow_once" if said else "deny", answers=replies)
+        from toolrig.gateway.channel import AnswerRefused
+
+        try:
+            verdict = "allow_once" if said else "deny"
+            self.run.answer(card.card_id, call_id=card.call_id, verdict=verdict, answers=replies)
+        except AnswerRefused as exc:
+            return exc.message[:180]
         return "Answered" if said else "Skipped"
