@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.remote.bot_api import BotApi
@@ -52,6 +52,12 @@ def bot() -> Iterator[BotApi]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(updates=st.lists(update, max_size=12))
+@example(  # found by this test: an id that is a list (unhashable) was looked up in the allowed set
+    updates=[
+        {"update_id": 1, "message": {"from": {"id": [1]}, "chat": {"id": -100, "type": "group"}, "text": "x"}},
+        {"update_id": 2, "callback_query": {"id": 1, "from": {"id": {}}, "data": "a:b", "message": {"chat": {}}}},
+    ]
+)
 def test_no_update_raises_or_starts_a_run_unless_an_allowed_user_wrote_in_their_own_chat(
     bot: BotApi, updates: list[Any], caplog: pytest.LogCaptureFixture
 ) -> None:

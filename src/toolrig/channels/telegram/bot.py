@@ -13,7 +13,7 @@ import logging
 import time
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 
@@ -108,7 +108,7 @@ class TelegramBot:
             self._seen &= {run.id for run in kept}
             for run in kept:
                 user = owners.get(run.session_id or "")
-                if run.id not in self._seen and user in self.allowed and self.running(user) is None:
+                if run.id not in self._seen and user is not None and self.allows(user) and self.running(user) is None:
                     self._show(user, run)
             await anyio.sleep(WATCH_SECONDS)
 
@@ -139,8 +139,8 @@ class TelegramBot:
     async def _message(self, message: dict[str, Any]) -> None:
         sender, chat = _object(message.get("from")), _object(message.get("chat"))
         user, chat_id = sender.get("id"), chat.get("id")
-        if not isinstance(user, int) or user not in self.allowed or chat_id != user or chat.get("type") != "private":
-            why = "not an allowed user" if user not in self.allowed else "not the user's private chat"
+        if not self.allows(user) or chat_id != user or chat.get("type") != "private":
+            why = "not an allowed user" if not self.allows(user) else "not the user's private chat"
             await self.audit(why, f"user {user} in chat {chat_id}")
             await self._refuse_chat(chat_id)
             return
@@ -178,6 +178,10 @@ class TelegramBot:
         await self.api.best_effort("sendMessage", {"chat_id": chat_id, "text": REFUSAL})
 
     # ------------------------------------------------------------------------------------------ prompts
+
+    def allows(self, user: Any) -> TypeGuard[int]:
+        """An allowed user's id: an int in ``allowed_users`` (an update's "id" may be anything at all)."""
+        return isinstance(user, int) and not isinstance(user, bool) and user in self.allowed
 
     def running(self, user: int) -> LiveRun | None:
         run = self.current.get(user)
@@ -348,16 +352,10 @@ class TelegramBot:
         chat_id = _object(_object(query.get("message")).get("chat")).get("id")
         answer = {"callback_query_id": query.get("id")}
         button = self.buttons.open.get(nonce)
-        if (
-            not isinstance(user, int)
-            or user not in self.allowed
-            or button is None
-            or button.user != user
-            or chat_id != user
-        ):
+        if not self.allows(user) or button is None or button.user != user or chat_id != user:
             closed = self.buttons.closed.get(nonce)
             why = (
-                "forged: not an allowed user" if user not in self.allowed
+                "forged: not an allowed user" if not self.allows(user)
                 else "unknown button" if button is None and closed is None
                 else f"replayed: {closed[0]}" if closed is not None
                 else "forged: another user's button"
