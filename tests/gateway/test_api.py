@@ -128,3 +128,28 @@ def test_tasks_and_schedules_answer_rows_or_say_what_is_missing(serve: Any) -> N
             response = client.get(path)
             assert response.status_code in (200, 503), response.text
             assert ("rows" in response.json()) == (response.status_code == 200)
+
+
+def test_any_run_id_is_a_404_never_a_server_error(serve: Any) -> None:
+    """Ids reach the runs board's database for runs this server does not run: none may break it."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    gw = serve()
+    with gw.client() as client:
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.text(min_size=1, max_size=300).filter(lambda t: "/" not in t and t not in (".", "..")))
+        def check(run_id: str) -> None:
+            from urllib.parse import quote
+
+            path = f"/api/runs/{quote(run_id, safe='')}"
+            for response in (
+                client.get(path),
+                client.post(f"{path}/cancel"),
+                client.post(f"{path}/pending/x", json={"verdict": "deny"}),
+                client.get(f"{path}/events"),
+            ):
+                assert response.status_code == 404, (run_id, response.status_code, response.text)
+
+        check()

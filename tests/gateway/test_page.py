@@ -198,6 +198,26 @@ def test_allow_always_from_a_card_lets_the_next_such_call_run_without_one(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_a_run_on_another_server_of_the_workspace_is_approved_from_this_ones_page(
+    serve: Any, browser: Browser, shots: Path
+) -> None:
+    one, other = serve(**SMART), serve(**SMART)  # one workspace, one runs board
+    one.llm.script(reply(Call("c1", "wipe", '{"target": "tmp"}')), reply(Text("Wiped, approved on the other server.")))
+    with one.client() as client:
+        run = client.post("/api/runs", json={"prompt": "wipe tmp"}).json()
+        next(e for e in one.events(client, run["id"]) if e["type"] == "pending")
+    page = signed_in(browser, other.base, other.token)
+    page.locator("#runs li", has_text="another server").click()
+    card = page.locator(".card.approval")
+    expect(card.locator("pre")).to_have_text('{"target": "tmp"}')
+    page.screenshot(path=str(shots / "run-on-another-server.png"))
+    card.get_by_role("button", name="Approve once").click()  # forwarded to the server running it
+    expect(page.locator("#log")).to_contain_text("Wiped, approved on the other server.")  # its session, once done
+    with one.client() as client:
+        assert client.get(f"/api/runs/{run['id']}").json()["status"] == "completed"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_the_page_without_its_cookie_says_how_to_sign_in(serve: Any, browser: Browser) -> None:
     gw = serve()
     page = browser.new_page()

@@ -88,3 +88,30 @@ def test_each_users_token_logs_in_as_that_user_and_a_wrong_one_as_nobody(serve: 
     with httpx2.Client(base_url=gw.base, timeout=30) as stranger:
         assert stranger.get("/login?token=" + "z" * 40).status_code == 401
         assert stranger.get("/api/runs", headers={"Authorization": "Bearer " + "z" * 40}).status_code == 401
+
+
+def test_a_users_paused_run_stays_theirs_after_a_restart(serve: Any) -> None:
+    first = serve(users=USERS, **SMART)
+    first.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')), reply(Text("still alice's")))
+    with _as(first, ALICE) as alice:
+        _waiting_run(first, alice)
+    first.stop()
+    second = serve(users=USERS, **SMART)
+    with _as(second, ALICE) as alice, _as(second, BOB) as bob:
+        restored = alice.get("/api/runs").json()["runs"]
+        assert [(r["user"], r["status"]) for r in restored] == [("alice", "waiting")]
+        assert bob.get("/api/runs").json()["runs"] == []
+        assert bob.get(f"/api/runs/{restored[0]['id']}").status_code == 404
+
+
+def test_a_users_page_cookie_is_that_user_not_the_operator(serve: Any) -> None:
+    gw = serve(users=USERS, **SMART)
+    gw.llm.script(reply(Call("c1", "wipe", '{"target": "x"}')))
+    with _as(gw, ALICE) as alice, httpx2.Client(base_url=gw.base, timeout=30) as bobs_browser:
+        run, card, _ = _waiting_run(gw, alice)
+        assert bobs_browser.get(f"/login?token={BOB}").status_code == 303
+        assert bobs_browser.get("/api/runs").json()["runs"] == []  # the cookie is bob's, not the operator's
+        page = {"origin": gw.base}
+        answer = bobs_browser.post(f"/api/runs/{run['id']}/pending/{card['id']}", json={}, headers=page)
+        assert answer.status_code == 404
+        alice.post(f"/api/runs/{run['id']}/cancel")

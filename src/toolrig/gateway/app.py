@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,11 +30,15 @@ from toolrig.gateway.owners import OPERATOR, Viewer
 from toolrig.gateway.runs import RunManager, RunRefused
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from starlette.types import Receive, Scope, Send
 
+    from toolrig.gateway.board import Posted
+    from toolrig.gateway.shared import Shared
     from toolrig.rig import Rig
 
 MAX_BODY = 1_000_000
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # runs get secrets.token_urlsafe ids
 MAX_LIMIT = 1000
 HEARTBEAT = 15.0  # seconds of silence before an SSE comment line keeps the stream (and its proxies) awake
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
@@ -118,6 +123,7 @@ class Gateway:
         self.shared = shared  # several users see and steer each other's runs and sessions
         self.channels = tuple(channels)
         self._runs: RunManager | None = None
+        self._shared: Shared | None = None
 
     @property
     def runs(self) -> RunManager:
@@ -135,56 +141,105 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:
+        """The runs board (shared with the workspace's other servers), then this process's runs."""
+        from toolrig.gateway.shared import Shared, open_board
+
+        board = await open_board(self.rig)
+        try:
+            async with anyio.create_task_group() as tasks:
+                busy = await anyio.to_thread.run_sync(board.busy_sessions)
+                runs = RunManager(self.rig, tasks)
+                self._shared = Shared(board, runs, tasks, shared_users=self.shared)
+                runs.on_change, runs.post_now = self._shared.post, self._shared.post_now
+                tasks.start_soon(self._shared.serve, name="gateway runs board")
+                async with self._running(tasks, runs, busy):
+                    yield
+                tasks.cancel_scope.cancel()  # the board's loop and posts
+        finally:
+            self._shared = None
+            await anyio.to_thread.run_sync(board.close)
+
+    @contextlib.asynccontextmanager
+    async def _running(self, tasks: TaskGroup, runs: RunManager, busy: set[str]) -> AsyncIterator[None]:
         from toolrig.gateway.runs import warm_provider
 
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
-            self._runs = RunManager(self.rig, tasks)
-            self._runs.restore()
-            scopes = [anyio.CancelScope() for _ in self.channels]
-            for channel, scope in zip(self.channels, scopes, strict=True):
-                tasks.start_soon(run_channel, channel, self._runs, scope, name=f"gateway channel {channel.name}")
-            try:
-                yield
-            finally:
-                for scope in scopes:
-                    scope.cancel()
-                for run in self._runs.running():
-                    run.scope.cancel()  # a paused run's state stays kept for the next start
-                self._runs = None
+        tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
+        self._runs = runs
+        runs.restore(skip=busy)
+        scopes = [anyio.CancelScope() for _ in self.channels]
+        for channel, scope in zip(self.channels, scopes, strict=True):
+            tasks.start_soon(run_channel, channel, runs, scope, name=f"gateway channel {channel.name}")
+        try:
+            yield
+        finally:
+            for scope in scopes:
+                scope.cancel()
+            for run in runs.running():
+                run.scope.cancel()  # a paused run's state stays kept for the next start
+            self._runs = None
 
     async def start(self, request: Request) -> Response:
         body = await _body(request, m.StartRun)
         viewer = self.viewer(request)
+        if body.session_id is not None and self._shared is not None and await self._shared.busy(body.session_id):
+            raise Refused(409, "a run is going on this session already (on another server): wait for it, or cancel it")
         run = self.runs.start(body.prompt, session_id=body.session_id, agent=body.agent, viewer=viewer)
         return _answer(m.RunInfo, run.summary(), 201)
 
     async def list_runs(self, request: Request) -> Response:
-        runs = sorted(self.runs.visible(self.viewer(request)), key=lambda r: (r.finished, -r.started))
-        return _answer(m.RunList, {"runs": [r.summary() for r in runs]})
+        viewer = self.viewer(request)
+        runs = sorted(self.runs.visible(viewer), key=lambda r: (r.finished, -r.started))
+        listed = [r.summary() for r in runs]
+        if self._shared is not None:  # the runs of the workspace's other live servers
+            listed += await self._shared.others(viewer)
+        return _answer(m.RunList, {"runs": listed})
 
     async def run(self, request: Request) -> Response:
-        return _answer(m.RunInfo, self.runs.get(request.path_params["run_id"], self.viewer(request)).summary())
+        run_id, viewer = request.path_params["run_id"], self.viewer(request)
+        try:
+            return _answer(m.RunInfo, self.runs.get(run_id, viewer).summary())
+        except RunRefused:
+            posted = await self._remote(run_id, viewer)
+            return _answer(m.RunInfo, {**posted.summary, "elsewhere": True})
 
     async def cancel(self, request: Request) -> Response:
-        return _answer(m.RunInfo, self.runs.cancel(request.path_params["run_id"], self.viewer(request)).summary())
+        run_id, viewer = request.path_params["run_id"], self.viewer(request)
+        if run_id in self.runs.runs:
+            return _answer(m.RunInfo, self.runs.cancel(run_id, viewer).summary())
+        return await self._forward(run_id, "cancel", viewer, {}, m.RunInfo)
 
     async def answer(self, request: Request) -> Response:
         body = await _body(request, m.Answer)
-        answered = self.runs.answer(
-            request.path_params["run_id"],
-            request.path_params["pending_id"],
-            self.viewer(request),
-            call_id=body.call_id,
-            verdict=body.verdict,
-            reason=body.reason,
-            answers=body.answers,
-            pattern=body.pattern,
-        )
-        return _answer(m.Answered, answered)
+        run_id, card_id, viewer = request.path_params["run_id"], request.path_params["pending_id"], self.viewer(request)
+        answer = body.model_dump()
+        if run_id in self.runs.runs:
+            return _answer(m.Answered, self.runs.answer(run_id, card_id, viewer, **answer))
+        return await self._forward(run_id, "answer", viewer, {**answer, "card_id": card_id}, m.Answered)
+
+    async def _remote(self, run_id: str, viewer: Viewer) -> Posted:
+        """A run another server of the workspace runs (the runs board), else the same 404 as for a made-up id."""
+        shaped = RUN_ID.fullmatch(run_id) is not None  # what no run id looks like never reaches the database
+        posted = await self._shared.remote(run_id, viewer) if self._shared is not None and shaped else None
+        if posted is None:
+            raise RunRefused(404, "no run has this id here (finished runs are read from their session)")
+        return posted
+
+    async def _forward(
+        self, run_id: str, kind: str, viewer: Viewer, body: dict[str, Any], model: type[BaseModel]
+    ) -> Response:
+        posted = await self._remote(run_id, viewer)
+        if self._shared is None:
+            raise Refused(503, "the server is starting or stopping")
+        status, result = await self._shared.forward(posted, run_id, kind, viewer, body)
+        return _answer(model, result) if status == 200 else _error(status, str(result.get("error", "refused")))
 
     async def events(self, request: Request) -> Response:
-        run = self.runs.get(request.path_params["run_id"], self.viewer(request))
+        run_id, viewer = request.path_params["run_id"], self.viewer(request)
+        if run_id not in self.runs.runs and await self._remote(run_id, viewer):
+            raise Refused(
+                409, "another server of this workspace runs this run: follow its events there, or read its session"
+            )
+        run = self.runs.get(run_id, viewer)
         after_text = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         if not after_text.isdigit():
             raise Refused(422, "Last-Event-ID / after must be an event id (a whole number)")

@@ -92,10 +92,13 @@ class Waiting:
         self.always: dict[str, ApprovalDecision] = {}  # "allow always" answers, with the patterns they save
         self.answers: dict[str, Any] = {}
         self.ready = anyio.Event()
-        for card_id, call in self.cards.items():
-            publish(card(card_id, call, self.suggested[call.call_id]))
         if not self.cards:
             self.ready.set()
+
+    def announce(self) -> None:
+        """Show the cards (once the run's state says it waits: a card seen is a card the runs board lists)."""
+        for card_id, call in self.cards.items():
+            self._publish(card(card_id, call, self.suggested[call.call_id]))
 
     def open_cards(self) -> list[dict[str, Any]]:
         return [card(card_id, call, self.suggested[call.call_id]) for card_id, call in self.cards.items()]

@@ -72,6 +72,10 @@ class RunInfo(BaseModel):
     events: int = Field(description="How many events the run has sent so far (the last SSE id).")
     error: RunFailure | None
     pending: list[Pending]
+    elsewhere: bool = Field(
+        default=False,
+        description="Run by another server of the workspace: read and answered here, its live events there.",
+    )
 
 
 class RunList(BaseModel):

@@ -12,7 +12,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -171,6 +171,12 @@ class RunManager:
         self.max_running = max_running
         self.runs: dict[str, LiveRun] = {}
         self.owners = Owners(rig.workspace.state_dir)
+        self.on_change: Callable[[LiveRun], None] | None = None  # the runs board's post (see ``shared``)
+        self.post_now: Callable[[LiveRun, str | None], Awaitable[None]] | None = None  # the same, awaited
+
+    def changed(self, run: LiveRun) -> None:
+        if self.on_change is not None:
+            self.on_change(run)
 
     def get(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
         """The run, if ``viewer`` may see it; another user's run is as unknown as a made-up id."""
@@ -213,7 +219,10 @@ class RunManager:
         run = self.runs.get(run_id)
         if run is not None and not viewer.may_see(run.user):
             self._audit_refusal(run, f"user {viewer.user!r} answered another user's run", None, card_id)
-        return self.get(run_id, viewer).answer(card_id, by=viewer.user, **answer)
+        run = self.get(run_id, viewer)
+        answered = run.answer(card_id, by=viewer.user, **answer)
+        self.changed(run)  # the board lists the cards still open
+        return answered
 
     def cancel(self, run_id: str, viewer: Viewer = OPERATOR) -> LiveRun:
         run = self.get(run_id, viewer)
@@ -228,6 +237,7 @@ class RunManager:
         if run.user is not None:
             run.on_session = lambda session_id: self.owners.claim(session_id, str(run.user))
         self.runs[run.id] = run
+        self.changed(run)
         return run
 
     def _session_exists(self, session_id: str) -> bool:
@@ -267,6 +277,9 @@ class RunManager:
                 if run.cancelled:  # a person cancelled it: its kept state goes too (a shutdown keeps it)
                     self._drop_saved(run.waiting.state.session_id)
                 run.waiting = None
+            if self.post_now is not None:  # the board has the end before anyone sees run_end
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self.post_now(run, status)
             run.finish(status)
 
     async def _go(self, run: LiveRun, state: RunState | None) -> str:
@@ -286,12 +299,18 @@ class RunManager:
             paused_runs.save(state_dir, state)  # a restart keeps it: the next server shows its cards again
             run.waiting = Waiting(state, run.publish, run.on_refused, self._suggest)
             run.status = "waiting"
+            if self.post_now is not None:
+                await self.post_now(run, None)  # on the runs board before anyone sees a card
+            else:
+                self.changed(run)
+            run.waiting.announce()
             await run.waiting.ready.wait()
             waiting, run.waiting = run.waiting, None
             paused_runs.take(state_dir, state.session_id)  # single use, across processes too
             kept.drop(state_dir, state.session_id)
             replies = paused_runs.replies_for(state, waiting.answers, waiting.decisions)
             run.status = "running"
+            self.changed(run)
             result = await resume_run(
                 state,
                 {**replies.decisions, **waiting.always},  # "always": saved by governance, scoped to the agent
@@ -304,12 +323,13 @@ class RunManager:
                 return result.stop_reason
             state = result.state
 
-    def restore(self) -> list[LiveRun]:
+    def restore(self, skip: set[str] | frozenset[str] = frozenset()) -> list[LiveRun]:
         """Runs paused in this workspace (before a restart, or by `toolrig run`) wait here for their answers again.
 
         Each shows its conversation so far (a ``history`` event) and resumes as the agent that paused it (kept by
         ``kept``); one whose agent is no longer configured stays paused rather than resume with other permissions.
         A run ``toolrig run`` paused has no record: it resumes as the server's agent, as ``toolrig run --resume``.
+        ``skip``: sessions whose paused run another live server shows (the runs board says which).
         """
         from toolrig.commands import _paused_runs as paused_runs
 
@@ -317,6 +337,8 @@ class RunManager:
         folder = state_dir / "paused"
         restored = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            if path.stem in skip:
+                continue
             try:
                 state = paused_runs.claim(state_dir, path.stem)
             except paused_runs.ResumeRefused as exc:

@@ -209,12 +209,31 @@ async function loadRuns() {
     const data = await api("/api/runs");
     const live = data.runs.filter((r) => r.status === "running" || r.status === "waiting");
     $("runs").replaceChildren(...live.map((r) => {
-      const item = el("li", r.id === state.run ? "current" : "", `${r.status === "waiting" ? "waits for you" : "running"} · ${r.session_id || r.id}`);
+      const where = r.elsewhere ? " (another server)" : "";
+      const item = el("li", r.id === state.run ? "current" : "", `${r.status === "waiting" ? "waits for you" : "running"}${where} · ${r.session_id || r.id}`);
       item.title = r.prompt;
       item.addEventListener("click", () => watchRun(r));
       return item;
     }));
   } catch (error) { say(String(error.message)); }
+}
+
+async function watchElsewhere(run) {
+  // Another server of this workspace runs it: its cards are answered here (forwarded), its live events are there.
+  say("this run runs on another server: answer its cards here; its session shows what it did");
+  for (const card of run.pending || []) showCard(card);
+  while (state.run === run.id) {
+    const now = await api(`/api/runs/${encodeURIComponent(run.id)}`).catch(() => null);
+    if (!now || !["running", "waiting"].includes(now.status)) {
+      if (state.run === run.id) endRun(now ? now.status : "gone");
+      if (now && now.session_id) openSession(now.session_id);
+      return;
+    }
+    const open = new Set(now.pending.map((p) => p.id));
+    document.querySelectorAll("#cards [data-card]").forEach((c) => { if (!open.has(c.dataset.card)) c.remove(); });
+    for (const card of now.pending) if (!document.querySelector(`[data-card="${CSS.escape(card.id)}"]`)) showCard(card);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 
 function watchRun(run) {
@@ -226,6 +245,7 @@ function watchRun(run) {
   $("cards").replaceChildren();
   $("send").disabled = true;
   $("cancel").disabled = false;
+  if (run.elsewhere) { if (state.source) state.source.close(); state.source = null; watchElsewhere(run); return; }
   say(run.status === "waiting" ? "waiting for your answer" : "running…");
   follow(run.id);  // the stream starts from the run's first event: its open cards come back too
 }
