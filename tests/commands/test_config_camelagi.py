@@ -128,3 +128,20 @@ def test_a_missing_node_is_a_clear_warning_at_import_and_at_run_time(
         assert not rig.call_sync("Edit", edit).is_error
     assert (workspace / "src" / "b.txt").read_text(encoding="utf-8") == "z\n"
     assert any("needs node, which is not installed" in r.getMessage() for r in caplog.records)
+
+
+def test_camelagis_telegram_bot_becomes_the_telegram_channel_without_copying_its_token() -> None:
+    from toolrig.commands._camelagi import convert
+    from toolrig.config import Config
+
+    seed = {"telegram": {"botToken": "123:AAA-literal", "allowedUsers": [42, -1, True, "7"], "chats": {"1": {}}}}
+    out = convert(seed)
+    assert out.config["channels"] == {"telegram": {"bot_token_env": "TELEGRAM_BOT_TOKEN", "allowed_users": [42]}}
+    assert "123:AAA-literal" not in str(out.config)
+    assert any("botToken is not copied" in n for n in out.notes)
+    assert any("telegram.groups / telegram.chats" in n for n in out.notes)
+    Config.model_validate(out.config)  # what it writes is a valid toolrig config
+    by_variable = convert({"telegram": {"botToken": "${MY_BOT}", "allowedUsers": [5]}})
+    assert by_variable.config["channels"]["telegram"]["bot_token_env"] == "MY_BOT"
+    nobody = convert({"telegram": {"botToken": "x", "allowedUsers": []}})
+    assert "channels" not in nobody.config and any("allowed_users by hand" in n for n in nobody.notes)

@@ -1,11 +1,13 @@
-"""A local server speaking the Telegram Bot API methods toolrig uses, with button presses a test scripts.
+"""A local server speaking the Telegram Bot API methods toolrig uses, with messages and presses a test scripts.
 
-``sendMessage``, ``getUpdates`` (long polling, honouring ``offset`` and ``timeout``), ``answerCallbackQuery``
-and ``editMessageText``, under ``/bot<token>/<method>``, JSON in and ``{"ok": ..., "result": ...}`` out.
+``sendMessage``, ``getUpdates`` (long polling, honouring ``offset`` and ``timeout``), ``answerCallbackQuery``,
+``editMessageText`` and ``setWebhook``, under ``/bot<token>/<method>``, JSON in and ``{"ok": ..., "result": ...}``
+out. ``flood`` makes the next calls of a method answer 429 with ``retry_after``, as Telegram's flood control does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -20,12 +22,60 @@ class BotApi:
     answered: list[dict[str, Any]] = field(default_factory=list)
     edited: list[dict[str, Any]] = field(default_factory=list)
     updates: list[dict[str, Any]] = field(default_factory=list)
+    webhooks: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)  # every method called, in order
     port: int = 0
 
     def __post_init__(self) -> None:
         self._changed = threading.Condition()
         self._next_update = 1
         self._server: ThreadingHTTPServer | None = None
+        self._floods: dict[str, list[int]] = {}
+        self._forced: list[dict[str, Any]] = []
+
+    def flood(self, method: str, times: int = 1, retry_after: int = 0) -> None:
+        """The next ``times`` calls of ``method`` are refused with 429 and ``retry_after`` seconds."""
+        self._floods[method] = [retry_after] * times
+
+    def wait_until(self, check: Any, timeout: float = 30, what: str = "") -> None:
+        """Block until ``check()`` holds (re-checked on every call the server answers)."""
+        with self._changed:
+            if not self._changed.wait_for(check, timeout):
+                raise AssertionError(f"timed out waiting for {what or check}")
+
+    def say(self, text: str, *, from_id: int, chat_id: int | None = None, reply_to: int | None = None) -> int:
+        """A person sends the bot a text message (in their private chat unless ``chat_id`` says another)."""
+        chat = from_id if chat_id is None else chat_id
+        message: dict[str, Any] = {
+            "message_id": 10_000 + self._next_update,
+            "from": {"id": from_id, "is_bot": False, "first_name": "P"},
+            "chat": {"id": chat, "type": "private" if chat == from_id else "group"},
+            "date": 0,
+            "text": text,
+        }
+        if reply_to is not None:
+            message["reply_to_message"] = {"message_id": reply_to, "chat": {"id": chat}}
+        return self.push({"message": message})
+
+    def push(self, update: dict[str, Any], update_id: int | None = None) -> int:
+        """Queue any update (``update_id`` given: a replay or a forgery); returns its id."""
+        with self._changed:
+            if update_id is None:
+                update_id = self._next_update
+                self._next_update += 1
+            else:  # delivered once whatever the poller's offset: what a replaying server or proxy would do
+                self._forced.append({"update_id": update_id, **update})
+                self._changed.notify_all()
+                return update_id
+            self.updates.append({"update_id": update_id, **update})
+            self._changed.notify_all()
+            return update_id
+
+    def to(self, chat_id: int) -> list[dict[str, Any]]:
+        """The messages sent to one chat, each with its latest text (edits applied)."""
+        with self._changed:
+            latest = {e["message_id"]: e["text"] for e in self.edited if e.get("chat_id") == chat_id}
+            return [{**m, "text": latest.get(m["message_id"], m["text"])} for m in self.sent if m["chat_id"] == chat_id]
 
     @property
     def base(self) -> str:
@@ -67,6 +117,8 @@ class BotApi:
 
     def _method(self, name: str, payload: dict[str, Any]) -> Any:
         with self._changed:
+            self.calls.append(name)
+            self._changed.notify_all()
             if name == "sendMessage":
                 message = {**payload, "message_id": len(self.sent) + 1}
                 self.sent.append(message)
@@ -79,15 +131,21 @@ class BotApi:
             if name == "getUpdates":
                 offset = int(payload.get("offset") or 0)
                 fresh = lambda: [u for u in self.updates if u["update_id"] >= offset]  # noqa: E731
-                self._changed.wait_for(lambda: bool(fresh()), float(payload.get("timeout") or 0))
-                return fresh()
+                self._changed.wait_for(lambda: bool(fresh() or self._forced), float(payload.get("timeout") or 0))
+                forced, self._forced = self._forced, []
+                return forced + fresh()
             if name == "answerCallbackQuery":
                 self.answered.append(payload)
                 self._changed.notify_all()
                 return True
             if name == "editMessageText":
                 self.edited.append(payload)
+                self._changed.notify_all()
                 return {"message_id": payload["message_id"]}
+            if name == "setWebhook":
+                self.webhooks.append(payload)
+                self._changed.notify_all()
+                return True
         raise KeyError(name)
 
     def start(self) -> BotApi:
@@ -100,7 +158,13 @@ class BotApi:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 prefix = f"/bot{owner.token}/"
                 status, reply = 404, {"ok": False, "error_code": 404, "description": "Not Found"}
-                if self.path.startswith(prefix):
+                flooded = owner._floods.get(self.path[len(prefix) :]) if self.path.startswith(prefix) else None
+                if flooded:
+                    owner.calls.append(self.path[len(prefix) :])
+                    wait = flooded.pop()
+                    status, reply = 429, {"ok": False, "error_code": 429, "description": "Too Many Requests",
+                                          "parameters": {"retry_after": wait}}  # fmt: skip
+                elif self.path.startswith(prefix):
                     try:
                         reply = {"ok": True, "result": owner._method(self.path[len(prefix) :], json.loads(body))}
                         status = 200
@@ -113,7 +177,8 @@ class BotApi:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a long poll its client dropped
+                    self.wfile.write(data)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

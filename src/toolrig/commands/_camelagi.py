@@ -24,7 +24,6 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 _KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 _NOT_CONVERTED = {
     "serve": "the gateway server: use `toolrig mcp serve --transport http`",
-    "telegram": "Telegram bots are not part of toolrig's config",
     "compaction": "toolrig has no context compaction setting",
     "skills": "toolrig finds skills in .toolrig/skills and skills.paths",
     "retry": "llm.max_retries is the nearest setting; set it by hand",
@@ -77,6 +76,7 @@ def convert(data: dict[str, Any], *, copy_key: bool = False) -> Converted:
     if isinstance(hooks, dict) and "enabled" in hooks:
         out.config["hooks"] = {"enabled": bool(hooks["enabled"])}
     _cron(data.get("cron") or [], out)
+    _telegram(data.get("telegram"), out)
     if data.get("agents"):
         out.notes.append(
             "agents: CamelAGI's named agents (model, Telegram bot) are not converted; define agents: by hand"
@@ -123,6 +123,32 @@ def _approvals(approvals: dict[str, Any], out: Converted) -> None:
         )
     if converted:
         out.config["approvals"] = converted
+
+
+def _telegram(telegram: Any, out: Converted) -> None:
+    """CamelAGI's bot as ``channels.telegram`` (served by ``toolrig serve``); the token stays in the environment."""
+    if not isinstance(telegram, dict) or not (telegram.get("botToken") or telegram.get("allowedUsers")):
+        return
+    token = telegram.get("botToken")
+    variable = "TELEGRAM_BOT_TOKEN"  # CamelAGI reads it too
+    if isinstance(token, str) and token.startswith("${") and token.endswith("}") and len(token) > 3:
+        variable = token[2:-1]
+    elif token:
+        out.notes.append(f"telegram.botToken is not copied: set {variable} in the environment of `toolrig serve`")
+    users = [u for u in telegram.get("allowedUsers") or () if isinstance(u, int) and not isinstance(u, bool) and u > 0]
+    if not users:
+        out.notes.append(
+            "telegram: no allowedUsers, and toolrig's bot answers only listed users: set "
+            "channels.telegram.allowed_users by hand"
+        )
+        return
+    out.config["channels"] = {"telegram": {"bot_token_env": variable, "allowed_users": users}}
+    out.notes.append("telegram: the bot runs inside `toolrig serve` (docs/gateway.md), in private chats only")
+    if isinstance(telegram.get("groups"), dict) or telegram.get("chats"):
+        out.notes.append(
+            "telegram.groups / telegram.chats: not converted (toolrig answers each allowed user in their own chat; "
+            "per-chat models and prompts: an agent under agents: named in channels.telegram.agent)"
+        )
 
 
 def _cron(jobs: Any, out: Converted) -> None:

@@ -27,7 +27,9 @@ def channels_for(rig: Rig) -> list[Channel]:
 
     A channel adds itself here: build it from ``rig.config`` when configured, import its code only then.
     """
-    return []
+    from toolrig.channels import configured
+
+    return configured(rig)
 
 
 def user_env(name: str) -> str:
@@ -124,6 +126,7 @@ def command(
     from toolrig.adapters.mcp_http import MCP_PATH, bind
     from toolrig.cli import _fail as fail
     from toolrig.cli import make_rig
+    from toolrig.errors import ConfigError
     from toolrig.gateway.server import serve
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="toolrig: %(levelname)s: %(message)s")
@@ -138,8 +141,11 @@ def command(
         tool_server = McpToolServer(rig)  # its calls ask their MCP client (elicitation), as `mcp serve --http`
     try:
         sock = bind(host, port)
+        channels = channels_for(rig)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    except ConfigError as exc:
+        fail(f"{exc}")
 
     def ready(base: str) -> None:
         click.echo(f"toolrig: gateway listening on {base}", err=True)  # first: scripts read the URL from it
@@ -158,7 +164,7 @@ def command(
                 extra_origins=allow_origin,
                 ready=ready,
                 version=__version__,
-                channels=channels_for(rig),
+                channels=channels,
                 users={name: str(choice.value) for name, choice in each.items()},
                 shared=shared,
                 mcp=tool_server,

@@ -13,6 +13,7 @@ list), ``narrowing`` (layering an untrusted file), ``loading`` (both files, merg
 from __future__ import annotations
 
 from toolrig.config.base import ApprovalMode, ProfileName, RateText, Section, Verdict, defaults, parse_rate
+from toolrig.config.channels import ChannelsConfig, TelegramChannelConfig, TelegramWebhookConfig
 from toolrig.config.loading import CONFIG_FILE, LoadedConfig, config_from, load_config
 from toolrig.config.narrowing import ALLOW_NOTHING, UNTRUSTED, narrow_settings, pending_tool_config
 from toolrig.config.schema import Config
@@ -62,6 +63,7 @@ __all__ = [
     "ApprovalMode",
     "ApprovalsConfig",
     "AuditConfig",
+    "ChannelsConfig",
     "Config",
     "CronJobConfig",
     "ForwardConfig",
@@ -84,7 +86,9 @@ __all__ = [
     "SkillsConfig",
     "StoresConfig",
     "SubagentsConfig",
+    "TelegramChannelConfig",
     "TelegramForwardConfig",
+    "TelegramWebhookConfig",
     "TelemetryConfig",
     "ToolsConfig",
     "Verdict",

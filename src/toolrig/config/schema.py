@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from toolrig.config.base import RateText, Section, ToolSettings
+from toolrig.config.channels import ChannelsConfig
 from toolrig.config.sections import (
     AgentConfig,
     ApprovalsConfig,
@@ -63,3 +64,7 @@ class Config(Section):
     skills: SkillsConfig = Field(default_factory=SkillsConfig, description="Where Agent Skills are found.")
     # Trusted-only (no Narrow rule): a workspace's own config must not send what its runs do elsewhere.
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig, description="OpenTelemetry export.")
+    # Trusted-only (no Narrow rule): a workspace's config must not open a bot to anyone until trusted.
+    channels: ChannelsConfig = Field(
+        default_factory=ChannelsConfig, description="Chat channels inside `toolrig serve` (Telegram)."
+    )
