@@ -13,8 +13,8 @@ import pytest
 
 from tests.agent.conftest import agent_config
 from tests.gateway.conftest import TOKEN, Served
-from tests.remote.bot_api import BotApi
 from tests.support import sample_tools
+from tests.support.bot_api import BotApi
 from tests.support.fake_llm import FakeLLM
 from toolrig.adapters.mcp_http import bind
 from toolrig.channels import configured

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.remote.bot_api import BotApi
+from tests.support.bot_api import BotApi
 from toolrig.channels.telegram.bot import TelegramBot
 from toolrig.config import TelegramChannelConfig
 from toolrig.gateway.runs import RunManager

@@ -14,7 +14,7 @@ import yaml
 
 from tests.agent.conftest import agent_config
 from tests.channels.conftest import ALICE, BOT_TOKEN, telegram_config
-from tests.remote.bot_api import BotApi
+from tests.support.bot_api import BotApi
 from tests.support.fake_llm import FakeLLM, Text, reply
 
 pytestmark = [pytest.mark.slow]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from tests.remote.bot_api import BotApi
+from tests.support.bot_api import BotApi
 from toolrig.channels.telegram.botapi import BotApi as Client
 from toolrig.channels.telegram.botapi import BotApiError
 from toolrig.channels.telegram.buttons import Buttons
