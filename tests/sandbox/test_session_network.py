@@ -209,3 +209,17 @@ def test_without_a_session_namespace_a_command_gets_one_of_its_own_and_containme
     joined = _run(rig, "true").output["containment"]
     assert joined.endswith("network: through the egress proxy's guard, in the session's namespace"), joined
     rig.close()
+
+
+def test_a_holder_that_died_is_replaced_by_the_next_command(workspace: Path) -> None:
+    rig = Rig(workspace, config={})
+    sandbox = rig.executor.sandbox
+    assert sandbox is not None
+    first = _stdout(rig, NET)
+    holder = sandbox.network().process
+    holder.kill()
+    holder.wait()
+    result = _run(rig, NET)
+    assert result.output["stdout"] != first
+    assert result.output["containment"].endswith("in the session's namespace")
+    rig.close()

@@ -378,7 +378,14 @@ async def _guarded(
     )
     if net is not None:
         numbers = _join(net, launch)
-        launch.env.update(command_net.joined(net, egress, fd_numbers=numbers).env)
+        try:
+            launch.env.update(command_net.joined(net, egress, fd_numbers=numbers).env)
+        except OSError as exc:  # the holder died or did not answer: the next command starts a new namespace
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                f"The command was not run: its session's network namespace did not answer ({exc}); it is replaced.",
+                "Run the command again.",
+            ) from None
         return dataclasses.replace(view, network="guarded", joined=True)
     # A narrowed view empties the roots, and /tmp is the session's own: toolrig's interpreter may live in
     # either (a venv in the repo, a clone under /tmp), and the bridge runs on it inside the view.
