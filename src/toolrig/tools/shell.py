@@ -15,7 +15,6 @@ import os
 import secrets
 import shlex
 import socket
-import stat
 import threading
 import weakref
 from pathlib import Path
@@ -33,6 +32,7 @@ from toolrig.profiles.windows_bash import bash_argv
 from toolrig.sandbox import command_net
 from toolrig.sandbox.allowed import AllowedPathsSettings
 from toolrig.sandbox.background import STARTED, Tap, start_job
+from toolrig.sandbox.command_cwd import remember_dir, start_dir
 from toolrig.sandbox.confine import SandboxUnavailable, View
 from toolrig.sandbox.confine.bwrap import setup_failure
 from toolrig.sandbox.confine.choose import Choice, choose
@@ -45,7 +45,7 @@ from toolrig.sandbox.egress import Egress
 from toolrig.sandbox.launcher import EXTRA_FD
 from toolrig.sandbox.netns import SessionNetwork
 from toolrig.sandbox.network import NetworkSettings, Resolver
-from toolrig.sandbox.paths import StateDirectoryError, is_within
+from toolrig.sandbox.paths import is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
 from toolrig.sandbox.session import Kind, SessionSandbox
 from toolrig.stores.checkpoints.watch import CommandWatch
@@ -262,7 +262,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         choice = _choose(config)
         key = (str(ctx.workspace.root), ctx.session_id or DEFAULT_SESSION)
         cwds = _session_cwds(ctx)
-        cwd, cwd_fd, note = _start(input.cwd, cwds.get(key), ctx)
+        cwd, cwd_fd, note = start_dir(input.cwd, cwds.get(key), ctx.workspace)
         if input.background:  # the same containment, in a task of the run that owns it (sandbox.background)
             run = functools.partial(_run_job, ctx, config, choice, input, argv, cwd, cwd_fd)
             job = start_job(
@@ -288,7 +288,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
                 "while it was (a symlink swapped in, a directory removed).",
                 "Run it again once nothing else is changing the workspace.",
             )
-        final = _remember(result.final_cwd, cwd, ctx)
+        final = remember_dir(result.final_cwd, cwd, ctx.workspace)
         with _CWDS_LOCK:  # most recently used last; a session at the root needs no entry
             cwds.pop(key, None)
             if final != ctx.workspace.root:
@@ -304,7 +304,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice)}",
+            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice, ctx.sandbox)}",
             note=_joined(
                 note,
                 refused,
@@ -414,7 +414,14 @@ async def _guarded(
     )
     if net is not None:
         numbers = _join(net, launch)
-        launch.env.update(command_net.joined(net, egress, fd_numbers=numbers).env)
+        try:
+            launch.env.update(command_net.joined(net, egress, fd_numbers=numbers).env)
+        except OSError as exc:  # the holder died or did not answer: the next command starts a new namespace
+            raise ToolError(
+                ErrorType.UNAVAILABLE,
+                f"The command was not run: its session's network namespace did not answer ({exc}); it is replaced.",
+                "Run the command again.",
+            ) from None
         return dataclasses.replace(view, network="guarded", joined=True)
     # A narrowed view empties the roots, and /tmp is the session's own: toolrig's interpreter may live in
     # either (a venv in the repo, a clone under /tmp), and the bridge runs on it inside the view.
@@ -457,10 +464,15 @@ async def _session_network(sandbox: SessionSandbox | None, kind: Kind) -> Sessio
 _CONNECT_SECONDS = 5.0
 
 
-def _network_words(view: View | None, choice: Choice) -> str:
+def _network_words(view: View | None, choice: Choice, sandbox: SessionSandbox | None) -> str:
+    """What held the command's network, and whether it shared its session's namespace (or why not)."""
     if view is None or choice.backend.name != "bwrap":
         return ""
-    return "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
+    words = "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
+    if view.joined:
+        return words + ", in the session's namespace"
+    why = sandbox.failure if sandbox is not None else "no session sandbox in this call"
+    return f"{words}, in a namespace of its own ({why})" if why else words
 
 
 def _resolver(ctx: ToolContext) -> Resolver | None:
@@ -521,122 +533,6 @@ def _view(ctx: ToolContext, config: RunCommandConfig, cwd: Path, session: str) -
 def _joined(*notes: str | None) -> str | None:
     kept = [n for n in notes if n]
     return " ".join(kept) if kept else None
-
-
-def _start(requested: str | None, remembered: Path | None, ctx: ToolContext) -> tuple[Path, int, str | None]:
-    """Where the command starts: its path, a descriptor for it, and a note when it is not where the last one ended.
-
-    The directory is checked (``resolve``: inside the workspace, not toolrig's state, not denied) and then opened
-    beneath its root with no symlink followed; the command starts from that descriptor. A component swapped for
-    a symlink between the two is refused, so what was checked is where the command runs. A remembered directory
-    that can no longer be opened so (deleted, renamed, replaced by a file or a symlink) is not an error of this
-    call: the command starts at the root, and the note says why.
-    """
-    note = None
-    if requested is not None:
-        path = ctx.workspace.resolve(requested)
-        opened = _open(path, ctx)
-        if isinstance(opened, str):
-            raise _refused(opened, requested)
-        return path, opened, None
-    if remembered is not None:
-        opened = _open(remembered, ctx)
-        if not isinstance(opened, str):
-            return remembered, opened, None
-        note = (
-            f"This command started at the workspace root, not in '{ctx.workspace.display(remembered)}' where the "
-            f"session's last command ended: {_STANDS_IN_THE_WAY.get(opened, opened)}."
-        )
-    root = ctx.workspace.root
-    opened = _open(root, ctx)
-    if isinstance(opened, str):
-        raise ToolError(ErrorType.UNAVAILABLE, f"The workspace root cannot be entered: {opened}.")
-    return root, opened, note
-
-
-def _open(path: Path, ctx: ToolContext) -> int | str:
-    """A descriptor for a checked directory (``Workspace.open_dir``), or what stands in the way."""
-    try:
-        return ctx.workspace.open_dir(path)
-    except StateDirectoryError:  # toolrig's state under another name: a command renamed or moved it
-        return "state"
-    except ToolError:  # on the way: a symlink (never followed) or something that is not a directory
-        return _what_is(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
-    except PermissionError:
-        return "permission"
-    except OSError as exc:
-        return f"it cannot be opened ({exc.strerror or exc})"
-
-
-def _what_is(path: Path) -> str:
-    """What a directory that could not be opened has become (for messages only: the refusal does not rest on it)."""
-    try:
-        mode = path.lstat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return "missing"
-    except OSError as exc:
-        return f"it cannot be opened ({exc.strerror or exc})"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "swapped" if stat.S_ISDIR(mode) else "file"
-
-
-_STANDS_IN_THE_WAY = {
-    "missing": "it no longer exists (deleted or renamed)",
-    "symlink": "it was replaced by a symlink, which is never followed there",
-    "swapped": "a directory on the way to it was replaced by a symlink or a file",
-    "file": "it was replaced by a file",
-    "permission": "it cannot be entered (permission denied)",
-    "state": "it is (or is inside) toolrig's own state directory under another name",
-}
-
-
-def _refused(what: str, spelled: str) -> ToolError:
-    """The error for a cwd the call asked for that cannot be entered."""
-    if what == "missing":
-        return ToolError(
-            ErrorType.NOT_FOUND,
-            f"'{spelled}' is not a directory in the workspace.",
-            "List the workspace to find the directory, or leave cwd out to start where the last command ended.",
-        )
-    if what == "file":
-        return ToolError(
-            ErrorType.INVALID_INPUT,
-            f"'{spelled}' is a file, not a directory.",
-            "Give a directory for cwd, or leave cwd out to start where the last command ended.",
-        )
-    if what in ("symlink", "swapped"):
-        return ToolError(
-            ErrorType.DENIED,
-            f"'{spelled}' changed into a symlink (or stopped being a directory) after it was checked; nothing was run.",
-            "Something else is changing the workspace. Check the path and retry once it is stable.",
-        )
-    if what == "permission":
-        return ToolError(ErrorType.DENIED, f"'{spelled}' cannot be entered (permission denied).")
-    if what == "state":
-        return StateDirectoryError(Path(spelled))
-    return ToolError(ErrorType.UNAVAILABLE, f"'{spelled}': {what}.")
-
-
-def _remember(reported: str | None, used: Path, ctx: ToolContext) -> Path:
-    """Keep where the command ended for the session's next call, if that is still in the workspace.
-
-    Nothing kept here is trusted later: the next call opens it again without following a symlink, so the names
-    checked here are what it enters. A command that ended where it started (most do) needs no second check: the
-    names of ``used`` were checked before it ran (~50 µs per command, issue 19).
-    """
-    final = used
-    if reported and reported != str(used):
-        try:
-            final = ctx.workspace.resolve(reported)
-            os.close(ctx.workspace.open_dir(final))  # toolrig's state is known by identity too, whatever its name
-        except ToolError:
-            final = used  # it left the workspace (or entered toolrig's state): the next call starts here
-        except OSError:
-            pass  # gone or not enterable: the next call says so when it opens it
-    return final
 
 
 # Where each session's last command ended, kept with the rig's stores (one per rig): the tool instance is
