@@ -251,9 +251,8 @@ def test_no_new_privileges_no_capabilities_and_toolrig_invisible(ws: Path) -> No
 def test_background_children_die_with_the_command_inside_the_pid_namespace(ws: Path) -> None:
     rig = rig_for(ws)
     seconds = f"60.{secrets.randbelow(10**9):09d}"  # this test's own: another test's `sleep 60` may be running
-    started = run(
-        rig, f"(setsid sleep {seconds} >/dev/null 2>&1 &); pgrep -xf 'sleep {seconds}' >/dev/null && echo started"
-    )
+    wait = f"until pgrep -xf 'sleep {seconds}' >/dev/null; do :; done"  # setsid may not have run sleep yet
+    started = run(rig, f"(setsid sleep {seconds} >/dev/null 2>&1 &); {wait}; echo started")
     assert started.output["stdout"] == "started\n", started.output
     left = subprocess.run(["pgrep", "-xf", f"sleep {seconds}"], capture_output=True, check=False)
     assert left.stdout == b""
