@@ -150,13 +150,10 @@ class _Run:
         from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.mcp_sampling import RunModels
 
-        self.models = RunModels(self.provider, self)  # tools' ctx.sample: this run's model, on its budget
+        # tools' ctx.sample and remote MCP servers' sampling during the run's calls: this run's model, on its budget
+        self.models = RunModels(self.provider, self)
         # capabilities_refresh may ask this model for themes; tool_search names tools as this model does.
         self.catalog = run_catalog(rig, self.provider, self.profile)
-        if rig.mcp_servers is not None:
-            # Remote MCP servers with `sampling:` ask the model of the run that last started (sources/ holds
-            # one sampler per server set); a tool's own ctx.sample goes with its call's scope instead.
-            rig.mcp_servers.use_model(self.models.for_server)
         self.scope = CallScope()  # who this run is, for each of its calls: set when the run starts (``_guarded``)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:

@@ -25,7 +25,7 @@ import anyio
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sources.mcp_relay import Relay, Sampler
+from toolrig.sources.mcp_relay import Relay
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
 from toolrig.sources.mcp_transport import Connection, McpStartError, connect, list_tools
 from toolrig.sources.mcp_trust import TrustStore
@@ -377,11 +377,6 @@ class McpServers:
             for name, config in configs.items()
         }
         self._stack: AsyncExitStack | None = None
-
-    def use_model(self, sampler: Sampler | None) -> None:
-        """The model servers with ``sampling:`` may ask (the agent runtime sets it for its run)."""
-        for server in self.servers.values():
-            server.relay.sampler = sampler
 
     def register(self, registry: Registry) -> None:
         for name, server in self.servers.items():
