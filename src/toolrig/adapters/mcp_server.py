@@ -46,7 +46,7 @@ from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
 from toolrig.sampling import ClientSampler, ModelSource
 from toolrig.scope import CallScope
-from toolrig.telemetry.propagation import continues_client_trace
+from toolrig.trace_context import continues_client_trace
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -231,7 +231,7 @@ class McpToolServer:
         from mcp.server.lowlevel import Server
         from mcp.shared.exceptions import MCPDeprecationWarning
 
-        from toolrig import __version__
+        from toolrig.version import __version__
 
         with warnings.catch_warnings():
             # 2026-07-28 deprecates logging; 2025-era clients, most of those in use, still ask for it.
@@ -242,8 +242,8 @@ class McpToolServer:
 
     def opening(self) -> OpeningAnswers:
         """The ``initialize`` and ``tools/list`` answers the stdio transport writes before the SDK loads."""
-        from toolrig import __version__
         from toolrig.adapters.mcp_opening import OpeningAnswers
+        from toolrig.version import __version__
 
         return OpeningAnswers(
             name="toolrig",

@@ -29,7 +29,7 @@ from toolrig.sources.mcp_relay import Relay
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
 from toolrig.sources.mcp_transport import Connection, McpStartError, connect, list_tools
 from toolrig.sources.mcp_trust import TrustStore
-from toolrig.telemetry.propagation import trace_meta
+from toolrig.trace_context import trace_meta
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus

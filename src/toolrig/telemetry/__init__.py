@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolrig.telemetry.propagation import (
+from toolrig.trace_context import (
     continue_trace,
     continues_client_trace,
     current_carrier,
