@@ -155,8 +155,8 @@ class Rig:
         self._validate_agents()
         self.warnings = unmatched_names(self.config, self.loaded, self._base_registry)
         self._report_warnings(strict)
+        from toolrig.catalog.binding import RigCatalog, RigSkills
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
-        from toolrig.skills.binding import RigCatalog, RigSkills
 
         self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
         self.executor = Executor(
@@ -253,7 +253,7 @@ class Rig:
         registry = cache.get(key)
         if registry is None:
             available = self._available
-            from toolrig.skills.binding import for_schemas
+            from toolrig.catalog.binding import for_schemas
 
             policy = self.governance.policy
             registry = Registry(for_schemas(self, [t for t in available.list() if policy.offered(t, chosen)]))
@@ -343,7 +343,7 @@ class Rig:
         if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
         from toolrig.adapters.faces import call_speaking
-        from toolrig.skills.binding import RigCatalog
+        from toolrig.catalog.binding import RigCatalog
 
         # The caller speaks ``chosen``: its scope says so, and its tools' catalog names tools as it does.
         scope = options.pop("scope", None) or DEFAULT

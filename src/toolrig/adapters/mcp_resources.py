@@ -364,15 +364,15 @@ class ServedResources:
         return None
 
     def _skills(self) -> list[Any]:
-        from toolrig.skills.binding import skills_of
+        from toolrig.skills.discovery import workspace_skills
 
-        found = skills_of(self.rig)
+        found = workspace_skills(self.rig.workspace.root, self.rig.config.skills.paths)
         return [skill for name in found.names() if (skill := found.get(name)) is not None]
 
     def _capabilities_path(self) -> Path:
-        from toolrig.skills.capabilities import path_of
+        from toolrig.skills import CAPABILITIES_FILE
 
-        return path_of(self.rig)
+        return Path(self.rig.workspace.state_dir) / CAPABILITIES_FILE
 
     async def list_resources(self, ctx: Any, params: Any) -> Any:
         from mcp.types import ListResourcesResult, Resource

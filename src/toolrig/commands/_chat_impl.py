@@ -144,7 +144,7 @@ class Chat:
                 row = Text.assemble((f"{item.name:<20}", "cyan"), f" {summary}")
                 self.console.print(row, no_wrap=True, overflow="ellipsis")
         elif name == "/capabilities":
-            from toolrig.skills import capabilities
+            from toolrig.catalog import capabilities
 
             self.console.print(capabilities.current(self.rig, self.rig.agent).rstrip(), markup=False)
         elif name == "/usage":
