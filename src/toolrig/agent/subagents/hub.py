@@ -26,8 +26,9 @@ import anyio
 
 from toolrig.agent.budget import Ledger
 from toolrig.agent.errors import RunError
+from toolrig.agent.subagents.loading import load_agent_types
 from toolrig.agent.subagents.narrowing import child_profile, min_or_none
-from toolrig.agent.subagents.types import AgentType, AgentTypes, load_agent_types
+from toolrig.agent.subagents.types import AgentType, AgentTypes
 from toolrig.agent.usage import Usage
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import (
