@@ -33,7 +33,8 @@ from toolrig.config import (
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.event_bus import EventBus, EventSink
-from toolrig.executor import Executor, Extensions, ToolCall
+from toolrig.executor import Executor
+from toolrig.gate import Extensions, ToolCall
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.permissions import AgentView
 from toolrig.policy.governance import Governance, ToolApprovals

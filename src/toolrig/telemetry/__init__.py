@@ -24,7 +24,7 @@ from toolrig.trace_context import (
 
 if TYPE_CHECKING:
     from toolrig.config import TelemetryConfig
-    from toolrig.executor import Extensions
+    from toolrig.gate import Extensions
     from toolrig.telemetry.setup import Telemetry
 
 
