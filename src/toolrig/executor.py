@@ -20,20 +20,19 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 
 from toolrig.approvals.channel import ApprovalChannel
-from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
+from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
+from toolrig.calling import ToolPlan, raw_for_record, shape, unrecorded
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import (
     AllowAll,
@@ -43,7 +42,6 @@ from toolrig.context import (
     ToolCatalog,
     ToolContext,
 )
-from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
 
@@ -54,15 +52,15 @@ from toolrig.gate import AuditSink as AuditSink
 from toolrig.gate import ExtensionPoint as ExtensionPoint
 from toolrig.gate import Extensions as Extensions
 from toolrig.gate import Gate as Gate
+from toolrig.gate import Lookup as Lookup
 from toolrig.gate import Reserved as Reserved
 from toolrig.gate import ToolCall as ToolCall
 from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
-from toolrig.result import ResultMeta, ToolResult, ok_checked
+from toolrig.result import ToolResult
 from toolrig.sampling import CallModels
 from toolrig.sandbox.paths import Workspace
 from toolrig.scope import CallScope
-from toolrig.shaping import escape_surrogates, fit
 from toolrig.stores import Stores
 from toolrig.worker_threads import run_sync
 
@@ -96,64 +94,6 @@ class GuardedOnFirstUse:
 
             self._http = GuardedHttp()
         return self._http.client(policy, timeout=timeout, max_redirects=max_redirects)
-
-
-@dataclass(slots=True)
-class _ToolPlan:
-    """What calling one tool takes, worked out on its first call rather than on every call.
-
-    Only facts about the tool itself live here (its models, whether its arguments can need repair, whether
-    it can see a cancellation token): the gates are not planned, they run on every call, so a gate, hook or
-    audit sink configured at any time is never skipped.
-    """
-
-    tool: AnyTool
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    validate: Callable[[Any], BaseModel]  # the input model's validator (``model_validate`` without its wrapper)
-    dump: Callable[..., Any]  # the output model's serializer, to JSON-able Python
-    repairs: bool  # some field could be repaired (a JSON string for an object, a lone item for a list, a null)
-    # A token is made and bound only for a tool that could observe it: one that reads its context
-    # (``ctx.cancel``), or one that runs across more than one step, where a timeout or the caller's
-    # cancellation can arrive while it runs (``check_cancelled()`` in a worker thread or after an await).
-    needs_token: bool
-    has_subjects: bool  # the tool reads subjects from its input (a ``Subject`` mark, or its own ``subjects``)
-    attaches: bool  # the output model can carry content parts (a ``ToolOutput``)
-    # A ``@tool`` function the executor calls itself, on the validated input's fields, without ``execute``'s
-    # wrapper (``FunctionTool.calls_fn_directly``); its value is wrapped by ``FunctionTool.wrap``.
-    direct: FunctionTool | None
-    # Its declared result type when a value of exactly that type is its own validated JSON form
-    # (``FunctionTool.plain_result``): the output is then ``{"result": value}``, no output model built.
-    plain: type | None
-
-    @classmethod
-    def of(cls, tool: AnyTool) -> _ToolPlan:
-        repair = repair_plan(tool.input_model)
-        one_step = tool.never_suspends or not (tool.is_async or tool.blocking)
-        direct = tool if isinstance(tool, FunctionTool) and tool.calls_fn_directly else None
-        return cls(
-            tool=tool,
-            input_model=tool.input_model,
-            output_model=tool.output_model,
-            validate=tool.input_model.__pydantic_validator__.validate_python,
-            dump=tool.output_model.__pydantic_serializer__.to_python,
-            repairs=repair.needed,
-            needs_token=tool.reads_context or not one_step,
-            has_subjects=tool.has_subjects,
-            attaches=issubclass(tool.output_model, ToolOutput),
-            direct=direct,
-            plain=direct.plain_result if direct is not None else None,
-        )
-
-
-class Lookup(Protocol):
-    """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
-
-    def offered_names(self, agent: AgentView | str | None) -> list[str]: ...
-
-    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
-        """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
-        ...
 
 
 _counter = itertools.count(1)
@@ -208,7 +148,7 @@ class Executor:
         self.skills = skills  # the workspace's Agent Skills
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
-        self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
+        self._plans: dict[str, ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
 
     async def invoke(
         self,
@@ -238,98 +178,19 @@ class Executor:
         """
         if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
             raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
-        if scope is not None:
-            agent_id = agent_id if agent_id is not None else scope.agent_id
-            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
-            session_id = session_id if session_id is not None else scope.session_id
-            events = events or scope.events
-            offered = offered if offered is not None else scope.offered
-            agent = agent or scope.agent
-            channel = channel or scope.channel
-            origin = scope.origin if origin == "python" else origin
-        call = ToolCall.start(
-            name,
-            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
-            origin,
-            agent_id,
-            parent_agent_id,
-            session_id,
-            time.perf_counter(),
-            events or self.events,
+        call = self._new_call(
+            name, call_id, origin, agent_id, parent_agent_id, session_id, events, called_as, agent, channel, scope
         )
-        if called_as is not None:  # else the class's default, None
-            call.called_as = called_as
-        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
-            call.agent = agent
-        if channel is not None:
-            call.channel = channel
-        if scope is not None:
-            call.scope = scope
-        # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
-        # cancellation leaves the inner ``try``, to be recorded by the outer one.
+        if scope is not None and offered is None:
+            offered = scope.offered
+        # Stages 1-2 in this frame, stage 3 in one more (``_run``); only the caller's cancellation leaves the
+        # inner ``try``, to be recorded by the outer one.
         try:
             try:
                 plan, validated = self._prepare(call, args, offered)  # stage 1
                 if (pending := self._gate(call)) is not None:  # stage 2, the one gate
                     await pending
-                # stage 3
-                call.ran = True
-                tool = plan.tool
-                if plan.needs_token:
-                    token = call.token = CancelToken()
-                    ctx = self._context(call, tool.name, token) if tool.reads_context else self._unread_context
-                    bound = bind_token(token)
-                else:
-                    # One step, no context: nothing could cancel the token while the tool runs, nor read it.
-                    ctx, bound = self._unread_context, None
-                limit = 0.0  # a one-step tool has no deadline
-                direct = plan.direct  # a @tool function: called on the input's fields, its value wrapped below
-                try:
-                    if tool.never_suspends:
-                        # No await in its code: it runs to its end in one step, which no deadline could
-                        # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
-                        running = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
-                        output, timed_out = await running, False
-                    elif not (tool.is_async or tool.blocking):
-                        # A sync tool declared never to block: on the loop, no thread hop and, for the same
-                        # reason, no timeout scope.
-                        output = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
-                        timed_out = False
-                    elif tool.is_async:
-                        limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        with anyio.move_on_after(limit) as deadline:
-                            if direct is not None:
-                                output = await direct.fn(**validated.__dict__)
-                            else:
-                                output = await tool.execute(validated, ctx)
-                        timed_out = deadline.cancelled_caught
-                    else:
-                        # A worker thread; it inherits the bound token through the copied context.
-                        limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        job = (
-                            partial(direct.fn, **validated.__dict__)
-                            if direct is not None
-                            else partial(tool.execute, validated, ctx)
-                        )
-                        output, timed_out = await run_sync(job, limit)
-                finally:
-                    if bound is not None:
-                        unbind_token(bound)
-                if timed_out:
-                    if call.token is not None:
-                        call.token.cancel(f"timed out after {limit:g}s")
-                    raise ToolError(
-                        ErrorType.TIMEOUT,
-                        f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
-                        "Retry with a smaller request, or a longer timeout if the tool takes one.",
-                        retryable=True,
-                    )
-                if direct is None:
-                    result = self._shape(plan, output, None, call.notes)
-                elif type(output) is plan.plain:  # already its own validated JSON form
-                    result = self._shape(plan, None, {"result": output}, call.notes)
-                else:
-                    result = self._shape(plan, direct.wrap(output), None, call.notes)
+                result = await self._run(call, plan, validated, timeout_seconds)  # stage 3
             except ToolError as err:
                 result = ToolResult.from_error(err, notes=call.notes)
             except anyio.get_cancelled_exc_class():
@@ -352,6 +213,111 @@ class Executor:
             raise
         recorded = self._record(call, result)  # stage 4
         return recorded if type(recorded) is ToolResult else await cast(Awaitable[ToolResult], recorded)
+
+    def _new_call(
+        self,
+        name: str,
+        call_id: str | None,
+        origin: str,
+        agent_id: str | None,
+        parent_agent_id: str | None,
+        session_id: str | None,
+        events: EventSink | None,
+        called_as: str | None,
+        agent: AgentView | None,
+        channel: ApprovalChannel | None,
+        scope: CallScope | None,
+    ) -> ToolCall:
+        """The call as it begins: who is calling from ``scope``, a keyword given as well winning over its field."""
+        if scope is not None:
+            agent_id = agent_id if agent_id is not None else scope.agent_id
+            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
+            session_id = session_id if session_id is not None else scope.session_id
+            events = events or scope.events
+            agent = agent or scope.agent
+            channel = channel or scope.channel
+            origin = scope.origin if origin == "python" else origin
+        call = ToolCall.start(
+            name,
+            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
+        )
+        if called_as is not None:  # else the class's default, None
+            call.called_as = called_as
+        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
+            call.agent = agent
+        if channel is not None:
+            call.channel = channel
+        if scope is not None:
+            call.scope = scope
+        return call
+
+    async def _run(
+        self, call: ToolCall, plan: ToolPlan, validated: BaseModel, timeout_seconds: float | None
+    ) -> ToolResult:
+        """Stage 3: run the tool (with a token and a deadline when it can see or need them), its output shaped."""
+        call.ran = True
+        tool = plan.tool
+        if plan.needs_token:
+            token = call.token = CancelToken()
+            ctx = self._context(call, tool.name, token) if tool.reads_context else self._unread_context
+            bound = bind_token(token)
+        else:
+            # One step, no context: nothing could cancel the token while the tool runs, nor read it.
+            ctx, bound = self._unread_context, None
+        limit = 0.0  # a one-step tool has no deadline
+        direct = plan.direct  # a @tool function: called on the input's fields, its value wrapped below
+        try:
+            if tool.never_suspends:
+                # No await in its code: it runs to its end in one step, which no deadline could
+                # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
+                running = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
+                output, timed_out = await running, False
+            elif not (tool.is_async or tool.blocking):
+                # A sync tool declared never to block: on the loop, no thread hop and, for the same
+                # reason, no timeout scope.
+                output = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
+                timed_out = False
+            elif tool.is_async:
+                limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
+                with anyio.move_on_after(limit) as deadline:
+                    if direct is not None:
+                        output = await direct.fn(**validated.__dict__)
+                    else:
+                        output = await tool.execute(validated, ctx)
+                timed_out = deadline.cancelled_caught
+            else:
+                # A worker thread; it inherits the bound token through the copied context.
+                limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
+                job = (
+                    partial(direct.fn, **validated.__dict__)
+                    if direct is not None
+                    else partial(tool.execute, validated, ctx)
+                )
+                output, timed_out = await run_sync(job, limit)
+        finally:
+            if bound is not None:
+                unbind_token(bound)
+        if timed_out:
+            if call.token is not None:
+                call.token.cancel(f"timed out after {limit:g}s")
+            raise ToolError(
+                ErrorType.TIMEOUT,
+                f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
+                "Retry with a smaller request, or a longer timeout if the tool takes one.",
+                retryable=True,
+            )
+        save = self.stores.outputs.save
+        if direct is None:
+            return shape(plan, self.output_cap, save, output, None, call.notes)
+        if type(output) is plan.plain:  # already its own validated JSON form
+            return shape(plan, self.output_cap, save, None, {"result": output}, call.notes)
+        return shape(plan, self.output_cap, save, direct.wrap(output), None, call.notes)
 
     async def decide(
         self,
@@ -381,7 +347,7 @@ class Executor:
 
     def _prepare(
         self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
-    ) -> tuple[_ToolPlan, BaseModel]:
+    ) -> tuple[ToolPlan, BaseModel]:
         """Stage 1: find the tool (refusing one this caller is not offered), read and check the arguments."""
         tool = self.registry.find(call.name)
         if tool is None:
@@ -405,7 +371,7 @@ class Executor:
             or plan.input_model is not tool.input_model
             or plan.output_model is not tool.output_model
         ):  # first call, or another tool under this name, or its models swapped
-            plan = self._plans[tool.name] = _ToolPlan.of(tool)
+            plan = self._plans[tool.name] = ToolPlan.of(tool)
         if type(args) is dict:
             # The common case, a dict: ``parse_arguments``'s own check of it (in C: valid text, reasonable depth)
             # without its frame and its tuple; anything that check refuses goes to ``parse_arguments`` to say why.
@@ -452,56 +418,6 @@ class Executor:
             subagents=scope.subagents,
             models=CallModels(approvals, scope.models),
         )
-
-    def _shape(
-        self, plan: _ToolPlan, output: BaseModel | None, data: dict[str, Any] | None, notes: list[str]
-    ) -> ToolResult:
-        """Stage 4's first half: the output checked against its model and dumped (``data`` when already so)."""
-        if data is None:
-            model = plan.output_model
-            if type(output) is not model:
-                if not isinstance(output, model):
-                    try:
-                        output = model.model_validate(output)
-                    except ValidationError as exc:
-                        raise RuntimeError(
-                            f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}"
-                        ) from None
-                # A subclass instance is dumped by its own serializer, as before (it may have more fields).
-                data = output.__pydantic_serializer__.to_python(output, mode="json")
-            else:
-                data = plan.dump(output, mode="json")
-        # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
-        try:
-            raw = to_json(data)
-        except PydanticSerializationError:
-            # Text no UTF-8 can carry (a file name that is not UTF-8, as os.fsdecode gives it): one such name
-            # must not turn a whole listing into an internal error. Anything else still fails as before.
-            data = escape_surrogates(data)
-            raw = to_json(data)
-            notes = [*notes, r"Some text was not valid UTF-8 (a file name, say); its bytes are shown as \xNN."]
-        if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
-            # Integers past Python's str() limit break every json.dumps downstream (CLI, MCP, providers,
-            # sessions): they travel as their decimal digits in a string instead.
-            data = _big_ints_as_text(data)
-            notes = [*notes, "Integers longer than 4,300 digits are given as strings of their digits."]
-            raw = to_json(data)
-        handle = None
-        if len(raw) > self.output_cap and len(text := raw.decode()) > self.output_cap:
-            handle = self.stores.outputs.save(text)
-            data, how = fit(data, self.output_cap)
-            notes = [
-                *notes,
-                f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
-                f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
-            ]
-        content = (
-            cast(ToolOutput, output).attached_content()
-            if output is not None and (plan.attaches or isinstance(output, ToolOutput))
-            else []
-        )
-        meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
-        return ok_checked(data, list(notes) if notes else [], meta, content)
 
     def _choices(self, agent: AgentView | str | None, offered: Collection[str] | None = None) -> str:
         """The hint naming what this caller may call instead: only the tools offered to it."""
@@ -560,7 +476,7 @@ class Executor:
         try:
             call.raw_args, call.notes = parse_arguments(args)
         except ToolError:
-            call.raw_args = _raw_for_record(args)
+            call.raw_args = raw_for_record(args)
             raise
 
     async def _gate_after(self, call: ToolCall, pending: Awaitable[None], point: int, walk: Iterator[Gate]) -> None:
@@ -605,7 +521,7 @@ class Executor:
                     if (pending := audit(call, result)) is not None:
                         return self._audit_after(call, result, pending, walk_sinks)
                 except Exception as exc:
-                    result = _unrecorded(call, exc)
+                    result = unrecorded(call.name, call.call_id, exc)
         return result
 
     async def _record_after(
@@ -646,14 +562,14 @@ class Executor:
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:
-                result = _unrecorded(call, exc)
+                result = unrecorded(call.name, call.call_id, exc)
             audit = next(walk, None)
             if audit is None:
                 return result
             try:
                 pending = audit(call, result)
             except Exception as exc:
-                result, pending = _unrecorded(call, exc), None
+                result, pending = unrecorded(call.name, call.call_id, exc), None
 
     async def invoke_many(
         self, calls: Sequence[tuple[str, dict[str, Any] | str | None]], **kwargs: Any
@@ -680,58 +596,3 @@ class Routable(Protocol):
 def _through(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
     """A tool's own questions go where its call's approvals go."""
     return approvals.through(channel) if isinstance(approvals, Routable) else approvals
-
-
-def _unrecorded(call: ToolCall, exc: Exception) -> ToolResult:
-    """The result of a call whose audit row could not be written: its output is withheld, saying why."""
-    if isinstance(exc, ToolError):
-        # The audit log refused on purpose (a state dir a repository planted a symlink in): say why.
-        log.warning("audit sink refused call %s: %s", call.call_id, exc.message)
-        result = ToolResult.error(
-            exc.error_type,
-            f"The call could not be recorded in the audit log, so its result is withheld: {exc.message}",
-            exc.next_action_hint,
-        )
-    else:
-        # "Every call, allowed or not, is one row": a call whose row cannot be written does not
-        # hand its output on, so nothing it read leaves unrecorded.
-        log.exception("audit sink failed for call %s", call.call_id, exc_info=exc)
-        result = ToolResult.error(
-            ErrorType.INTERNAL,
-            "The call could not be recorded in the audit log, so its result is withheld.",
-            "Tell the user: the audit log (.toolrig/audit.db) cannot be written.",
-        )
-    result.meta.tool, result.meta.call_id = call.name, call.call_id
-    return result
-
-
-_INT_DIGITS = 4_300
-_LONG_DIGITS = re.compile(rb"\d{%d,}" % (_INT_DIGITS + 1))
-
-
-def _big_ints_as_text(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
-        try:
-            str(value)
-        except ValueError:
-            return to_json(value).decode()
-        return value
-    if isinstance(value, dict):
-        return {k: _big_ints_as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_big_ints_as_text(v) for v in value]
-    return value
-
-
-def _raw_for_record(args: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
-    """Arguments that could not be parsed, kept for the audit row as the text that was sent."""
-    if isinstance(args, dict):
-        return args
-    if isinstance(args, bytes):
-        args = args.decode("utf-8", "replace")
-    if not isinstance(args, str):  # a Python caller's list or number: kept as its bounded repr
-        try:
-            args = repr(args)
-        except ValueError:  # an integer past Python's 4,300-digit text limit
-            args = f"<{type(args).__name__} too large to show>"
-    return {"_unparsed": args[:2_000]} if args else {}

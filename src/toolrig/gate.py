@@ -30,6 +30,7 @@ __all__ = [
     "ExtensionPoint",
     "Extensions",
     "Gate",
+    "Lookup",
     "Reserved",
     "ToolCall",
 ]
@@ -208,3 +209,13 @@ class Reserved:
 
 
 _waking = threading.Lock()
+
+
+class Lookup(Protocol):
+    """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
+
+    def offered_names(self, agent: AgentView | str | None) -> list[str]: ...
+
+    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
+        """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
+        ...
