@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolrig.adapters.served import ServedRig
 from toolrig.content import AudioPart, ContentPart, ImagePart, ResourcePart, TextPart
 from toolrig.result import ToolResult
 
@@ -342,7 +343,7 @@ class Subscriptions:
 class ServedResources:
     """The MCP handlers for resources, prompts and completion, over one rig; ``call`` is its gated tool call."""
 
-    def __init__(self, rig: Any, call: Call) -> None:
+    def __init__(self, rig: ServedRig, call: Call) -> None:
         self.rig = rig
         self.call = call
         self.subscriptions = Subscriptions()

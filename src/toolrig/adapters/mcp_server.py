@@ -30,6 +30,7 @@ from toolrig.adapters.mcp_content import content_json, mcp_content
 from toolrig.adapters.mcp_logging import LogLevels
 from toolrig.adapters.mcp_resources import ServedResources
 from toolrig.adapters.mcp_sessions import SessionIds, new_session_id
+from toolrig.adapters.served import ServedRig
 from toolrig.approvals import fingerprint
 from toolrig.approvals.mcp import (
     Asker,
@@ -40,7 +41,8 @@ from toolrig.approvals.mcp import (
     elicit_request,
 )
 from toolrig.errors import ErrorType, ToolError
-from toolrig.events import Event, EventSink, LogLevel, ToolLogEvent, ToolProgressEvent
+from toolrig.event_bus import EventSink
+from toolrig.events import Event, LogLevel, ToolLogEvent, ToolProgressEvent
 from toolrig.executor import new_call_id
 from toolrig.policy.hints import hints
 from toolrig.result import ToolResult
@@ -67,7 +69,6 @@ if TYPE_CHECKING:
     from toolrig.adapters.mcp_opening import OpeningAnswers
     from toolrig.context import Sample
     from toolrig.registry import AnyTool
-    from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.mcp")
 
@@ -187,7 +188,7 @@ class McpToolServer:
     """
 
     def __init__(
-        self, rig: Rig, *, approval_fallback: Fallback | None = None, approval_timeout: float | None = None
+        self, rig: ServedRig, *, approval_fallback: Fallback | None = None, approval_timeout: float | None = None
     ) -> None:
         self.rig = rig
         settings = rig.config.approvals

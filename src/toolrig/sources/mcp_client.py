@@ -18,12 +18,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
+from toolrig.definition import Tool
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sources.mcp_relay import Relay
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
@@ -33,8 +34,6 @@ from toolrig.trace_context import trace_meta
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
-
-    from toolrig.registry import AnyTool, Registry
 
 log = logging.getLogger("toolrig.mcp")
 
@@ -355,8 +354,14 @@ def _unavailable(exc: McpStartError) -> ToolError:
 # ---------------------------------------------------------------------------------------------- all servers
 
 
-def _load(server: McpServer) -> list[AnyTool]:
+def _load(server: McpServer) -> list[Tool[Any, Any]]:
     return list(server.load_tools())
+
+
+class LazyGroups(Protocol):
+    """Where the servers' tools are registered (``toolrig.registry.Registry``, above sources): loaded on need."""
+
+    def add_lazy_group(self, key: str, loader: Callable[[], list[Tool[Any, Any]]], *, remote: bool = False) -> None: ...
 
 
 class McpServers:
@@ -378,7 +383,7 @@ class McpServers:
         }
         self._stack: AsyncExitStack | None = None
 
-    def register(self, registry: Registry) -> None:
+    def register(self, registry: LazyGroups) -> None:
         for name, server in self.servers.items():
             registry.add_lazy_group(f"mcp:{name}", partial(_load, server), remote=True)
 
