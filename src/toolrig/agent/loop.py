@@ -35,7 +35,7 @@ from toolrig.agent.setup import (
     system_prompt,
 )
 from toolrig.agent.state import RunOptions, RunResult, RunState, StopReason
-from toolrig.agent.subagents.hub import UNSET, Lineage, RunNode
+from toolrig.agent.subagents.nodes import UNSET, Lineage, RunNode
 from toolrig.agent.subagents.prompt import agent_types_section, child_instructions
 from toolrig.agent.turns import (
     Progress,

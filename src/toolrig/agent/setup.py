@@ -12,7 +12,7 @@ from typing import Any
 
 from toolrig.agent.providers import Provider, make_provider, settings_from
 from toolrig.agent.state import RunOptions
-from toolrig.agent.subagents.hub import Lineage
+from toolrig.agent.subagents.nodes import Lineage
 from toolrig.agent.usage import Price, price_for
 from toolrig.approvals.channel import ApprovalChannel, QuestionsApart
 from toolrig.approvals.paused import PauseChannel
