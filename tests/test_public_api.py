@@ -29,8 +29,10 @@ def test_exported_members_are_exactly_the_documented_ones() -> None:
 
 def test_the_tool_decorator_is_not_shadowed_by_a_module() -> None:
     import toolrig.definition
+    import toolrig.function_tool  # its home: a module named after the decorator would shadow it
 
-    assert callable(toolrig.tool) and toolrig.tool.__module__ == "toolrig.definition"
+    assert callable(toolrig.tool) and toolrig.tool.__module__ == "toolrig.function_tool"
+    assert toolrig.definition.tool is toolrig.tool  # still found where it was defined before
 
 
 def test_unknown_attributes_raise_attribute_error() -> None:

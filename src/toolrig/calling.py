@@ -18,8 +18,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from toolrig.arguments import repair_plan
-from toolrig.definition import FunctionTool, ToolOutput
+from toolrig.definition import ToolOutput
 from toolrig.errors import ErrorType, ToolError
+from toolrig.function_tool import FunctionTool
 from toolrig.registry import AnyTool
 from toolrig.result import ResultMeta, ToolResult, ok_checked
 from toolrig.shaping import escape_surrogates, fit
