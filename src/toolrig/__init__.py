@@ -16,7 +16,7 @@ _EXPORTS = {
     "ToolInput": "toolrig.definition",
     "ToolOutput": "toolrig.definition",
     "tool": "toolrig.function_tool",
-    "schema_tool": "toolrig.schema_tool",
+    "schema_tool": "toolrig.schema_tools",
     "ToolContext": "toolrig.context",
     "ToolResult": "toolrig.result",
     "ToolError": "toolrig.errors",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from toolrig.registry import Registry
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
-    from toolrig.schema_tool import schema_tool
+    from toolrig.schema_tools import schema_tool
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ are the input and output models::
         def execute(self, input: CalculateInput, ctx: ToolContext) -> CalculateOutput: ...
 
 Users who would rather write a function get ``@tool`` (``toolrig.function_tool``), which builds the input
-model from the signature; schema-first code gets ``schema_tool`` (``toolrig.schema_tool``). Both names are
+model from the signature; schema-first code gets ``schema_tool`` (``toolrig.schema_tools``). Both names are
 still found here (a lazy re-export: they import this module, so it cannot import them).
 """
 
@@ -316,15 +316,15 @@ def model_name(tool_name: str, suffix: str) -> str:
 _MOVED = {
     "FunctionTool": "toolrig.function_tool",
     "tool": "toolrig.function_tool",
-    "SchemaArguments": "toolrig.schema_tool",
-    "SchemaOutput": "toolrig.schema_tool",
-    "SchemaTool": "toolrig.schema_tool",
-    "schema_tool": "toolrig.schema_tool",
+    "SchemaArguments": "toolrig.schema_tools",
+    "SchemaOutput": "toolrig.schema_tools",
+    "SchemaTool": "toolrig.schema_tools",
+    "schema_tool": "toolrig.schema_tools",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The names that moved to ``toolrig.function_tool`` and ``toolrig.schema_tool``, still importable from here."""
+    """The names that moved to ``toolrig.function_tool`` and ``toolrig.schema_tools``, still importable from here."""
     home = _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """``@tool``: a tool made from a typed function, its input model built from the signature and docstring.
 
 Calling the tool calls the function; a plain value it returns (a number, text, a list) is wrapped as the
-tool's output (``toolrig.schema_tool``'s native results).
+tool's output (``toolrig.schema_tools``'s native results).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, _check_definition, model_name, never_suspends, subject_reader
 from toolrig.errors import DefinitionError
-from toolrig.schema_tool import (
+from toolrig.schema_tools import (
     _PLAIN_VALUES,
     _SELF_VALIDATING,
     SchemaOutput,
