@@ -161,7 +161,7 @@ def test_call_imports_only_the_called_tools_module_and_no_provider_sdk(workspace
 # the event kinds (calculate emits none), the shell parser (no command subject), difflib (no unmatched name).
 NOT_ON_A_PLAIN_CALL = (
     "yaml", "httpx2", "toolrig.sandbox.http", "toolrig.sandbox.network", "toolrig.skills.skill",
-    "toolrig.skills.discovery", "toolrig.skills.capabilities", "toolrig.profiles.claude",
+    "toolrig.skills.discovery", "toolrig.catalog.capabilities", "toolrig.profiles.claude",
     "toolrig.profiles.codebuff", "toolrig.profiles.native", "toolrig.profiles.camelagi", "toolrig.events",
     "toolrig.sandbox.shell_syntax", "difflib",
 )  # fmt: skip

@@ -29,8 +29,13 @@ def test_exported_members_are_exactly_the_documented_ones() -> None:
 
 def test_the_tool_decorator_is_not_shadowed_by_a_module() -> None:
     import toolrig.definition
+    import toolrig.function_tool  # its home: a module named after the decorator would shadow it
 
-    assert callable(toolrig.tool) and toolrig.tool.__module__ == "toolrig.definition"
+    assert callable(toolrig.tool) and toolrig.tool.__module__ == "toolrig.function_tool"
+    assert toolrig.definition.tool is toolrig.tool  # still found where it was defined before
+    import toolrig.schema_tools  # named apart from the function, which a module of its name would shadow
+
+    assert callable(toolrig.schema_tool) and toolrig.schema_tool is toolrig.definition.schema_tool
 
 
 def test_unknown_attributes_raise_attribute_error() -> None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from toolrig.version import __version__
 
 _EXPORTS = {
     "Rig": "toolrig.rig",
     "Tool": "toolrig.definition",
     "ToolInput": "toolrig.definition",
     "ToolOutput": "toolrig.definition",
-    "tool": "toolrig.definition",
-    "schema_tool": "toolrig.definition",
+    "tool": "toolrig.function_tool",
+    "schema_tool": "toolrig.schema_tools",
     "ToolContext": "toolrig.context",
     "ToolResult": "toolrig.result",
     "ToolError": "toolrig.errors",
@@ -44,11 +44,13 @@ __all__ = [
 if TYPE_CHECKING:
     from toolrig.config import Config
     from toolrig.context import ToolContext
-    from toolrig.definition import Tool, ToolInput, ToolOutput, schema_tool, tool
+    from toolrig.definition import Tool, ToolInput, ToolOutput
     from toolrig.errors import ErrorType, ToolError
+    from toolrig.function_tool import tool
     from toolrig.registry import Registry
     from toolrig.result import ToolResult
     from toolrig.rig import Rig
+    from toolrig.schema_tools import schema_tool
 
 
 def __getattr__(name: str) -> Any:

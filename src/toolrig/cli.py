@@ -117,7 +117,7 @@ def make_rig(
 
 
 def _with_agent_type(root: Path, agent: str) -> LoadedConfig:
-    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.agent.subagents.loading import load_agent_types
     from toolrig.config import load_config
     from toolrig.errors import UsageError
 

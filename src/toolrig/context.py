@@ -8,7 +8,7 @@ context of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -95,6 +95,18 @@ class Models(Protocol):
         session_id: str | None,
         agent_id: str | None,
     ) -> Sample: ...
+
+    def for_servers(self) -> ServerModel | None:
+        """The model a remote MCP server's sampling request made during this call asks, or None.
+
+        The calling run's own model, on its budget; None when the call has no run (an MCP client's model is
+        never lent to another server). The relay approves and caps the request before asking.
+        """
+        ...
+
+
+# (turns, max_tokens, system) -> the answer, without tools; raises for a refusal or a failure.
+ServerModel = Callable[[list[tuple[str, str]], int, str | None], Awaitable[Sample]]
 
 
 class ToolCatalog(Protocol):

@@ -11,27 +11,28 @@ are the input and output models::
 
         def execute(self, input: CalculateInput, ctx: ToolContext) -> CalculateOutput: ...
 
-Users who would rather write a function get ``@tool``, which builds the input model from the signature.
+Users who would rather write a function get ``@tool`` (``toolrig.function_tool``), which builds the input
+model from the signature; schema-first code gets ``schema_tool`` (``toolrig.schema_tools``). Both names are
+still found here (a lazy re-export: they import this module, so it cannot import them).
 """
 
 from __future__ import annotations
 
 import dis  # already loaded by inspect
 import inspect
-import json
 import re
 import types
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar, get_args, get_origin, get_type_hints, overload
+from typing import Any, Generic, Self, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.fields import FieldInfo
 
 from toolrig.content import ContentPart
 from toolrig.context import ToolContext
-from toolrig.errors import DefinitionError, ErrorType, ToolError
+from toolrig.errors import DefinitionError
 from toolrig.schema import model_schema, output_schema
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -308,380 +309,25 @@ def _check_definition(tool: Tool[Any, Any] | type[Tool[Any, Any]]) -> None:
         raise DefinitionError(f"{label}: config_model must be a pydantic model")
 
 
-# ---------------------------------------------------------------------------------------------- @tool
-
-
-class FunctionTool(Tool[BaseModel, BaseModel]):
-    """A tool made by ``@tool`` from a typed function; calling it calls the function."""
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        group: str = "custom",
-        read_only: bool = False,
-        destructive: bool = False,
-        open_world: bool = False,
-        terminal: bool = False,
-        sequential: bool = False,
-        timeout_seconds: float | None = None,
-        blocking: bool = True,
-    ) -> None:
-        self.fn = fn
-        self.name = name or fn.__name__
-        own_execute = type(self).execute is FunctionTool.execute  # a subclass's own execute may do anything
-        summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
-        self.description = description or summary
-        self.group = group
-        self.read_only = read_only
-        self.destructive = destructive
-        self.open_world = open_world
-        self.terminal = terminal
-        self.sequential = sequential
-        self.timeout_seconds = timeout_seconds
-        self.is_async = inspect.iscoroutinefunction(fn)
-        # execute() adds one await of fn's coroutine, which suspends only if fn's own code does.
-        self.never_suspends = self.is_async and own_execute and never_suspends(fn)
-        self.blocking = blocking
-        self.input_model, self._ctx_param = _input_model_from(fn, self.name, param_docs)
-        self.reads_context = self._ctx_param is not None or not own_execute
-        # Read once: pydantic's ``model_fields`` is a computed property, too slow to ask on every call.
-        self._arg_names = tuple(self.input_model.model_fields)
-        kind, self._subject_reader = subject_reader(self.input_model)
-        if kind is not None:
-            self.subject_kind = kind
-        returns = _type_hints(fn, self.name).get("return")
-        self._native = _is_native_result(returns)
-        if self._native:
-            self.output_model, self._wraps_result = SchemaOutput, False
-        else:
-            self.output_model, self._wraps_result = _output_model_from(fn, self.name)
-        # The executor may call ``fn`` on the validated input's fields and wrap its value itself (``wrap``),
-        # skipping ``execute`` and its coroutine: only when execute is this class's own and takes no context.
-        self.calls_fn_directly = own_execute and self._ctx_param is None
-        # A return declared as exactly int, float, str or bool: a value of exactly that type is already its
-        # own validated JSON form (validating and dumping ``{"result": value}`` gives the same value back), so
-        # the executor's output is ``{"result": value}`` without the output model built and thrown away.
-        self.plain_result: type | None = (
-            returns if self._wraps_result and any(returns is t for t in _SELF_VALIDATING) else None
-        )
-        _check_definition(self)
-
-    def execute(self, input: BaseModel, ctx: ToolContext) -> BaseModel | Awaitable[BaseModel]:
-        if type(input) is self.input_model and not self._ctx_param:
-            # The executor's validated input: its fields are exactly the parameters (extra="forbid").
-            kwargs = input.__dict__
-        else:
-            kwargs = {name: getattr(input, name) for name in self._arg_names}
-            if self._ctx_param:
-                kwargs[self._ctx_param] = ctx
-        if self.is_async:
-            return self._finish_async(self.fn(**kwargs))
-        return self.wrap(self.fn(**kwargs))
-
-    async def _finish_async(self, pending: Awaitable[Any]) -> BaseModel:
-        return self.wrap(await pending)
-
-    def wrap(self, value: Any) -> BaseModel:
-        """The output model for what ``fn`` returned (a native failure raises its ToolError)."""
-        if self._native or (type(value) not in _PLAIN_VALUES and _looks_native(value)):
-            return _from_native(value)
-        if self._wraps_result:
-            # ``output_model(result=value)``: its validator straight, as pydantic's ``__init__`` calls it.
-            return self.output_model.__pydantic_validator__.validate_python({"result": value})  # type: ignore[no-any-return]
-        if isinstance(value, self.output_model):
-            return value
-        if value is None and not self.output_model.model_fields:
-            return self.output_model()  # a function declared ``-> None``: an empty output, not a failure
-        return self.output_model.model_validate(value)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-
-@overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
-@overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    group: str = "custom",
-    read_only: bool = False,
-    destructive: bool = False,
-    open_world: bool = False,
-    terminal: bool = False,
-    sequential: bool = False,
-    timeout_seconds: float | None = None,
-    blocking: bool = True,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
-def tool(
-    fn: Callable[..., Any] | None = None, /, **options: Any
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Turn a typed function into a tool.
-
-    Parameters become the input model (``Annotated[int, Field(description=...)]`` or a Google-style
-    ``Args:`` section give per-parameter text); a parameter typed ``ToolContext`` receives the context.
-    A return type that is a pydantic model is the output; anything else is wrapped as ``{"result": ...}``.
-    A sync function declared ``blocking=False`` (it never waits on I/O and its CPU is bounded) runs on the
-    event loop instead of a worker thread.
-    """
-    if fn is not None:
-        return FunctionTool(fn, **options)
-
-    def decorate(func: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(func, **options)
-
-    return decorate
-
-
-def _model_name(tool_name: str, suffix: str) -> str:
+def model_name(tool_name: str, suffix: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[_-]+", tool_name) if part) + suffix
 
 
-def _type_hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
-    try:
-        return get_type_hints(fn, include_extras=True)
-    except NameError as exc:
-        raise DefinitionError(
-            f"tool {tool_name!r}: cannot resolve an annotation ({exc}); "
-            "types used in a tool's signature must be importable at module level"
-        ) from None
+_MOVED = {
+    "FunctionTool": "toolrig.function_tool",
+    "tool": "toolrig.function_tool",
+    "SchemaArguments": "toolrig.schema_tools",
+    "SchemaOutput": "toolrig.schema_tools",
+    "SchemaTool": "toolrig.schema_tools",
+    "schema_tool": "toolrig.schema_tools",
+}
 
 
-def _input_model_from(
-    fn: Callable[..., Any], tool_name: str, param_docs: dict[str, str]
-) -> tuple[type[BaseModel], str | None]:
-    hints = _type_hints(fn, tool_name)
-    fields: dict[str, Any] = {}
-    ctx_param: str | None = None
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise DefinitionError(f"tool {tool_name!r}: *args and **kwargs cannot become a schema; name each input")
-        annotation = hints.get(param.name, inspect.Parameter.empty)
-        if annotation is ToolContext:
-            ctx_param = param.name
-            continue
-        if annotation is inspect.Parameter.empty:
-            raise DefinitionError(f"tool {tool_name!r}: parameter {param.name!r} needs a type annotation")
-        default: Any = ... if param.default is inspect.Parameter.empty else param.default
-        doc = param_docs.get(param.name)
-        if doc and not _has_description(annotation):
-            annotation = Annotated[annotation, Field(description=doc)]
-        fields[param.name] = (annotation, default)
-    config = ConfigDict(extra="forbid")
-    model: type[BaseModel] = create_model(_model_name(tool_name, "Input"), __config__=config, **fields)
-    return model, ctx_param
+def __getattr__(name: str) -> Any:
+    """The names that moved to ``toolrig.function_tool`` and ``toolrig.schema_tools``, still importable from here."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
 
-
-def _has_description(annotation: Any) -> bool:
-    if get_origin(annotation) is Annotated:
-        return any(isinstance(meta, FieldInfo) and meta.description for meta in get_args(annotation)[1:])
-    return False
-
-
-def _output_model_from(fn: Callable[..., Any], tool_name: str) -> tuple[type[BaseModel], bool]:
-    returns = _type_hints(fn, tool_name).get("return", Any)
-    if returns is None or returns is type(None):
-        return create_model(_model_name(tool_name, "Output")), False
-    if isinstance(returns, type) and issubclass(returns, BaseModel):
-        return returns, False
-    wrapped: type[BaseModel] = create_model(_model_name(tool_name, "Output"), result=(returns, ...))
-    return wrapped, True
-
-
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?):\s*$")
-_PARAM_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into the model-facing summary and per-parameter text."""
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for line in doc.splitlines():
-        header = _SECTION.match(line.strip())
-        if header and not line.startswith(" "):
-            section, current = header.group(1), None
-            continue
-        if section is None:
-            summary.append(line)
-        elif section in ("Args", "Arguments", "Parameters"):
-            match = _PARAM_LINE.match(line)
-            if match:
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    return "\n".join(summary).strip(), params
-
-
-# ---------------------------------------------------------------------------------- results and schemas
-
-
-class SchemaOutput(BaseModel):
-    """The output of a tool defined by a JSON Schema (or returning a native result): any JSON object."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-def _is_native_result(annotation: Any) -> bool:
-    """A return type shaped like the native design's ``ToolResult(success, data, error)``."""
-    if not isinstance(annotation, type):
-        return False
-    names: set[str] = set(getattr(annotation, "__dataclass_fields__", {}))
-    names |= set(getattr(annotation, "model_fields", {}))
-    names |= set(getattr(annotation, "__annotations__", {}))
-    return {"success", "data", "error"} <= names
-
-
-# Declared return types whose values of exactly that type validate and dump to themselves (lax mode, JSON mode).
-_SELF_VALIDATING = (int, float, str, bool)
-
-# Values that cannot be a native ``ToolResult(success, data, error)``: no attribute lookups for them.
-_PLAIN_VALUES = frozenset({int, float, str, bool, bytes, list, dict, tuple, type(None)})
-
-
-def _looks_native(value: Any) -> bool:
-    return (
-        not isinstance(value, dict)
-        and isinstance(getattr(value, "success", None), bool)
-        and hasattr(value, "data")
-        and hasattr(value, "error")
-    )
-
-
-def _from_native(value: Any) -> SchemaOutput:
-    """A native ``ToolResult(success, data, error)`` as toolrig's output, or its failure as a ToolError.
-
-    A failure is ``invalid_input`` unless the result carries an ``error_type`` toolrig knows.
-    """
-    fields = value if isinstance(value, dict) else {k: getattr(value, k, None) for k in ("success", "data", "error")}
-    success, data, error = fields.get("success"), fields.get("data"), fields.get("error")
-    if success is not True:
-        try:
-            kind = ErrorType(getattr(value, "error_type", None) or ErrorType.INVALID_INPUT)
-        except ValueError:
-            kind = ErrorType.INVALID_INPUT
-        raise ToolError(kind, str(error or "The tool reported a failure without saying why."))
-    if isinstance(data, BaseModel):
-        data = data.model_dump(mode="json")
-    return SchemaOutput.model_validate(data if isinstance(data, dict) else {"result": data})
-
-
-class SchemaArguments(BaseModel):
-    """Arguments checked against a JSON Schema (the tool's own), not a pydantic model; a subclass per tool."""
-
-    model_config = ConfigDict(extra="allow")
-    checker: ClassVar[Callable[[dict[str, Any]], list[str]] | None] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _check_against_schema(cls, data: Any) -> Any:
-        from toolrig.errors import ErrorType, ToolError
-
-        problems = cls.checker(data) if cls.checker is not None and isinstance(data, dict) else []
-        if problems:
-            # ToolError passes through pydantic untouched: the executor reports it as it is.
-            plural = "s" if len(problems) != 1 else ""
-            raise ToolError(
-                ErrorType.INVALID_INPUT,
-                f"{len(problems)} invalid argument{plural}:\n" + "\n".join(problems),
-                "Fix the arguments above to match the tool's schema and call again.",
-            )
-        return data
-
-
-class SchemaTool(Tool[SchemaArguments, SchemaOutput]):
-    """A tool made from a JSON Schema and a handler (Codebuff's custom tool definitions, any schema-first code).
-
-    The handler gets the arguments as a dict (and the ``ToolContext`` if it takes a second parameter), sync
-    or async, and returns a dict (the output), any other JSON value (``{"result": value}``) or a native
-    ``ToolResult(success, data, error)``. Arguments are checked against the schema before the handler runs.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        input_schema: dict[str, Any],
-        handler: Callable[..., Any],
-        *,
-        output_schema: dict[str, Any] | None = None,
-        group: str = "custom",
-        read_only: bool = False,
-        destructive: bool = False,
-        open_world: bool = False,
-        terminal: bool = False,
-        sequential: bool = False,
-        timeout_seconds: float | None = None,
-    ) -> None:
-        from toolrig.schema import schema_checker
-
-        if not isinstance(input_schema, dict) or input_schema.get("type", "object") != "object":
-            raise DefinitionError(f"tool {name!r}: input_schema must be a JSON Schema object ({{'type': 'object'}})")
-        checker = schema_checker(input_schema)
-        if checker is None:
-            raise DefinitionError(f"tool {name!r}: input_schema is not a valid JSON Schema")
-        self.name = name
-        self.description = description
-        self.group = group
-        self.read_only, self.destructive, self.open_world = read_only, destructive, open_world
-        self.terminal, self.sequential, self.timeout_seconds = terminal, sequential, timeout_seconds
-        self.handler = handler
-        self.is_async = inspect.iscoroutinefunction(handler)
-        self._takes_ctx = _positional_count(handler) >= 2
-        self._schema = {"properties": {}, **input_schema, "type": "object"}
-        self._output_schema = output_schema
-
-        model = create_model(_model_name(name, "Arguments"), __base__=SchemaArguments)
-        model.checker = checker
-        self.input_model = model
-        self.output_model = SchemaOutput
-        _check_definition(self)
-
-    def input_schema(self) -> dict[str, Any]:
-        copied: dict[str, Any] = json.loads(json.dumps(self._schema))
-        return copied
-
-    def output_schema(self) -> dict[str, Any] | None:
-        return json.loads(json.dumps(self._output_schema)) if self._output_schema is not None else None
-
-    def execute(self, input: SchemaArguments, ctx: ToolContext) -> SchemaOutput | Awaitable[SchemaOutput]:
-        args = dict(input.model_extra or {})
-        value = self.handler(args, ctx) if self._takes_ctx else self.handler(args)
-        if self.is_async:
-            return self._finish(value)
-        return _as_output(value)
-
-    async def _finish(self, pending: Awaitable[Any]) -> SchemaOutput:
-        return _as_output(await pending)
-
-
-def schema_tool(
-    name: str, description: str, input_schema: dict[str, Any], handler: Callable[..., Any], **options: Any
-) -> SchemaTool:
-    """A tool from a JSON Schema and a handler; see ``SchemaTool``."""
-    return SchemaTool(name, description, input_schema, handler, **options)
-
-
-def _as_output(value: Any) -> SchemaOutput:
-    if _looks_native(value) or (isinstance(value, dict) and set(value) == {"success", "data", "error"}):
-        return _from_native(value)
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    return SchemaOutput.model_validate(value if isinstance(value, dict) else {"result": value})
-
-
-def _positional_count(fn: Callable[..., Any]) -> int:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 1
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 2
-    return sum(1 for p in params if p.kind in kinds)
+    return getattr(import_module(home), name)

@@ -2,7 +2,8 @@
 
 One discriminated union of frozen dataclasses keyed by ``type``; ``event_to_json`` / ``event_from_json``
 give the stable wire form used by ``toolrig run --json``. The bus and sinks they travel through are in
-``toolrig.event_bus``.
+``toolrig.event_bus`` (above this module: it names the union; the executor and a rig hold a bus without
+building these 20 dataclasses, which load with the first event made).
 """
 
 from __future__ import annotations
@@ -12,12 +13,6 @@ from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
-
-# The bus lives apart so the executor and a rig can hold one without building these 20 dataclasses (a
-# share of every command's start-up); they load with the first event made. Re-exported for callers.
-from toolrig.event_bus import EventBus as EventBus
-from toolrig.event_bus import EventSink as EventSink
-from toolrig.event_bus import NullSink as NullSink
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

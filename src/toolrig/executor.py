@@ -11,7 +11,8 @@ The bracketed steps are extension points filled by governance (policy, approvals
 is a list of small async callables, so one concern never needs to know another. ``decide`` runs the
 first two stages alone, without side effects (no token spent, nobody asked, no hook run): that is what
 ``policy explain`` prints, so it cannot disagree with a real call. Whatever happens, the caller gets a
-ToolResult; the only thing that propagates is the caller's own cancellation.
+ToolResult; the only thing that propagates is the caller's own cancellation. The call record and the
+extension points' members are ``toolrig.gate``'s.
 """
 
 from __future__ import annotations
@@ -19,21 +20,19 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import re
-import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 
 from toolrig.approvals.channel import ApprovalChannel
-from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments, repair_plan
+from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
+from toolrig.calling import ToolPlan, raw_for_record, shape, unrecorded
 from toolrig.cancel import CancelToken, bind_token, unbind_token
 from toolrig.context import (
     AllowAll,
@@ -43,17 +42,26 @@ from toolrig.context import (
     ToolCatalog,
     ToolContext,
 )
-from toolrig.definition import FunctionTool, ToolOutput
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
+
+# Re-exported (``X as X``): the gate's parts were defined here before ``toolrig.gate``.
+from toolrig.gate import Admission as Admission
+from toolrig.gate import AfterTool as AfterTool
+from toolrig.gate import AuditSink as AuditSink
+from toolrig.gate import ExtensionPoint as ExtensionPoint
+from toolrig.gate import Extensions as Extensions
+from toolrig.gate import Gate as Gate
+from toolrig.gate import Lookup as Lookup
+from toolrig.gate import Reserved as Reserved
+from toolrig.gate import ToolCall as ToolCall
 from toolrig.mcp_access import CallMcp
 from toolrig.permissions import AgentView
 from toolrig.registry import AnyTool, Registry
-from toolrig.result import ResultMeta, ToolResult, ok_checked
+from toolrig.result import ToolResult
 from toolrig.sampling import CallModels
 from toolrig.sandbox.paths import Workspace
-from toolrig.scope import DEFAULT, CallScope
-from toolrig.shaping import escape_surrogates, fit
+from toolrig.scope import CallScope
 from toolrig.stores import Stores
 from toolrig.stores.checkpoints import Recorder
 from toolrig.worker_threads import run_sync
@@ -89,239 +97,6 @@ class GuardedOnFirstUse:
 
             self._http = GuardedHttp()
         return self._http.client(policy, timeout=timeout, max_redirects=max_redirects)
-
-
-@dataclass
-class ToolCall:
-    """One call on its way through the executor; extension points read it and may add notes.
-
-    Not slotted: a field left at its default is read from the class, so ``start`` sets only what differs.
-    """
-
-    name: str
-    tool: AnyTool | None
-    raw_args: dict[str, Any]
-    call_id: str
-    origin: str
-    agent_id: str | None = None
-    parent_agent_id: str | None = None
-    session_id: str | None = None
-    agent: AgentView | None = None  # whose permissions judge the call, when the caller brings them (a subagent)
-    channel: ApprovalChannel | None = None  # who answers its approvals: the caller's own (a run's), else the Rig's
-    scope: CallScope = DEFAULT  # the rest of who is calling: its model, its run's subagents, its catalog
-    input: BaseModel | None = None
-    subjects: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    verdict: str = ""  # what governance concluded: allow, ask (until answered), deny, rate_limited
-    verdict_reason: str = ""  # why, in words for a person (approval prompts) or the model (refusals)
-    decided_by: str = ""  # the rule or setting that decided, for the audit row and `policy explain`
-    approval: str = ""  # how an approval was answered: allow_once, allow_always, deny, timeout, grant, ...
-    started: float = 0.0
-    events: EventSink | None = None  # where this call's events go (the caller's sink, else the executor's)
-    settings: BaseModel | None = None  # the tool's own settings (tool_config), resolved for this agent
-    dry_run: bool = False  # decided for `policy explain`: gates judge, but spend, ask and run nothing
-    ran: bool = False  # the tool itself was started (after_tool hooks see only these calls)
-    called_as: str | None = None  # the name the model used, when a profile's name stood for the tool (Bash)
-    # The call's cancellation token, made only for a tool that can see it (below: `_ToolPlan.needs_token`).
-    token: CancelToken | None = None
-
-    @classmethod
-    def start(
-        cls,
-        name: str,
-        call_id: str,
-        origin: str,
-        agent_id: str | None,
-        parent_agent_id: str | None,
-        session_id: str | None,
-        started: float,
-        events: EventSink | None,
-    ) -> ToolCall:
-        """A new call as the executor begins it: what ``ToolCall(...)`` builds, at a quarter of its cost.
-
-        The generated ``__init__`` with its 22 defaulted parameters was a twentieth of a trivial call. The
-        fields with an immutable default are not set: the class answers them until a stage sets its own.
-        """
-        call = cls.__new__(cls)
-        call.name, call.tool, call.raw_args, call.call_id, call.origin = name, None, {}, call_id, origin
-        call.subjects, call.notes, call.started, call.events = [], [], started, events
-        if agent_id is not None:
-            call.agent_id = agent_id
-        if parent_agent_id is not None:
-            call.parent_agent_id = parent_agent_id
-        if session_id is not None:
-            call.session_id = session_id
-        return call
-
-
-class Gate(Protocol):
-    """A step before execution (policy, rate limit, approval, before_tool hook): raise ToolError to stop.
-
-    An ``async def`` does; so does a plain function that returns None when it has nothing to wait for and
-    an awaitable when it has (a gate with nothing configured then costs a call, not a coroutine).
-    """
-
-    def __call__(self, call: ToolCall) -> Awaitable[None] | None: ...
-
-
-class Admission(Protocol):
-    """A check before the arguments are read (is the tool offered to this caller?): raise ToolError to refuse."""
-
-    def __call__(self, call: ToolCall) -> None: ...
-
-
-class AfterTool(Protocol):
-    """A step after execution that may replace the result (after_tool hooks).
-
-    It answers with the result itself, or an awaitable of it: as a gate may, it answers without a coroutine.
-    """
-
-    def __call__(self, call: ToolCall, result: ToolResult) -> Awaitable[ToolResult] | ToolResult: ...
-
-
-class AuditSink(Protocol):
-    """Receives every finished call, allowed or not, with its final result (None, or an awaitable)."""
-
-    def __call__(self, call: ToolCall, result: ToolResult) -> Awaitable[None] | None: ...
-
-
-ExtensionPoint = Literal["admission", "policy", "rate_limit", "approval", "before_tool", "after_tool", "audit"]
-
-
-@dataclass
-class Extensions:
-    """The members of each extension point, walked in list order by every call as its point begins.
-
-    A member with nothing configured may wait outside its list (``reserve``) and ``wake`` into its place
-    the moment something is: an idle member costs a call on every call, a waiting one nothing. Add members
-    through this object (``extensions.audit.append(sink)``): a member that wakes into the middle of a list
-    puts a new list in its place, so a list object kept from before would no longer be walked.
-    """
-
-    admission: list[Admission] = field(default_factory=list)  # before arguments are read: is the tool offered?
-    policy: list[Gate] = field(default_factory=list)
-    rate_limit: list[Gate] = field(default_factory=list)
-    approval: list[Gate] = field(default_factory=list)
-    before_tool: list[Gate] = field(default_factory=list)
-    after_tool: list[AfterTool] = field(default_factory=list)
-    audit: list[AuditSink] = field(default_factory=list)
-    # The members still waiting outside each point, so that a call can wake them itself (``wake_point``).
-    _asleep: dict[str, list[Reserved]] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def reserve(self, point: ExtensionPoint, member: Any, *, awake: bool) -> Reserved:
-        """A place for ``member`` at the end of ``point``'s list: taken now when ``awake``, else on ``wake``."""
-        reserved = Reserved(self, point, member, len(getattr(self, point)))
-        if awake:
-            reserved.wake()
-        else:
-            self._asleep.setdefault(point, []).append(reserved)
-        return reserved
-
-    def wake_point(self, point: ExtensionPoint) -> list[Any]:
-        """Wake every member still waiting at ``point``; its list as it is then."""
-        for reserved in list(self._asleep.get(point, ())):
-            reserved.wake()
-        return cast(list[Any], getattr(self, point))
-
-
-class Reserved:
-    """One member's place in an extension point, taken the first time its owner has something for it to do.
-
-    Its owner calls ``wake`` from every way of configuring what the member does, before the point is next
-    walked; it never leaves again, so a call walking the list can neither miss it once it is there nor see
-    members shift under it. ``policy explain`` walks the same lists (``Executor.decide``), so it sees what a
-    call sees.
-    """
-
-    __slots__ = ("awake", "extensions", "index", "member", "point")
-
-    def __init__(self, extensions: Extensions, point: ExtensionPoint, member: Any, index: int) -> None:
-        self.extensions, self.point, self.member, self.index = extensions, point, member, index
-        self.awake = False
-
-    def wake(self) -> None:
-        if not self.awake:  # the common case, once awake: no lock
-            self._join()
-
-    def _join(self) -> None:
-        # Two threads (two event loops, a worker thread configuring) may wake it at once, or wake two members
-        # of one point: checked again and placed under one lock, or it would join twice (two audit rows, two
-        # tokens) or one list replaced under the other would lose a member for good. Rare: never on a call's path.
-        with _waking:
-            if self.awake:
-                return
-            asleep = self.extensions._asleep.get(self.point)
-            if asleep is not None and self in asleep:
-                asleep.remove(self)
-            members: list[Any] = getattr(self.extensions, self.point)
-            if self.index >= len(members):
-                members.append(self.member)  # nothing joined after its place was reserved: in place, at the end
-            else:
-                # Members joined after it: a new list with it in the place it was given, so that a call suspended
-                # in the middle of the old list (an awaiting hook) goes on through that list without a shift.
-                setattr(self.extensions, self.point, [*members[: self.index], self.member, *members[self.index :]])
-            self.awake = True  # after it is in place: a thread that reads it awake finds it walked
-
-
-_waking = threading.Lock()
-
-
-@dataclass(slots=True)
-class _ToolPlan:
-    """What calling one tool takes, worked out on its first call rather than on every call.
-
-    Only facts about the tool itself live here (its models, whether its arguments can need repair, whether
-    it can see a cancellation token): the gates are not planned, they run on every call, so a gate, hook or
-    audit sink configured at any time is never skipped.
-    """
-
-    tool: AnyTool
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    validate: Callable[[Any], BaseModel]  # the input model's validator (``model_validate`` without its wrapper)
-    dump: Callable[..., Any]  # the output model's serializer, to JSON-able Python
-    repairs: bool  # some field could be repaired (a JSON string for an object, a lone item for a list, a null)
-    # A token is made and bound only for a tool that could observe it: one that reads its context
-    # (``ctx.cancel``), or one that runs across more than one step, where a timeout or the caller's
-    # cancellation can arrive while it runs (``check_cancelled()`` in a worker thread or after an await).
-    needs_token: bool
-    has_subjects: bool  # the tool reads subjects from its input (a ``Subject`` mark, or its own ``subjects``)
-    attaches: bool  # the output model can carry content parts (a ``ToolOutput``)
-    # A ``@tool`` function the executor calls itself, on the validated input's fields, without ``execute``'s
-    # wrapper (``FunctionTool.calls_fn_directly``); its value is wrapped by ``FunctionTool.wrap``.
-    direct: FunctionTool | None
-    # Its declared result type when a value of exactly that type is its own validated JSON form
-    # (``FunctionTool.plain_result``): the output is then ``{"result": value}``, no output model built.
-    plain: type | None
-
-    @classmethod
-    def of(cls, tool: AnyTool) -> _ToolPlan:
-        repair = repair_plan(tool.input_model)
-        one_step = tool.never_suspends or not (tool.is_async or tool.blocking)
-        direct = tool if isinstance(tool, FunctionTool) and tool.calls_fn_directly else None
-        return cls(
-            tool=tool,
-            input_model=tool.input_model,
-            output_model=tool.output_model,
-            validate=tool.input_model.__pydantic_validator__.validate_python,
-            dump=tool.output_model.__pydantic_serializer__.to_python,
-            repairs=repair.needed,
-            needs_token=tool.reads_context or not one_step,
-            has_subjects=tool.has_subjects,
-            attaches=issubclass(tool.output_model, ToolOutput),
-            direct=direct,
-            plain=direct.plain_result if direct is not None else None,
-        )
-
-
-class Lookup(Protocol):
-    """What a caller may call: the names offered to an agent, and why a known tool is hidden from it."""
-
-    def offered_names(self, agent: AgentView | str | None) -> list[str]: ...
-
-    def hidden(self, name: str, agent: AgentView | str | None) -> tuple[str, str] | None:
-        """(rule, reason) when ``name`` is a tool this caller is not offered; None when no tool has that name."""
-        ...
 
 
 _counter = itertools.count(1)
@@ -382,7 +157,7 @@ class Executor:
         self.sandbox = sandbox  # the sandbox of calls whose scope brings no session's own (the Rig's)
         # Handed to tools that provably never read their context (Tool.reads_context), instead of a fresh one.
         self._unread_context = ToolContext(workspace=workspace, stores=self.stores)
-        self._plans: dict[str, _ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
+        self._plans: dict[str, ToolPlan] = {}  # by tool name; checked against the registry's tool on each call
 
     async def invoke(
         self,
@@ -412,98 +187,19 @@ class Executor:
         """
         if timeout_seconds is not None and not timeout_seconds > 0:  # NaN too
             raise UsageError(f"timeout_seconds must be a positive number of seconds, not {timeout_seconds!r}")
-        if scope is not None:
-            agent_id = agent_id if agent_id is not None else scope.agent_id
-            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
-            session_id = session_id if session_id is not None else scope.session_id
-            events = events or scope.events
-            offered = offered if offered is not None else scope.offered
-            agent = agent or scope.agent
-            channel = channel or scope.channel
-            origin = scope.origin if origin == "python" else origin
-        call = ToolCall.start(
-            name,
-            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
-            origin,
-            agent_id,
-            parent_agent_id,
-            session_id,
-            time.perf_counter(),
-            events or self.events,
+        call = self._new_call(
+            name, call_id, origin, agent_id, parent_agent_id, session_id, events, called_as, agent, channel, scope
         )
-        if called_as is not None:  # else the class's default, None
-            call.called_as = called_as
-        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
-            call.agent = agent
-        if channel is not None:
-            call.channel = channel
-        if scope is not None:
-            call.scope = scope
-        # Stages 1-3 in this frame (a coroutine per stage was a tenth of a trivial call); only the caller's
-        # cancellation leaves the inner ``try``, to be recorded by the outer one.
+        if scope is not None and offered is None:
+            offered = scope.offered
+        # Stages 1-2 in this frame, stage 3 in one more (``_run``); only the caller's cancellation leaves the
+        # inner ``try``, to be recorded by the outer one.
         try:
             try:
                 plan, validated = self._prepare(call, args, offered)  # stage 1
                 if (pending := self._gate(call)) is not None:  # stage 2, the one gate
                     await pending
-                # stage 3
-                call.ran = True
-                tool = plan.tool
-                if plan.needs_token:
-                    token = call.token = CancelToken()
-                    ctx = self._context(call, tool.name, token) if tool.reads_context else self._unread_context
-                    bound = bind_token(token)
-                else:
-                    # One step, no context: nothing could cancel the token while the tool runs, nor read it.
-                    ctx, bound = self._unread_context, None
-                limit = 0.0  # a one-step tool has no deadline
-                direct = plan.direct  # a @tool function: called on the input's fields, its value wrapped below
-                try:
-                    if tool.never_suspends:
-                        # No await in its code: it runs to its end in one step, which no deadline could
-                        # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
-                        running = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
-                        output, timed_out = await running, False
-                    elif not (tool.is_async or tool.blocking):
-                        # A sync tool declared never to block: on the loop, no thread hop and, for the same
-                        # reason, no timeout scope.
-                        output = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
-                        timed_out = False
-                    elif tool.is_async:
-                        limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        with anyio.move_on_after(limit) as deadline:
-                            if direct is not None:
-                                output = await direct.fn(**validated.__dict__)
-                            else:
-                                output = await tool.execute(validated, ctx)
-                        timed_out = deadline.cancelled_caught
-                    else:
-                        # A worker thread; it inherits the bound token through the copied context.
-                        limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
-                        job = (
-                            partial(direct.fn, **validated.__dict__)
-                            if direct is not None
-                            else partial(tool.execute, validated, ctx)
-                        )
-                        output, timed_out = await run_sync(job, limit)
-                finally:
-                    if bound is not None:
-                        unbind_token(bound)
-                if timed_out:
-                    if call.token is not None:
-                        call.token.cancel(f"timed out after {limit:g}s")
-                    raise ToolError(
-                        ErrorType.TIMEOUT,
-                        f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
-                        "Retry with a smaller request, or a longer timeout if the tool takes one.",
-                        retryable=True,
-                    )
-                if direct is None:
-                    result = self._shape(plan, output, None, call.notes)
-                elif type(output) is plan.plain:  # already its own validated JSON form
-                    result = self._shape(plan, None, {"result": output}, call.notes)
-                else:
-                    result = self._shape(plan, direct.wrap(output), None, call.notes)
+                result = await self._run(call, plan, validated, timeout_seconds)  # stage 3
             except ToolError as err:
                 result = ToolResult.from_error(err, notes=call.notes)
             except anyio.get_cancelled_exc_class():
@@ -526,6 +222,111 @@ class Executor:
             raise
         recorded = self._record(call, result)  # stage 4
         return recorded if type(recorded) is ToolResult else await cast(Awaitable[ToolResult], recorded)
+
+    def _new_call(
+        self,
+        name: str,
+        call_id: str | None,
+        origin: str,
+        agent_id: str | None,
+        parent_agent_id: str | None,
+        session_id: str | None,
+        events: EventSink | None,
+        called_as: str | None,
+        agent: AgentView | None,
+        channel: ApprovalChannel | None,
+        scope: CallScope | None,
+    ) -> ToolCall:
+        """The call as it begins: who is calling from ``scope``, a keyword given as well winning over its field."""
+        if scope is not None:
+            agent_id = agent_id if agent_id is not None else scope.agent_id
+            parent_agent_id = parent_agent_id if parent_agent_id is not None else scope.parent_agent_id
+            session_id = session_id if session_id is not None else scope.session_id
+            events = events or scope.events
+            agent = agent or scope.agent
+            channel = channel or scope.channel
+            origin = scope.origin if origin == "python" else origin
+        call = ToolCall.start(
+            name,
+            call_id or f"{_call_prefix}{next(_counter):06d}",  # new_call_id(), without its frame
+            origin,
+            agent_id,
+            parent_agent_id,
+            session_id,
+            time.perf_counter(),
+            events or self.events,
+        )
+        if called_as is not None:  # else the class's default, None
+            call.called_as = called_as
+        if agent is not None:  # else the class's default: the gate reads ``agent_id``'s configured view
+            call.agent = agent
+        if channel is not None:
+            call.channel = channel
+        if scope is not None:
+            call.scope = scope
+        return call
+
+    async def _run(
+        self, call: ToolCall, plan: ToolPlan, validated: BaseModel, timeout_seconds: float | None
+    ) -> ToolResult:
+        """Stage 3: run the tool (with a token and a deadline when it can see or need them), its output shaped."""
+        call.ran = True
+        tool = plan.tool
+        if plan.needs_token:
+            token = call.token = CancelToken()
+            ctx = self._context(call, tool.name, token) if tool.reads_context else self._unread_context
+            bound = bind_token(token)
+        else:
+            # One step, no context: nothing could cancel the token while the tool runs, nor read it.
+            ctx, bound = self._unread_context, None
+        limit = 0.0  # a one-step tool has no deadline
+        direct = plan.direct  # a @tool function: called on the input's fields, its value wrapped below
+        try:
+            if tool.never_suspends:
+                # No await in its code: it runs to its end in one step, which no deadline could
+                # interrupt, so it gets no timeout scope (a scope is most of a trivial call's cost).
+                running = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
+                output, timed_out = await running, False
+            elif not (tool.is_async or tool.blocking):
+                # A sync tool declared never to block: on the loop, no thread hop and, for the same
+                # reason, no timeout scope.
+                output = direct.fn(**validated.__dict__) if direct else tool.execute(validated, ctx)
+                timed_out = False
+            elif tool.is_async:
+                limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
+                with anyio.move_on_after(limit) as deadline:
+                    if direct is not None:
+                        output = await direct.fn(**validated.__dict__)
+                    else:
+                        output = await tool.execute(validated, ctx)
+                timed_out = deadline.cancelled_caught
+            else:
+                # A worker thread; it inherits the bound token through the copied context.
+                limit = timeout_seconds or tool.timeout_seconds or self.timeout_seconds
+                job = (
+                    partial(direct.fn, **validated.__dict__)
+                    if direct is not None
+                    else partial(tool.execute, validated, ctx)
+                )
+                output, timed_out = await run_sync(job, limit)
+        finally:
+            if bound is not None:
+                unbind_token(bound)
+        if timed_out:
+            if call.token is not None:
+                call.token.cancel(f"timed out after {limit:g}s")
+            raise ToolError(
+                ErrorType.TIMEOUT,
+                f"'{tool.name}' did not finish within {limit:g} seconds and was stopped.",
+                "Retry with a smaller request, or a longer timeout if the tool takes one.",
+                retryable=True,
+            )
+        save = self.stores.outputs.save
+        if direct is None:
+            return shape(plan, self.output_cap, save, output, None, call.notes)
+        if type(output) is plan.plain:  # already its own validated JSON form
+            return shape(plan, self.output_cap, save, None, {"result": output}, call.notes)
+        return shape(plan, self.output_cap, save, direct.wrap(output), None, call.notes)
 
     async def decide(
         self,
@@ -555,7 +356,7 @@ class Executor:
 
     def _prepare(
         self, call: ToolCall, args: str | bytes | dict[str, Any] | None, offered: Collection[str] | None
-    ) -> tuple[_ToolPlan, BaseModel]:
+    ) -> tuple[ToolPlan, BaseModel]:
         """Stage 1: find the tool (refusing one this caller is not offered), read and check the arguments."""
         tool = self.registry.find(call.name)
         if tool is None:
@@ -579,7 +380,7 @@ class Executor:
             or plan.input_model is not tool.input_model
             or plan.output_model is not tool.output_model
         ):  # first call, or another tool under this name, or its models swapped
-            plan = self._plans[tool.name] = _ToolPlan.of(tool)
+            plan = self._plans[tool.name] = ToolPlan.of(tool)
         if type(args) is dict:
             # The common case, a dict: ``parse_arguments``'s own check of it (in C: valid text, reasonable depth)
             # without its frame and its tuple; anything that check refuses goes to ``parse_arguments`` to say why.
@@ -656,56 +457,6 @@ class Executor:
 
         return CallMcp(invoke, listed, servers)
 
-    def _shape(
-        self, plan: _ToolPlan, output: BaseModel | None, data: dict[str, Any] | None, notes: list[str]
-    ) -> ToolResult:
-        """Stage 4's first half: the output checked against its model and dumped (``data`` when already so)."""
-        if data is None:
-            model = plan.output_model
-            if type(output) is not model:
-                if not isinstance(output, model):
-                    try:
-                        output = model.model_validate(output)
-                    except ValidationError as exc:
-                        raise RuntimeError(
-                            f"returned {type(output).__name__}, not a valid {model.__name__}: {exc}"
-                        ) from None
-                # A subclass instance is dumped by its own serializer, as before (it may have more fields).
-                data = output.__pydantic_serializer__.to_python(output, mode="json")
-            else:
-                data = plan.dump(output, mode="json")
-        # Compact JSON as a model sees it; its UTF-8 size bounds its length in characters from above.
-        try:
-            raw = to_json(data)
-        except PydanticSerializationError:
-            # Text no UTF-8 can carry (a file name that is not UTF-8, as os.fsdecode gives it): one such name
-            # must not turn a whole listing into an internal error. Anything else still fails as before.
-            data = escape_surrogates(data)
-            raw = to_json(data)
-            notes = [*notes, r"Some text was not valid UTF-8 (a file name, say); its bytes are shown as \xNN."]
-        if len(raw) > _INT_DIGITS and _LONG_DIGITS.search(raw):
-            # Integers past Python's str() limit break every json.dumps downstream (CLI, MCP, providers,
-            # sessions): they travel as their decimal digits in a string instead.
-            data = _big_ints_as_text(data)
-            notes = [*notes, "Integers longer than 4,300 digits are given as strings of their digits."]
-            raw = to_json(data)
-        handle = None
-        if len(raw) > self.output_cap and len(text := raw.decode()) > self.output_cap:
-            handle = self.stores.outputs.save(text)
-            data, how = fit(data, self.output_cap)
-            notes = [
-                *notes,
-                f"The output was {len(text):,} characters, over the {self.output_cap:,} a result may hold, so {how}. "
-                f"The whole output is saved: read it with read_output(handle='{handle}', offset=0).",
-            ]
-        content = (
-            cast(ToolOutput, output).attached_content()
-            if output is not None and (plan.attaches or isinstance(output, ToolOutput))
-            else []
-        )
-        meta = ResultMeta("", "", 0.0, len(raw), handle)  # tool, call id and duration: stamped by _record
-        return ok_checked(data, list(notes) if notes else [], meta, content)
-
     def _choices(
         self, agent: AgentView | str | None, offered: Collection[str] | None = None, near: str | None = None
     ) -> str:
@@ -773,7 +524,7 @@ class Executor:
         try:
             call.raw_args, call.notes = parse_arguments(args)
         except ToolError:
-            call.raw_args = _raw_for_record(args)
+            call.raw_args = raw_for_record(args)
             raise
 
     async def _gate_after(self, call: ToolCall, pending: Awaitable[None], point: int, walk: Iterator[Gate]) -> None:
@@ -818,7 +569,7 @@ class Executor:
                     if (pending := audit(call, result)) is not None:
                         return self._audit_after(call, result, pending, walk_sinks)
                 except Exception as exc:
-                    result = _unrecorded(call, exc)
+                    result = unrecorded(call.name, call.call_id, exc)
         return result
 
     async def _record_after(
@@ -859,14 +610,14 @@ class Executor:
             except anyio.get_cancelled_exc_class():
                 raise
             except Exception as exc:
-                result = _unrecorded(call, exc)
+                result = unrecorded(call.name, call.call_id, exc)
             audit = next(walk, None)
             if audit is None:
                 return result
             try:
                 pending = audit(call, result)
             except Exception as exc:
-                result, pending = _unrecorded(call, exc), None
+                result, pending = unrecorded(call.name, call.call_id, exc), None
 
     async def invoke_many(
         self, calls: Sequence[tuple[str, dict[str, Any] | str | None]], **kwargs: Any
@@ -893,58 +644,3 @@ class Routable(Protocol):
 def _through(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
     """A tool's own questions go where its call's approvals go."""
     return approvals.through(channel) if isinstance(approvals, Routable) else approvals
-
-
-def _unrecorded(call: ToolCall, exc: Exception) -> ToolResult:
-    """The result of a call whose audit row could not be written: its output is withheld, saying why."""
-    if isinstance(exc, ToolError):
-        # The audit log refused on purpose (a state dir a repository planted a symlink in): say why.
-        log.warning("audit sink refused call %s: %s", call.call_id, exc.message)
-        result = ToolResult.error(
-            exc.error_type,
-            f"The call could not be recorded in the audit log, so its result is withheld: {exc.message}",
-            exc.next_action_hint,
-        )
-    else:
-        # "Every call, allowed or not, is one row": a call whose row cannot be written does not
-        # hand its output on, so nothing it read leaves unrecorded.
-        log.exception("audit sink failed for call %s", call.call_id, exc_info=exc)
-        result = ToolResult.error(
-            ErrorType.INTERNAL,
-            "The call could not be recorded in the audit log, so its result is withheld.",
-            "Tell the user: the audit log (.toolrig/audit.db) cannot be written.",
-        )
-    result.meta.tool, result.meta.call_id = call.name, call.call_id
-    return result
-
-
-_INT_DIGITS = 4_300
-_LONG_DIGITS = re.compile(rb"\d{%d,}" % (_INT_DIGITS + 1))
-
-
-def _big_ints_as_text(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 14_000:
-        try:
-            str(value)
-        except ValueError:
-            return to_json(value).decode()
-        return value
-    if isinstance(value, dict):
-        return {k: _big_ints_as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_big_ints_as_text(v) for v in value]
-    return value
-
-
-def _raw_for_record(args: str | bytes | dict[str, Any] | None) -> dict[str, Any]:
-    """Arguments that could not be parsed, kept for the audit row as the text that was sent."""
-    if isinstance(args, dict):
-        return args
-    if isinstance(args, bytes):
-        args = args.decode("utf-8", "replace")
-    if not isinstance(args, str):  # a Python caller's list or number: kept as its bounded repr
-        try:
-            args = repr(args)
-        except ValueError:  # an integer past Python's 4,300-digit text limit
-            args = f"<{type(args).__name__} too large to show>"
-    return {"_unparsed": args[:2_000]} if args else {}

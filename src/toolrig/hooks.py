@@ -33,7 +33,7 @@ from toolrig.errors import ErrorType, ToolError
 from toolrig.scope import HookRunner
 
 if TYPE_CHECKING:
-    from toolrig.executor import Extensions, Reserved, ToolCall
+    from toolrig.gate import Extensions, Reserved, ToolCall
     from toolrig.result import ToolResult
 
 log = logging.getLogger("toolrig.hooks")

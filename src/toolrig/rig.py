@@ -34,7 +34,8 @@ from toolrig.config import (
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.event_bus import EventBus, EventSink
-from toolrig.executor import Executor, Extensions, ToolCall
+from toolrig.executor import Executor
+from toolrig.gate import Extensions, ToolCall
 from toolrig.hooks import HookChain, HookGate, Hooks, ScriptHooks
 from toolrig.permissions import AgentView
 from toolrig.policy.governance import Governance, ToolApprovals
@@ -55,19 +56,9 @@ log = logging.getLogger("toolrig.config")
 
 SchemaFormat = Literal["anthropic", "openai", "json"]
 # Keywords of Executor.invoke: with keyword-style arguments, these are options unless the tool has such a field.
-_EXECUTOR_OPTIONS = frozenset(
-    {
-        "call_id",
-        "origin",
-        "agent_id",
-        "parent_agent_id",
-        "session_id",
-        "timeout_seconds",
-        "events",
-        "offered",
-        "channel",
-    }
-)
+_EXECUTOR_OPTIONS = frozenset({
+    "call_id", "origin", "agent_id", "parent_agent_id", "session_id", "timeout_seconds", "events", "offered", "channel",
+})  # fmt: skip
 
 
 class Rig:
@@ -105,15 +96,7 @@ class Rig:
         """
         self.loaded: LoadedConfig = load_config(root) if config is None else config_from(config)
         self.config = self.loaded.config
-        settings = self.config.workspace
-        self.workspace = Workspace(
-            root,
-            extra_roots=settings.extra_paths,
-            read_only=settings.read_only,
-            # Path deny rules for every tool also hide their paths from recursive reads (hostile review D9).
-            deny_globs=[*settings.deny_globs, *hidden_globs(self.config)],
-            read_only_globs=settings.read_only_globs,
-        )
+        self.workspace = self._workspace(root)
         if agent is not None and agent not in self.config.agents:
             known = ", ".join(sorted(self.config.agents)) or "none"
             raise UsageError(f"no agent named {agent!r} is configured (agents: {known}); see `agents:` in config")
@@ -141,27 +124,48 @@ class Rig:
             allowlist_file=self._allowlist_file(config),
         )
         self._forward_approvals()
-        self._hooks = HookChain()
-        self._hooks.enabled = self.config.hooks.enabled
-        for hook in hooks:
-            self.hooks.add(hook)
-        self._add_script_hooks()
-        self.hook_gate = HookGate(self.hooks)
         self.extensions = extensions or Extensions()
-        self.governance.install(self.extensions)
-        self.hook_gate.install(self.extensions)
-        # telemetry (toolrig.telemetry): None when off; when on, its members trace every call (after the audit)
-        self.telemetry = _telemetry.install(self.config.telemetry, self.extensions)
+        self._install_gate(hooks)
         self._available = self._base_registry.select(self.config.tools.allow, self.config.tools.deny)
         self._validate_tool_config(self._available)
         self._validate_agents()
         self.warnings = unmatched_names(self.config, self.loaded, self._base_registry)
         self._report_warnings(strict)
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
-        from toolrig.skills.binding import RigCatalog, RigSkills
 
         self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
-        self.executor = Executor(
+        self.executor = self._build_executor(http)
+
+    def _workspace(self, root: str | os.PathLike[str]) -> Workspace:
+        """The workspace as the config shapes it: extra roots, read-only parts, and every path a rule hides."""
+        settings = self.config.workspace
+        return Workspace(
+            root,
+            extra_roots=settings.extra_paths,
+            read_only=settings.read_only,
+            # Path deny rules for every tool also hide their paths from recursive reads (hostile review D9).
+            deny_globs=[*settings.deny_globs, *hidden_globs(self.config)],
+            read_only_globs=settings.read_only_globs,
+        )
+
+    def _install_gate(self, hooks: Iterable[Hooks]) -> None:
+        """The gate's members, once: governance (policy, limits, approvals, audit), the hook gate, telemetry."""
+        self._hooks = HookChain()
+        self._hooks.enabled = self.config.hooks.enabled
+        for hook in hooks:
+            self.hooks.add(hook)
+        self._add_script_hooks()
+        self.hook_gate = HookGate(self.hooks)
+        self.governance.install(self.extensions)
+        self.hook_gate.install(self.extensions)
+        # telemetry (toolrig.telemetry): None when off; when on, its members trace every call (after the audit)
+        self.telemetry = _telemetry.install(self.config.telemetry, self.extensions)
+
+    def _build_executor(self, http: HttpAccess | None) -> Executor:
+        """The one executor, with every capability its tools reach; built once, never changed after."""
+        from toolrig.catalog.binding import RigCatalog, RigSkills
+
+        return Executor(
             self._available,
             self.workspace,
             extensions=self.extensions,
@@ -261,7 +265,7 @@ class Rig:
         registry = cache.get(key)
         if registry is None:
             available = self._available
-            from toolrig.skills.binding import for_schemas
+            from toolrig.catalog.binding import for_schemas
 
             policy = self.governance.policy
             registry = Registry(for_schemas(self, [t for t in available.list() if policy.offered(t, chosen)]))
@@ -351,7 +355,7 @@ class Rig:
         if chosen.is_identity:
             return await self.executor.invoke(name, args, events=events, **options)
         from toolrig.adapters.faces import call_speaking
-        from toolrig.skills.binding import RigCatalog
+        from toolrig.catalog.binding import RigCatalog
 
         # The caller speaks ``chosen``: its scope says so, and its tools' catalog names tools as it does.
         scope = options.pop("scope", None) or DEFAULT
@@ -595,9 +599,5 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def _has_path(data: dict[str, Any], loc: tuple[str, ...]) -> bool:
-    node: Any = data
-    for part in loc[:1]:
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
+    """Whether the agent's own section set the setting an error is about (its first key is enough)."""
+    return not loc or loc[0] in data

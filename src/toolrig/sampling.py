@@ -10,17 +10,17 @@ in the run's budget. A client that did not declare sampling gets a clear error, 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from toolrig.context import Approvals, Sample
+from toolrig.context import Approvals, Sample, ServerModel
 from toolrig.errors import ErrorType, ToolError
 
-# (turns, max_tokens, system) -> the answer; a ToolError for a refusal the tool should read.
-ClientSampler = Callable[[list[tuple[str, str]], int, str | None], Awaitable[Sample]]
-# The agent runtime's: the same, plus the session whose run (model and budget) answers.
-RunSampler = Callable[[list[tuple[str, str]], int, str | None, str | None], Awaitable[Sample]]
+# (turns, max_tokens, system) -> the answer; a ToolError for a refusal the tool should read. An MCP client's
+# (``ModelSource.client``) or an agent run's own model, on its budget (``ModelSource.run``).
+ClientSampler = ServerModel
+RunSampler = ServerModel
 
 MAX_TOKENS = 4_000  # per request: a tool gets a paragraph or a page, not a model's whole output window
 MAX_PER_CALL = 10  # requests one call may make
@@ -73,7 +73,7 @@ class CallModels:
                 )
             answer = partial(source.client, list(turns), max_tokens, system)
         elif source.run is not None:
-            answer = partial(source.run, list(turns), max_tokens, system, session_id)
+            answer = partial(source.run, list(turns), max_tokens, system)
         else:
             raise ToolError(
                 ErrorType.UNAVAILABLE,
@@ -88,6 +88,10 @@ class CallModels:
             raise ToolError(ErrorType.DENIED, "The user did not approve asking the model.")
         self.used += 1
         return await _guarded(answer())
+
+    def for_servers(self) -> ServerModel | None:
+        """A remote MCP server's request during this call: the caller's run's model, never an MCP client's."""
+        return self.source.run
 
 
 async def _guarded(answer: Awaitable[Sample]) -> Sample:

@@ -8,12 +8,14 @@ import json
 import sys
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.agent.test_loop import tool_results
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from tests.support.mcp_peers import ROOT
 from tests.test_sampling import AskModel
+from toolrig import tool
 from toolrig.agent import RunOptions, run_agent
 from toolrig.agent.errors import RunError
 
@@ -80,3 +82,52 @@ async def test_sampling_that_spends_the_budget_stops_the_run_before_another_mode
         await run_agent("Ask twice.", RunOptions(max_budget_usd=0.5), rig=rig)
     assert caught.value.kind == "budget" and "$1.0001" in caught.value.message
     assert len(llm.bodies()) == 2  # the second sampling request and the next turn were refused
+
+
+async def test_a_servers_sampling_during_one_runs_call_is_answered_by_that_runs_model_while_another_runs(
+    llm: FakeLLM, make_rig: Any, provider: str
+) -> None:
+    """Two runs on one Rig and one server connection, with different models: run B starts (and samples) while
+    run A waits in a call; A's own sampling request then goes to A's model. It went to the model of the run
+    that started last: the model was set on the shared servers per run (issue 32)."""
+    a_waits, b_done = anyio.Event(), anyio.Event()
+
+    @tool
+    async def checkpoint() -> str:
+        """Wait until the other run is done."""
+        a_waits.set()
+        await b_done.wait()
+        return "checkpoint passed"
+
+    def responder(body: dict[str, Any]) -> Any:
+        model, said = str(body.get("model")), json.dumps(body.get("messages"))
+        if not body.get("tools"):  # the server's sampling request: answered by whichever model was asked
+            return reply(Text(f"sampled by {model}"))
+        if "sampled by" in said or 'is_error\\":true' in said:  # the summary came back (or failed): the answer
+            return reply(Text(f"{model} done"))
+        if model == "model-a" and "checkpoint passed" not in said:
+            return reply(Call("call_a1", "checkpoint", "{}"))
+        return reply(Call(f"call_{model}", "relay__summarize", '{"text": "a long text"}'))
+
+    llm.responder = responder
+    rig = make_rig(config=relay(sampling={"max_tokens": 50}), rig_options={"tools": [checkpoint]})
+    results: dict[str, Any] = {}
+
+    async def run(name: str) -> None:
+        results[name] = await run_agent(f"Run {name}.", RunOptions(model=name), rig=rig)
+
+    try:
+        async with rig, anyio.create_task_group() as runs:
+            runs.start_soon(run, "model-a")
+            with anyio.fail_after(60):
+                await a_waits.wait()
+            await run("model-b")
+            b_done.set()
+    finally:
+        llm.responder = None
+    assert (results["model-a"].response, results["model-b"].response) == ("model-a done", "model-b done")
+    # B sampled first (while A waited), then A: each request went to the model of the run whose call it was.
+    assert [body["model"] for body in llm.bodies() if not body.get("tools")] == ["model-b", "model-a"]
+    for name, other in (("model-a", "model-b"), ("model-b", "model-a")):
+        [last] = [b for b in llm.bodies() if b.get("tools") and b["model"] == name and "sampled by" in json.dumps(b)]
+        assert f"sampled by {name}" in json.dumps(last) and f"sampled by {other}" not in json.dumps(last)

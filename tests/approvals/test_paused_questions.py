@@ -111,7 +111,7 @@ async def test_a_run_that_skips_questions_goes_on_at_once(llm: FakeLLM, provider
 async def test_questions_apart_leaves_approvals_to_the_fallback_when_it_has_no_channel() -> None:
     from toolrig.approvals import ApprovalRequest
     from toolrig.approvals.broker import ApprovalBroker
-    from toolrig.events import NullSink
+    from toolrig.event_bus import NullSink
 
     broker = ApprovalBroker(QuestionsApart(questions=PauseChannel(), approvals=None), fallback="allow")
     answer = await broker.decide(ApprovalRequest("c1", "wipe", {}), NullSink())

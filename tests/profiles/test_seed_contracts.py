@@ -12,7 +12,7 @@ import pytest
 from tests.support.media_tools import make_notebook, make_pdf, tiny_png
 from tests.support.servers import HttpServer
 from tests.support.skill_helpers import install_samples, isolate_home
-from toolrig.agent.subagents.types import load_agent_types
+from toolrig.agent.subagents.loading import load_agent_types
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, CallbackChannel
 from toolrig.approvals.model import Reply
 from toolrig.config import config_from, set_trust

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.support.bot_api import BotApi
 from toolrig.approvals import ApprovalDecision, ApprovalRequest, fingerprint
 from toolrig.approvals.broker import ApprovalBroker
-from toolrig.events import NullSink
+from toolrig.event_bus import NullSink
 from toolrig.remote.telegram import TelegramChannel, TelegramError
 
 pytestmark = pytest.mark.anyio

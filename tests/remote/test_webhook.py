@@ -10,7 +10,7 @@ import pytest
 from tests.support.servers import HttpServer, Seen
 from toolrig.approvals import ApprovalRequest, fingerprint
 from toolrig.approvals.broker import ApprovalBroker
-from toolrig.events import NullSink
+from toolrig.event_bus import NullSink
 from toolrig.remote.webhook import SIGNATURE, TIMESTAMP, WebhookChannel, _Open, sign, signed_headers
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,8 @@ import yaml
 
 from tests.adapters.test_mcp_http import TOKEN, http_server
 from tests.support.mcp_peers import ROOT, everything_server, filesystem_server, toolrig_command
-from toolrig.events import Event, EventBus, ToolProgressEvent
+from toolrig.event_bus import EventBus
+from toolrig.events import Event, ToolProgressEvent
 from toolrig.rig import Rig
 
 pytestmark = pytest.mark.anyio

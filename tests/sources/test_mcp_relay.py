@@ -17,7 +17,10 @@ from mcp.types import ElicitRequestParams, ElicitResult
 from tests.support.mcp_peers import ROOT
 from toolrig.approvals import ApprovalDecision, ApprovalRequest
 from toolrig.approvals.model import Reply
+from toolrig.context import Sample
 from toolrig.rig import Rig
+from toolrig.sampling import ModelSource
+from toolrig.scope import CallScope
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.servers]
 
@@ -207,23 +210,23 @@ async def test_sampling_is_refused_unless_the_config_enables_it(workspace: Path)
 async def test_sampling_goes_to_the_runs_model_capped_approved_and_budgeted(workspace: Path) -> None:
     seen: list[tuple[str | None, list[tuple[str, str]], int]] = []
 
-    async def model(
-        system: str | None, turns: list[tuple[str, str]], max_tokens: int, session_id: str | None
-    ) -> tuple[str, str]:
+    async def model(turns: list[tuple[str, str]], max_tokens: int, system: str | None) -> Sample:
         seen.append((system, turns, max_tokens))
-        return "short.", "the-runs-model"
+        return Sample("short.", "the-runs-model")
 
     person = Person()
     config = relay_config(sampling={"max_requests": 1, "max_tokens": 50})
+    scope = CallScope(models=ModelSource(run=model))  # the caller's run brings its model with its calls
     async with Rig(workspace, config=config, approval_channel=person) as rig:
-        assert rig.mcp_servers is not None
-        rig.mcp_servers.use_model(model)
-        first = await call(rig, "summarize", {"text": "a long text"})
-        second = await rig.call("relay/summarize", {"text": "again"})
+        result = (await rig.call("relay/summarize", {"text": "a long text"}, scope=scope)).raise_for_error()
+        second = await rig.call("relay/summarize", {"text": "again"}, scope=scope)
+        without = await rig.call("relay/summarize", {"text": "no run here"})
+    first = json.loads(result["text"])
     assert first == {"text": "short.", "model": "the-runs-model"}
     assert seen == [("Be brief.", [("user", "Summarize: a long text")], 50)]  # the server asked for 5000
     assert any("wants the model to answer" in " ".join(r.subjects) for r in person.questions())
     assert second.is_error and "budget" in (second.message or "")
+    assert without.is_error and "no model" in (without.message or "")  # a call with no run brings no model
 
 
 async def test_a_changed_tool_list_is_reread_and_checked_against_what_the_user_trusted(workspace: Path) -> None:

@@ -24,8 +24,9 @@ import anyio
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sources.mcp_auth import LoginRequired, login
+from toolrig.sources.mcp_auth import LoginRequired
 from toolrig.sources.mcp_client import McpServer
+from toolrig.sources.mcp_login import login
 from toolrig.sources.mcp_transport import McpStartError
 
 NAME = "conformance"

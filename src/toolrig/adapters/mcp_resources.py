@@ -32,6 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolrig.adapters.mcp_prompts import Argument as Argument  # re-exported: defined here before mcp_prompts
+from toolrig.adapters.mcp_prompts import fill as fill
+from toolrig.adapters.mcp_prompts import part_size as part_size
+from toolrig.adapters.mcp_prompts import prompt_arguments as prompt_arguments
+from toolrig.adapters.mcp_prompts import prompt_embeds as prompt_embeds
+from toolrig.adapters.served import ServedRig
 from toolrig.content import AudioPart, ContentPart, ImagePart, ResourcePart, TextPart
 from toolrig.result import ToolResult
 
@@ -228,58 +234,6 @@ def resource_contents(uri: str, parts: list[ContentPart]) -> list[Any]:
     return contents
 
 
-# ------------------------------------------------------------------------------------------ prompts
-
-
-@dataclass(frozen=True, slots=True)
-class Argument:
-    name: str
-    description: str | None = None
-    required: bool = False
-    values: tuple[str, ...] = ()
-
-
-_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-
-
-def prompt_arguments(extra: dict[str, Any], body: str) -> list[Argument]:
-    """A skill's declared arguments (front matter ``arguments``); a body using ``$ARGUMENTS`` takes one."""
-    declared = extra.get("arguments")
-    found: list[Argument] = []
-    if isinstance(declared, list):
-        for item in declared[:32]:
-            if isinstance(item, str) and _ARG_NAME.match(item):
-                found.append(Argument(item))
-            elif isinstance(item, dict) and isinstance(item.get("name"), str) and _ARG_NAME.match(item["name"]):
-                values = item.get("values")
-                found.append(
-                    Argument(
-                        item["name"],
-                        str(item["description"]) if item.get("description") is not None else None,
-                        bool(item.get("required", False)),
-                        tuple(str(v) for v in values[:200]) if isinstance(values, list) else (),
-                    )
-                )
-    if not found and "$ARGUMENTS" in body:
-        hint = extra.get("argument-hint")
-        found.append(Argument("arguments", str(hint) if hint is not None else "What the skill should work on."))
-    return found
-
-
-def prompt_embeds(extra: dict[str, Any]) -> list[str]:
-    """The files a skill's front matter lists under ``embed`` (paths inside its own folder), in order.
-
-    Malformed entries are ignored; whether a path stays inside the folder is ``read_skill_resource``'s
-    check, made at the read, where the walk that enforces it is.
-    """
-    declared = extra.get("embed")
-    if isinstance(declared, str):
-        declared = [declared]
-    if not isinstance(declared, list):
-        return []
-    return [item for item in declared if isinstance(item, str) and 0 < len(item) <= 1000]
-
-
 def embedded_part(name: str, result: ToolResult) -> ContentPart:
     """One file ``read_skill_resource`` read, as a prompt message's part: its image, or an embedded resource."""
     output = result.output if isinstance(result.output, dict) else {}
@@ -288,28 +242,6 @@ def embedded_part(name: str, result: ToolResult) -> ContentPart:
     if images:
         return images[0]
     return ResourcePart(uri=uri, media_type=_file_type(output), text=_whole_file(output))
-
-
-def part_size(part: ContentPart) -> int:
-    if isinstance(part, ImagePart | AudioPart):
-        return part.size
-    if isinstance(part, ResourcePart):
-        return len((part.text or part.blob or "").encode())
-    return len(part.text.encode())
-
-
-def fill(body: str, arguments: list[Argument], given: dict[str, str]) -> str:
-    """The body with ``${name}`` and ``$ARGUMENTS`` replaced; one pass, so a value is never expanded again."""
-    known = {a.name for a in arguments}
-    everything = " ".join(given[a.name] for a in arguments if given.get(a.name))
-
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name is None:
-            return everything
-        return given.get(name, "") if name in known else match.group(0)
-
-    return re.sub(r"\$ARGUMENTS|\$\{([A-Za-z_][A-Za-z0-9_-]*)\}", substitute, body)
 
 
 @dataclass
@@ -342,7 +274,7 @@ class Subscriptions:
 class ServedResources:
     """The MCP handlers for resources, prompts and completion, over one rig; ``call`` is its gated tool call."""
 
-    def __init__(self, rig: Any, call: Call) -> None:
+    def __init__(self, rig: ServedRig, call: Call) -> None:
         self.rig = rig
         self.call = call
         self.subscriptions = Subscriptions()
@@ -364,15 +296,15 @@ class ServedResources:
         return None
 
     def _skills(self) -> list[Any]:
-        from toolrig.skills.binding import skills_of
+        from toolrig.skills.discovery import workspace_skills
 
-        found = skills_of(self.rig)
+        found = workspace_skills(self.rig.workspace.root, self.rig.config.skills.paths)
         return [skill for name in found.names() if (skill := found.get(name)) is not None]
 
     def _capabilities_path(self) -> Path:
-        from toolrig.skills.capabilities import path_of
+        from toolrig.skills import CAPABILITIES_FILE
 
-        return path_of(self.rig)
+        return Path(self.rig.workspace.state_dir) / CAPABILITIES_FILE
 
     async def list_resources(self, ctx: Any, params: Any) -> Any:
         from mcp.types import ListResourcesResult, Resource

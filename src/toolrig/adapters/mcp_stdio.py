@@ -12,7 +12,7 @@ handed the connection as if it had served it from the start: the ``initialize`` 
 answer to it is dropped, and compared) and the ``notifications/initialized`` held meanwhile, in order,
 then everything else. A message the opening does not answer goes to the SDK, never around it.
 
-Given a fast path (``mcp_server.FastToolCalls``), the plain ``tools/call`` requests it accepts are answered
+Given a fast path (``mcp_fast.FastToolCalls``), the plain ``tools/call`` requests it accepts are answered
 here without the SDK's request pipeline; every other message goes to the SDK as before.
 
 Trust model: the protocol owns the real stdin and stdout. While serving, descriptor 0 reads the null

@@ -16,7 +16,8 @@ import anyio
 from toolrig.agent.messages import ToolCallBlock
 from toolrig.agent.state import Steps
 from toolrig.approvals.paused import PauseChannel
-from toolrig.events import EventSink, ToolResultEvent
+from toolrig.event_bus import EventSink
+from toolrig.events import ToolResultEvent
 from toolrig.profiles import Profile
 from toolrig.registry import AnyTool
 from toolrig.result import ToolResult

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from toolrig.agent.messages import Message
 from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
+from toolrig.catalog import capabilities, verdicts
+from toolrig.catalog.binding import RigCatalog, skills_of
+from toolrig.catalog.capabilities import Theme
 from toolrig.profiles import Profile
-from toolrig.skills import capabilities, verdicts
-from toolrig.skills.binding import RigCatalog, skills_of
-from toolrig.skills.capabilities import Theme
 
 if TYPE_CHECKING:
     from toolrig.rig import Rig

@@ -22,10 +22,22 @@ from toolrig.agent.context import tool_list_warning
 from toolrig.agent.deferred import deferral, deferred_note
 from toolrig.agent.errors import RunError
 from toolrig.agent.messages import Message, TextBlock, ToolResultBlock, close_open_calls
-from toolrig.agent.providers import Provider, TurnComplete, TurnRequest, make_provider, settings_from
+from toolrig.agent.providers import Provider, TurnComplete, TurnRequest
 from toolrig.agent.session import SessionStore, ToolCallRecord, new_session_id
+from toolrig.agent.setup import (
+    DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT,  # re-exported: defined here before agent/setup.py
+)
+from toolrig.agent.setup import (
+    first_channel,
+    offered_tools,
+    own_agent,
+    resumed_questions,
+    run_limits,
+    run_provider,
+    system_prompt,
+)
 from toolrig.agent.state import RunOptions, RunResult, RunState, StopReason
-from toolrig.agent.subagents.hub import UNSET, Lineage, RunNode
+from toolrig.agent.subagents.nodes import UNSET, Lineage, RunNode
 from toolrig.agent.subagents.prompt import agent_types_section, child_instructions
 from toolrig.agent.turns import (
     Progress,
@@ -38,11 +50,10 @@ from toolrig.agent.turns import (
     terminal_text,
     todo_reminder,
 )
-from toolrig.agent.usage import Price, Usage, price_for
+from toolrig.agent.usage import Usage
 from toolrig.approvals import ApprovalDecision, Verdict
-from toolrig.approvals.channel import ApprovalChannel, QuestionsApart
+from toolrig.approvals.channel import ApprovalChannel
 from toolrig.approvals.paused import PauseChannel, ReplayChannel
-from toolrig.config import AgentConfig
 from toolrig.content import parts_from_json, parts_to_json
 from toolrig.events import ChunkEvent, DoneEvent, ErrorEvent, Event, InitEvent, StreamTextEvent
 from toolrig.hooks import HookChain, HookEvent
@@ -57,10 +68,6 @@ from toolrig.telemetry import chat_span, traced_run
 
 log = logging.getLogger("toolrig.agent")
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are an agent working in the directory {root} with the tools provided. Use them to find out and "
-    "to act rather than guessing; read a tool's error and fix the call. Answer concisely when done."
-)
 SUMMARY_REQUEST = (
     "You have used all {turns} turns this run allows, so no more tools can be called. Summarize what you "
     "did, what you found and what is left to do."
@@ -83,51 +90,20 @@ class _Run:
         self.rig = rig
         self.options = options
         self.sink = RunSink(on_event)
-        agent = rig.config.llm
-        # Run as a named agent (`--agent`, a config profile or an agent type): its prompt, model and budgets
-        # stand in for llm's, as they would for a child of that type. A child's come from its hub instead.
-        own = rig.config.agents.get(rig.agent) if rig.agent is not None and lineage is None else None
-        self.provider: Provider = options.provider or self._make_provider(own)
-        self.max_turns = options.max_turns or (own.max_turns if own else None) or agent.max_turns
-        # seeds (issue 38): llm.run_timeout_seconds bounds a root run that was given no timeout of its own.
-        self.timeout = options.timeout
-        if self.timeout is None and lineage is None:
-            self.timeout = agent.run_timeout_seconds
-        self.budget = options.max_budget_usd
-        if self.budget is None and lineage is None:  # a child's spending is held by its root's ledger too
-            self.budget = own.max_budget_usd if own and own.max_budget_usd is not None else agent.max_budget_usd
-        price = agent.price
-        self.price: Price | None = price_for(
-            self.provider.settings.model,
-            Price(price.input, price.output, price.cache_read, price.cache_write) if price else None,
+        own = own_agent(rig, lineage)
+        self.provider: Provider = run_provider(rig, options, own)
+        model = self.provider.settings.model
+        limits = run_limits(rig, options, own, lineage, model)
+        self.max_turns, self.timeout, self.budget, self.price = (
+            limits.max_turns,
+            limits.timeout,
+            limits.budget,
+            limits.price,
         )
-        if self.budget is not None and self.price is None:
-            log.warning("no price is known for %s: max_budget_usd cannot be enforced", self.provider.settings.model)
-        system = options.system_prompt or (own.system_prompt if own else None) or agent.system_prompt
-        system = system or DEFAULT_SYSTEM_PROMPT
-        self.system = system.replace("{root}", str(rig.workspace.root))
-        # A program's own prompt stays as given; ours gets skills and capabilities. A subagent's does not: the
-        # summary describes the Rig's agent, not the child's narrowed permissions (and costs ms per child).
-        if not options.system_prompt and lineage is None:
-            from toolrig.agent.capabilities import prompt_sections
-
-            self.system += prompt_sections(rig)
+        self.system = system_prompt(rig, options, own, lineage)
         self._init_lineage()  # subagents: this run's agent id, its hub, its place under a parent
-        registry = rig.registry_for(self.view).select(options.tools_allow, options.tools_deny)
-        self.tools: list[AnyTool] = registry.list()
-        search_core = None
-        if not options.tools_allow:  # llm.tools: a core set, core plus search, ... (a caller's own list wins)
-            from toolrig.agent.toolset import SEARCH_CORE, resolved, shown_tools
-
-            profile = rig.config.agents.get(rig.agent) if rig.agent else None
-            choice = resolved(
-                agent.tools,
-                model=self.provider.settings.model,
-                configured_window=agent.context_window,
-                agent_lists_tools=profile is not None and profile.tools is not None,
-            )
-            self.tools = shown_tools(self.tools, choice, model=self.provider.settings.model)
-            search_core = SEARCH_CORE if choice == "search" else None
+        self.tools: list[AnyTool]
+        self.tools, search_core = offered_tools(rig, self.view, options, model)
         self.offered = {t.name: t for t in self.tools}
         self.system += self._delegation_section()
         # llm.tools: search / tools.deferred: the model is shown a core set and tool_search; what a lookup
@@ -138,7 +114,7 @@ class _Run:
         self.profile = run_profile(rig, options, lineage)
         self.system += deferred_note(self.deferred, self.profile)
         self.tools = self._faced(self.tools)
-        warning = tool_list_warning(self.provider.settings.model, self.tools, agent.context_window)
+        warning = tool_list_warning(model, self.tools, rig.config.llm.context_window)
         if warning is not None:
             log.warning(warning)
         self.store = SessionStore.shared(rig.workspace.state_dir) if options.persist else None
@@ -155,13 +131,10 @@ class _Run:
         from toolrig.agent.capabilities import run_catalog
         from toolrig.agent.mcp_sampling import RunModels
 
-        self.models = RunModels(self.provider, self)  # tools' ctx.sample: this run's model, on its budget
+        # tools' ctx.sample and remote MCP servers' sampling during the run's calls: this run's model, on its budget
+        self.models = RunModels(self.provider, self)
         # capabilities_refresh may ask this model for themes; tool_search names tools as this model does.
         self.catalog = run_catalog(rig, self.provider, self.profile)
-        if rig.mcp_servers is not None:
-            # Remote MCP servers with `sampling:` ask the model of the run that last started (sources/ holds
-            # one sampler per server set); a tool's own ctx.sample goes with its call's scope instead.
-            rig.mcp_servers.use_model(self.models.for_server)
         self.scope = CallScope()  # who this run is, for each of its calls: set when the run starts (``_guarded``)
 
     def _faced(self, tools: list[AnyTool]) -> list[AnyTool]:
@@ -173,18 +146,6 @@ class _Run:
             if face.tool in self.offered:
                 self.offered.setdefault(face.name, self.offered[face.tool])
         return shown
-
-    def _make_provider(self, own: AgentConfig | None = None) -> Provider:
-        agent = self.rig.config.llm
-        options = self.options
-        model = options.model or (own.model if own is not None and own.model != "inherit" else None)
-        updates: dict[str, Any] = {}
-        if options.thinking is not None:
-            updates["thinking"] = options.thinking
-        if options.effort is not None:
-            updates["effort"] = options.effort
-        config = agent.model_copy(update=updates) if updates else agent
-        return make_provider(settings_from(config, model=model))
 
     # ------------------------------------------------------------------------------ session
 
@@ -273,41 +234,22 @@ class _Run:
             self._resume_children(state, decisions),
             answers,
             asked=asked,
-            then=self._resumed_questions(),
+            then=resumed_questions(self.options, self.pause),
             bound={p.call_id: p.fingerprint for p in state.pending if p.fingerprint},
             approvals=self.pause if self.options.approvals == "pause" else self.options.approvals,
         )
         return await self._guarded(progress, done, channel)
 
-    def _channel(self) -> Any:
-        approvals = self.options.approvals
-        if approvals == "pause":
-            return self._question_channel(self.pause)
-        return self._question_channel(approvals)
-
-    # ------------------------------------------------------------------------------ people in the loop (approvals)
-
-    # ------------------------------------------------------------------------------ ask_user's questions (approvals)
-
-    def _question_channel(self, channel: Any) -> Any:
-        """Where this run's questions go: with its approvals (ask), to the pause (pause), or nowhere (skip)."""
-        questions = self.options.questions
-        if questions == "ask":
-            return channel
-        approvals = channel if channel is not None else self.rig.governance.channel
-        return QuestionsApart(questions=self.pause if questions == "pause" else None, approvals=approvals)
-
-    def _resumed_questions(self) -> Any:
-        """Where a resumed run's new questions go: where they would have gone had it never paused."""
-        if self.options.questions == "pause":
-            return self.pause
-        approvals = self.options.approvals
-        return approvals if self.options.questions == "ask" and approvals not in (None, "pause") else None
+    def _channel(self) -> ApprovalChannel | None:
+        """Who answers this run's approvals and questions (a child's root asks this: ``hub.root_channel``)."""
+        return first_channel(self.options, self.pause, self.rig)
 
     # ------------------------------------------------------------------------------ abort, timeout, failure
 
     @traced_run  # telemetry: an invoke_agent span around the run (toolrig.telemetry), nothing when off
-    async def _guarded(self, progress: Progress, done: dict[str, ToolResultBlock] | None, channel: Any) -> RunResult:
+    async def _guarded(
+        self, progress: Progress, done: dict[str, ToolResultBlock] | None, channel: ApprovalChannel | None
+    ) -> RunResult:
         self.channel = channel  # passed with each of the run's calls: nothing is registered on the Rig
         self.scope = CallScope(
             agent=self.view,

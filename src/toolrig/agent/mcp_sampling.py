@@ -11,7 +11,7 @@ and shown as a usage event; a run whose budget is already spent gets no more sam
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from toolrig.agent.messages import Message, TextBlock
 from toolrig.agent.providers import make_provider
@@ -19,9 +19,6 @@ from toolrig.agent.providers.base import Provider, TurnComplete, TurnRequest
 from toolrig.agent.usage import Usage
 from toolrig.context import Sample
 from toolrig.errors import ErrorType, ToolError
-
-if TYPE_CHECKING:
-    pass
 
 _SDK_PROVIDERS = ("toolrig.agent.providers.anthropic", "toolrig.agent.providers.openai")
 
@@ -48,21 +45,29 @@ async def complete(
     return Sample(done.message.text, provider.settings.model, stop), done.usage
 
 
+class SpendingRun(Protocol):
+    """The run that pays for a sampling request (``toolrig.agent.loop``'s): its model and its budget."""
+
+    provider: Provider
+
+    def over_budget(self) -> bool: ...
+
+    def spend(self, usage: Usage) -> None: ...
+
+
 class RunModels:
     """The agent runtime's answer to sampling: its run's model, on the run's budget (``ModelSource.run``).
 
-    Made per run and passed in the run's call scope: a tool's ``ctx.sample`` in a child's call is answered by
-    the child's run, never found again by a session id. Without a run (a remote server's notice between
-    calls) ``provider`` answers and the tokens count nowhere.
+    Made per run and passed in the run's call scope: a tool's ``ctx.sample`` in a child's call, and a remote
+    MCP server's request made during one of the run's calls, are answered by that run, never found again by a
+    session id or set on the shared servers. Without a run ``provider`` answers and the tokens count nowhere.
     """
 
-    def __init__(self, provider: Provider, run: Any = None) -> None:
+    def __init__(self, provider: Provider, run: SpendingRun | None = None) -> None:
         self.provider = provider
         self.run = run
 
-    async def sample(
-        self, turns: list[tuple[str, str]], max_tokens: int, system: str | None, session_id: str | None = None
-    ) -> Sample:
+    async def sample(self, turns: list[tuple[str, str]], max_tokens: int, system: str | None) -> Sample:
         run = self.run
         if run is not None and run.over_budget():
             raise ToolError(
@@ -75,10 +80,3 @@ class RunModels:
         if run is not None:
             run.spend(usage)
         return sample
-
-    async def for_server(
-        self, system: str | None, turns: list[tuple[str, str]], max_tokens: int, session_id: str | None = None
-    ) -> tuple[str, str]:
-        """A remote MCP server's sampling request (``sources/mcp_relay.Sampler``), on the calling run's budget."""
-        sample = await self.sample(turns, max_tokens, system, session_id)
-        return sample.text, sample.model

@@ -15,7 +15,7 @@ from toolrig.agent.messages import Message, TextBlock, ToolCallBlock, ToolResult
 from toolrig.agent.providers import TurnComplete
 from toolrig.agent.session import ToolCallRecord
 from toolrig.agent.state import PendingCall, RunOptions, RunResult, RunState, StopReason
-from toolrig.agent.subagents.hub import Lineage, RunNode
+from toolrig.agent.subagents.nodes import Lineage, RunNode
 from toolrig.agent.usage import Usage
 from toolrig.approvals.paused import PauseChannel
 from toolrig.approvals.questions import question_json

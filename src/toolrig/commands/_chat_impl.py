@@ -152,7 +152,7 @@ class Chat:
             for row in tool_rows(self.rig.tools(), self.console.width):
                 self.console.print(row, no_wrap=True, overflow="ellipsis")
         elif name == "/capabilities":
-            from toolrig.skills import capabilities
+            from toolrig.catalog import capabilities
 
             self.console.print(capabilities.current(self.rig, self.rig.agent).rstrip(), markup=False)
         elif name == "/usage":

@@ -24,7 +24,7 @@ _root = root_option()
 
 
 def _types(rig_root: Path) -> AgentTypes:
-    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.agent.subagents.loading import load_agent_types
     from toolrig.cli import make_rig
     from toolrig.errors import ConfigError
 

@@ -31,8 +31,8 @@ def show(ctx: click.Context, refresh: bool, agent: str | None, rig_root: Path) -
         return
     import anyio
 
+    from toolrig.catalog import capabilities
     from toolrig.cli import make_rig
-    from toolrig.skills import capabilities
 
     rig = make_rig(rig_root, agent=agent)
     try:
@@ -47,8 +47,8 @@ command.callback = show
 
 async def _refresh(rig: Rig) -> str:
     """Refresh through the rig's catalog, with the configured model phrasing the themes when there is one."""
+    from toolrig.catalog.binding import RigCatalog
     from toolrig.errors import ToolError
-    from toolrig.skills.binding import RigCatalog
 
     catalog = rig.executor.catalog
     if not isinstance(catalog, RigCatalog):

@@ -260,7 +260,7 @@ def login(name: str, rig_root: Path, no_browser: bool, wait_seconds: float) -> N
 
     from toolrig.cli import _fail as fail
     from toolrig.sources.mcp_auth import AuthConfigError
-    from toolrig.sources.mcp_auth import login as sign_in
+    from toolrig.sources.mcp_login import login as sign_in
     from toolrig.sources.mcp_tokens import McpTokenStore
     from toolrig.sources.mcp_transport import McpStartError
 

@@ -20,8 +20,8 @@ _root = root_option()
 
 
 def _found(rig_root: Path) -> SkillSet:
+    from toolrig.catalog.binding import skills_of
     from toolrig.cli import make_rig
-    from toolrig.skills.binding import skills_of
 
     rig = make_rig(rig_root)
     try:

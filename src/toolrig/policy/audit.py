@@ -24,7 +24,7 @@ from toolrig.shaping import escape_surrogates
 from toolrig.stores.sqlite import Database
 
 if TYPE_CHECKING:
-    from toolrig.executor import ToolCall
+    from toolrig.gate import ToolCall
     from toolrig.result import ToolResult
     from toolrig.sandbox.background import Job
 

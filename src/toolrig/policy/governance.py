@@ -27,7 +27,7 @@ from toolrig.policy.subjects import escape, kind_of, view
 
 if TYPE_CHECKING:
     from toolrig.config import LoadedConfig
-    from toolrig.executor import Extensions, Reserved, ToolCall
+    from toolrig.gate import Extensions, Reserved, ToolCall
     from toolrig.policy.audit import AuditLog
     from toolrig.registry import AnyTool
     from toolrig.result import ToolResult

@@ -1,6 +1,8 @@
-"""Agent Skills (agentskills.io): discovery, parsing and what loading one grants; the capabilities summary.
+"""Agent Skills (agentskills.io): discovery, parsing and what loading one grants, at the tools' level.
 
-The names below load on first use: a rig binds ``toolrig.skills.binding`` at every start-up, and a call
+What reads a rig (the skills binding, the capabilities summary, policy's verdicts) is ``toolrig.catalog``.
+
+The names below load on first use: a rig binds ``toolrig.catalog.binding`` at every start-up, and a call
 that never touches a skill should not pay for the parser (and YAML) underneath.
 """
 
@@ -13,7 +15,9 @@ if TYPE_CHECKING:
     from toolrig.skills.discovery import SkillSet, discover
     from toolrig.skills.skill import Skill, SkillError, parse_skill
 
-__all__ = ["Skill", "SkillError", "SkillSet", "discover", "parse_skill"]
+__all__ = ["CAPABILITIES_FILE", "Skill", "SkillError", "SkillSet", "discover", "parse_skill"]
+
+CAPABILITIES_FILE = "capabilities.md"  # in the state dir: the summary of what an agent may do (toolrig.catalog)
 
 _HOMES = {
     "Skill": "toolrig.skills.skill",

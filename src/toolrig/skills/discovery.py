@@ -53,6 +53,13 @@ def skill_roots(workspace_root: Path, *, trusted: bool, extra_paths: Sequence[st
     return roots
 
 
+def workspace_skills(workspace_root: Path, extra_paths: Sequence[str] = ()) -> SkillSet:
+    """The skills a workspace offers: its own folders only once the user trusted it, and ``skills.paths``."""
+    from toolrig.config import is_trusted
+
+    return discover(workspace_root, trusted=is_trusted(workspace_root), extra_paths=extra_paths)
+
+
 def discover(workspace_root: Path, *, trusted: bool, extra_paths: Sequence[str] = ()) -> SkillSet:
     """Every skill under the roots, first of a name winning; problems become warnings, never exceptions."""
     workspace_root = workspace_root.resolve()

@@ -18,23 +18,22 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from toolrig.config import McpServerConfig
 from toolrig.context import ToolContext
+from toolrig.definition import Tool
 from toolrig.errors import ErrorType, ToolError
-from toolrig.sources.mcp_relay import Relay, Sampler
+from toolrig.sources.mcp_relay import Relay
 from toolrig.sources.mcp_tool import McpTool, McpToolOutput, provider_name, tool_output
 from toolrig.sources.mcp_transport import Connection, McpStartError, connect, list_tools
 from toolrig.sources.mcp_trust import TrustStore
-from toolrig.telemetry.propagation import trace_meta
+from toolrig.trace_context import trace_meta
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup, TaskStatus
-
-    from toolrig.registry import AnyTool, Registry
 
 log = logging.getLogger("toolrig.mcp")
 
@@ -355,8 +354,14 @@ def _unavailable(exc: McpStartError) -> ToolError:
 # ---------------------------------------------------------------------------------------------- all servers
 
 
-def _load(server: McpServer) -> list[AnyTool]:
+def _load(server: McpServer) -> list[Tool[Any, Any]]:
     return list(server.load_tools())
+
+
+class LazyGroups(Protocol):
+    """Where the servers' tools are registered (``toolrig.registry.Registry``, above sources): loaded on need."""
+
+    def add_lazy_group(self, key: str, loader: Callable[[], list[Tool[Any, Any]]], *, remote: bool = False) -> None: ...
 
 
 class McpServers:
@@ -378,12 +383,7 @@ class McpServers:
         }
         self._stack: AsyncExitStack | None = None
 
-    def use_model(self, sampler: Sampler | None) -> None:
-        """The model servers with ``sampling:`` may ask (the agent runtime sets it for its run)."""
-        for server in self.servers.values():
-            server.relay.sampler = sampler
-
-    def register(self, registry: Registry) -> None:
+    def register(self, registry: LazyGroups) -> None:
         for name, server in self.servers.items():
             registry.add_lazy_group(f"mcp:{name}", partial(_load, server), remote=True)
 

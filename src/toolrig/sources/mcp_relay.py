@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,9 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolrig.mcp")
 
-# A model call made for a server: (system prompt, [(role, text)], max tokens, the calling run's session id)
-# -> (text, model name). The session id lets the run that holds the call count the tokens in its budget.
-Sampler = Callable[[str | None, list[tuple[str, str]], int, str | None], Awaitable[tuple[str, str]]]
 MAX_QUESTION = 1000
 
 
@@ -78,7 +74,6 @@ class Relay:
     server: str
     config: McpServerConfig
     root: Path
-    sampler: Sampler | None = None
     calls: list[ToolContext] = field(default_factory=list)  # in flight: the newest one's user is asked
     samples: int = 0
     stale: bool = False
@@ -141,7 +136,11 @@ class Relay:
         from mcp.types import INVALID_REQUEST, CreateMessageResult, ErrorData, TextContent
 
         settings = self.config.sampling
-        if settings is None or self.sampler is None:
+        # The model is the one the call in flight brought (its run's, on its budget): passed with the call,
+        # never set on the server for whichever run started last.
+        current = self.current()
+        model = current.models.for_servers() if current is not None and current.models is not None else None
+        if settings is None or model is None:
             why = "is not enabled for this server" if settings is None else "has no model in this run"
             return ErrorData(code=INVALID_REQUEST, message=f"toolrig's sampling {why}")
         if self.samples >= settings.max_requests:
@@ -158,18 +157,22 @@ class Relay:
         limit = min(params.max_tokens, settings.max_tokens)
         question = f"The MCP server '{self.server}' wants the model to answer: {turns[-1][1][:MAX_QUESTION]}"
         detail = f"Up to {limit} tokens; request {self.samples + 1} of {settings.max_requests} this run."
-        if not await ask_the_user(self.current(), self.server, question, detail):
+        if not await ask_the_user(current, self.server, question, detail):
             return ErrorData(code=INVALID_REQUEST, message="the user declined the sampling request")
         self.samples += 1
         system = params.system_prompt[:4000] if params.system_prompt else None
         try:
-            current = self.current()
-            text, model = await self.sampler(system, turns, limit, current.session_id if current else None)
+            sample = await model(turns, limit, system)
+        except ToolError as exc:  # refused by the run (its budget is spent)
+            return ErrorData(code=INVALID_REQUEST, message=exc.message[:300])
         except Exception as exc:  # the model's failure is the server's answer, not our crash
             log.warning("sampling for MCP server %r failed: %s", self.server, exc)
             return ErrorData(code=INVALID_REQUEST, message=f"the model call failed: {str(exc)[:300]}")
         return CreateMessageResult(
-            role="assistant", content=TextContent(type="text", text=text), model=model, stop_reason="endTurn"
+            role="assistant",
+            content=TextContent(type="text", text=sample.text),
+            model=sample.model,
+            stop_reason="endTurn",
         )
 
     # -- roots and notifications

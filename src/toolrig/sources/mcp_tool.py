@@ -12,14 +12,15 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import Field, create_model
 
 from toolrig.context import ToolContext
 from toolrig.definition import Tool, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.schema import budget_schema, schema_checker
+from toolrig.schema_tools import SchemaArguments
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -69,26 +70,11 @@ def definition_of(tool: Any) -> dict[str, Any] | None:
     return kept
 
 
-class McpArguments(BaseModel):
-    """Whatever object the remote schema describes; checked against that schema by a subclass per tool."""
+class McpArguments(SchemaArguments):
+    """Whatever object the remote schema describes; checked against that schema by a subclass per tool.
 
-    model_config = ConfigDict(extra="allow")
-    checker: ClassVar[Callable[[dict[str, Any]], list[str]] | None] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _check_against_remote_schema(cls, data: Any) -> Any:
-        if cls.checker is not None and isinstance(data, dict):
-            problems = cls.checker(data)
-            if problems:
-                # ToolError passes through pydantic untouched: the executor reports it before any gate runs.
-                plural = "s" if len(problems) != 1 else ""
-                raise ToolError(
-                    ErrorType.INVALID_INPUT,
-                    f"{len(problems)} invalid argument{plural}:\n" + "\n".join(problems),
-                    "Fix the arguments above to match the tool's schema and call again.",
-                )
-        return data
+    ``schema_tool``'s arguments, under the name the MCP tools have always used (one class, not a copy).
+    """
 
 
 class McpToolOutput(ToolOutput):

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolrig import __version__
 from toolrig.config import McpServerConfig
 from toolrig.sources import MAX_MESSAGE_BYTES
+from toolrig.version import __version__
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolrig.telemetry.propagation import (
+from toolrig.trace_context import (
     continue_trace,
     continues_client_trace,
     current_carrier,
@@ -24,7 +24,7 @@ from toolrig.telemetry.propagation import (
 
 if TYPE_CHECKING:
     from toolrig.config import TelemetryConfig
-    from toolrig.executor import Extensions
+    from toolrig.gate import Extensions
     from toolrig.telemetry.setup import Telemetry
 
 

@@ -62,7 +62,8 @@ def recalled(records: Any, task_id: str) -> dict[str, str]:
 @contextmanager
 def task_span(tracer: Any, records: Any, task: dict[str, Any]) -> Iterator[None]:
     """Within the block, the task's run continues the trace that queued it (or starts one, for a cron firing)."""
-    from toolrig.telemetry import continue_trace, names
+    from toolrig.telemetry import names
+    from toolrig.trace_context import continue_trace
 
     with continue_trace(recalled(records, task["id"])):
         attributes = {names.TASK_ID: task["id"], names.TASK_KIND: task.get("kind") or "task"}

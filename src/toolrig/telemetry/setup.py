@@ -149,7 +149,7 @@ def _exporters(endpoint: str | None, protocol: str) -> tuple[Any, Any]:
 
 
 def _instruments(tracer_provider: Any, meter_provider: Any, capture: bool) -> Telemetry:
-    from toolrig import __version__
+    from toolrig.version import __version__
 
     meter = meter_provider.get_meter("toolrig", __version__)
     return Telemetry(

@@ -22,7 +22,7 @@ from toolrig.telemetry import names
 from toolrig.telemetry.setup import Telemetry, wall_ns
 
 if TYPE_CHECKING:
-    from toolrig.executor import Extensions, ToolCall
+    from toolrig.gate import Extensions, ToolCall
     from toolrig.result import ToolResult
 
 _SPAN = "_otel_span"  # attributes set on the ToolCall (not slotted): this call's span, token, approval span

@@ -548,7 +548,7 @@ async def test_allow_always_on_a_childs_call_is_kept_for_the_tree_not_under_the_
     import yaml
 
     from tests.agent.conftest import agent_config
-    from toolrig.agent.subagents.types import load_agent_types
+    from toolrig.agent.subagents.loading import load_agent_types
     from toolrig.approvals import ApprovalDecision
     from toolrig.rig import Rig
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from tests.agent.subagents.test_hub import spawn
 from tests.support.fake_llm import Call, Text, reply
 from toolrig.agent import RunOptions, run_agent
+from toolrig.agent.subagents.loading import load_agent_types
 from toolrig.agent.subagents.organism import load_organism
-from toolrig.agent.subagents.types import load_agent_types
 from toolrig.config import config_from, set_trust
 from toolrig.errors import ConfigError
 from toolrig.policy.audit import AuditLog

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolrig.agent.subagents.loading import load_agent_types
 from toolrig.agent.subagents.types import (
     DefinitionProblem,
-    load_agent_types,
     parse_definition,
     split_front_matter,
 )

@@ -17,17 +17,23 @@ import json
 import logging
 import re
 import secrets
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from toolrig.agent.budget import Ledger
 from toolrig.agent.errors import RunError
+from toolrig.agent.subagents.loading import load_agent_types
 from toolrig.agent.subagents.narrowing import child_profile, min_or_none
-from toolrig.agent.subagents.types import AgentType, AgentTypes, load_agent_types
+from toolrig.agent.subagents.nodes import ENDED, PREVIEW_CHARS, SUMMARY_CHARS, Child, HubRun
+from toolrig.agent.subagents.nodes import STATUSES as STATUSES  # re-exported, as the names below
+from toolrig.agent.subagents.nodes import UNSET as UNSET
+from toolrig.agent.subagents.nodes import Lineage as Lineage  # re-exported: defined here before nodes.py
+from toolrig.agent.subagents.nodes import RunNode as RunNode
+from toolrig.agent.subagents.routing import pause_for_children, root_channel
+from toolrig.agent.subagents.types import AgentType, AgentTypes
 from toolrig.agent.usage import Usage
 from toolrig.errors import ErrorType, ToolError
 from toolrig.events import (
@@ -50,86 +56,6 @@ if TYPE_CHECKING:
     from toolrig.rig import Rig
 
 log = logging.getLogger("toolrig.agent")
-
-UNSET: Any = object()
-STATUSES = ("started", "running", "done", "failed", "cancelled", "timed_out")
-ENDED = frozenset({"done", "failed", "cancelled", "timed_out"})
-SUMMARY_CHARS = 300
-PREVIEW_CHARS = 120
-
-
-@dataclass(eq=False)
-class RunNode:
-    """One live run known to the hub: a root run or a child."""
-
-    run: Any  # the loop's _Run
-    task_id: str
-    agent_id: str | None
-    depth: int
-    parent: RunNode | None = None
-    agent_type: str | None = None
-    spawns: tuple[str, ...] | None = None  # None: any type (a root run)
-    output_schema: dict[str, Any] | None = None
-    output: Any = UNSET
-    children: dict[str, Child] = field(default_factory=dict)
-    background: TaskGroup | None = None  # the run's own task group: background children end with the run
-    usage: Usage | None = None  # the run's running total (children's spend is added to it when they end)
-    ledger: Ledger | None = None  # the run's budget, charged live by it and its descendants (agent/budget.py)
-    counter: int = 0
-    paused_spawns: dict[str, dict[str, Any]] = field(default_factory=dict)  # spawn call id -> saved children
-    resuming: dict[str, dict[str, Any]] = field(default_factory=dict)  # the same, read back from a RunState
-    decisions: Mapping[str, Any] = field(default_factory=dict)  # a person's decisions, for resumed children
-    limit: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(1))  # set on entering
-
-    @property
-    def root(self) -> RunNode:
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
-
-
-@dataclass(eq=False)
-class Child:
-    task_id: str
-    agent_id: str
-    agent_type: str
-    parent_task_id: str
-    prompt: str
-    started: float = field(default_factory=time.monotonic)
-    status: str = "started"
-    tool_calls: int = 0
-    last_tool: str | None = None
-    record: dict[str, Any] | None = None
-    paused: RunState | None = None  # the child stopped for approvals (a root run that pauses)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope | None = None
-    cancel_requested: bool = False
-    background: bool = False
-
-    def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "agent_id": self.agent_id,
-            "agent_type": self.agent_type,
-            "status": self.status,
-            "tool_calls": self.tool_calls,
-            "elapsed_ms": round(self.elapsed_ms() if self.record is None else self.record["usage"]["duration_ms"]),
-            "prompt_preview": self.prompt[:PREVIEW_CHARS],
-        }
-
-
-@dataclass
-class Lineage:
-    """What a child's _Run is told about where it sits, before it starts."""
-
-    parent: RunNode
-    child: Child
-    kind: AgentType
-    view: AgentView  # the child's permissions: its parent's view narrowed by its type (``narrowing.py``)
 
 
 class SubagentHub:
@@ -155,7 +81,7 @@ class SubagentHub:
 
     # ------------------------------------------------------------------ runs entering and leaving
 
-    def enter(self, run: Any, lineage: Lineage | None, usage: Usage, background: TaskGroup | None) -> RunNode:
+    def enter(self, run: HubRun, lineage: Lineage | None, usage: Usage, background: TaskGroup | None) -> RunNode:
         if lineage is None:
             node = RunNode(run, run.session_id, run.agent_id, 0, usage=usage, background=background)
         else:
@@ -456,7 +382,8 @@ class SubagentHub:
             self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
         view = parent_view.child(child.agent_id, profile)  # handed to the child's run: nothing is registered
         # The same loop as its parent's run (its class: the hub never imports the loop above it).
-        return type(prun)(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind, view))
+        make: Any = type(prun)  # the run's class, whatever it is (a protocol here)
+        return make(self.rig, options, self._forwarder(parent, child), Lineage(parent, child, kind, view))
 
     def _forwarder(self, parent: RunNode, child: Child) -> Any:
         """The child's event sink: its tool events and text, tagged with its task id, go up to the parent."""
@@ -579,48 +506,6 @@ _PASSED_UP = (ApprovalRequestEvent, ApprovalResolvedEvent, SubagentStartEvent, S
 async def _first_of(event: anyio.Event, group: TaskGroup) -> None:
     await event.wait()
     group.cancel_scope.cancel()
-
-
-def root_channel(parent: RunNode, child: Child) -> Any:
-    """Where a child's approval requests go: the ROOT run's channel (terminal, MCP elicitation, callback).
-
-    The one place the child -> root routing lives. Under a root run that pauses for approvals
-    (``approvals="pause"``) a foreground child pauses too: its waiting calls travel in the root's RunState
-    and resume with it (``pause_for_children``). A background child cannot pause with the run (nobody waits
-    on it): its call is refused with that reason.
-    """
-    root = parent.root.run
-    channel = root._channel()
-    if channel is None:
-        return None  # the Rig's own channel (the router's fallback), as for the root
-    if root.pause is not None and channel is root.pause:
-        if child.background:
-            return _RefuseChannel(
-                "a background subagent's call needs approval, and this run pauses for approvals: "
-                "run the subagent in the foreground to have its call decided"
-            )
-        return "pause"
-    return channel
-
-
-def pause_for_children(run: Any, call_id: str) -> None:
-    """Mark the parent's spawning call as waiting, so the parent pauses at the end of its turn too."""
-    from toolrig.approvals import ApprovalRequest
-
-    if run.pause is None:  # pragma: no cover - a child pauses only under a run that pauses
-        return
-    reason = "waits for its subagents' calls to be decided"
-    run.pause.pending[call_id] = ApprovalRequest(call_id, "spawn_agents", {}, reason=reason)
-
-
-class _RefuseChannel:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    async def decide(self, requests: Any) -> list[Any]:
-        from toolrig.approvals import ApprovalDecision
-
-        return [ApprovalDecision("deny", self.reason) for _ in requests]
 
 
 def schema_problem(schema: dict[str, Any], value: Any) -> str | None:

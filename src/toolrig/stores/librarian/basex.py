@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolrig.errors import ErrorType, ToolError
-from toolrig.stores.librarian import (
+from toolrig.stores.librarian.base import (
     MAX_RESULT_ITEMS,
     SearchHit,
     StoredDocument,

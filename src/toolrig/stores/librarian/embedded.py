@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.statedir import StatePath
-from toolrig.stores.librarian import (
+from toolrig.stores.librarian.base import (
     MAX_RESULT_ITEMS,
     SearchHit,
     StoredDocument,

@@ -2,7 +2,7 @@
 
 Peers tell a model which tools exist; this also tells it which need approval, which are rate-limited and
 which paths, commands or domains are off limits, read from the verdicts of the config in force (through
-``skills.verdicts``), so the summary cannot drift from the gate. Without a model the grouping is by tool
+``catalog.verdicts``), so the summary cannot drift from the gate. Without a model the grouping is by tool
 group; with one, the model may phrase the themes (``model_grouping``), but the policy facts stay ours.
 
 Trust model: ``.toolrig/capabilities.md`` goes into every system prompt, and a repository can commit one (or a
@@ -16,16 +16,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from toolrig.skills import verdicts
+from toolrig.catalog import RigParts, verdicts
+from toolrig.skills import CAPABILITIES_FILE as FILE_NAME
 
-if TYPE_CHECKING:
-    from toolrig.rig import Rig
-
-FILE_NAME = "capabilities.md"
 _FRONT = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 
 # How the built-in groups read as themes; anything else (plugins) is titled from its group name.
@@ -61,7 +58,7 @@ class Theme:
         return f"- **{self.title}** ({', '.join(self.tools)}): {self.summary}. Policy: {facts}."
 
 
-def themes(rig: Rig, agent: str | None) -> list[Theme]:
+def themes(rig: RigParts, agent: str | None) -> list[Theme]:
     """The deterministic grouping: one theme per tool group (per server for MCP tools), sorted by key."""
     by_key: dict[str, list[verdicts.ToolStanding]] = {}
     for tool in verdicts.offered(rig, agent):
@@ -82,7 +79,7 @@ def themes(rig: Rig, agent: str | None) -> list[Theme]:
     return result
 
 
-def policy_facts(rig: Rig, key: str, standings: Sequence[verdicts.ToolStanding]) -> list[str]:
+def policy_facts(rig: RigParts, key: str, standings: Sequence[verdicts.ToolStanding]) -> list[str]:
     facts: list[str] = []
     names = [s.tool.name for s in standings]
     asking = [s.tool.name for s in standings if s.verdict == "ask"]
@@ -137,11 +134,11 @@ def front_matter(text: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def path_of(rig: Rig) -> Path:
+def path_of(rig: RigParts) -> Path:
     return rig.workspace.state_dir / FILE_NAME
 
 
-def _stored(rig: Rig) -> str | None:
+def _stored(rig: RigParts) -> str | None:
     """The file's text, reached with no symlink on the way; None when it is missing or refused."""
     from toolrig.errors import ToolError
     from toolrig.sandbox.statedir import StatePath
@@ -153,14 +150,14 @@ def _stored(rig: Rig) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _trusted(rig: Rig) -> bool:
+def _trusted(rig: RigParts) -> bool:
     from toolrig.config import is_trusted
 
     return is_trusted(rig.workspace.root)
 
 
 def summary(
-    rig: Rig, agent: str | None, regrouped: list[Theme] | None = None, *, keep_front: bool = True
+    rig: RigParts, agent: str | None, regrouped: list[Theme] | None = None, *, keep_front: bool = True
 ) -> tuple[str, str]:
     """(markdown, grouping): the summary for ``agent``; ``regrouped`` are a model's themes, when it wrote some.
 
@@ -174,7 +171,7 @@ def summary(
     return render(found, agent=agent, grouping=grouping, keep=keep), grouping
 
 
-def refresh(rig: Rig, agent: str | None, regrouped: list[Theme] | None = None) -> tuple[str, str]:
+def refresh(rig: RigParts, agent: str | None, regrouped: list[Theme] | None = None) -> tuple[str, str]:
     """Write ``.toolrig/capabilities.md`` atomically (never through a link); returns the text and the grouping.
 
     The text is returned rather than read back: the file could be swapped for a link between the two.
@@ -186,7 +183,7 @@ def refresh(rig: Rig, agent: str | None, regrouped: list[Theme] | None = None) -
     return text, grouping
 
 
-def current(rig: Rig, agent: str | None) -> str:
+def current(rig: RigParts, agent: str | None) -> str:
     """What goes into a system prompt: the file when one was written in a trusted workspace, else computed now."""
     trusted = _trusted(rig)
     if trusted and (stored := _stored(rig)) is not None:
@@ -194,7 +191,7 @@ def current(rig: Rig, agent: str | None) -> str:
     return summary(rig, agent, keep_front=trusted)[0]
 
 
-def regroup(rig: Rig, agent: str | None, groups: object) -> list[Theme] | None:
+def regroup(rig: RigParts, agent: str | None, groups: object) -> list[Theme] | None:
     """A model's grouping (``[{"title", "summary", "tools": [...]}]``) as themes, or None if it is unusable.
 
     Every offered tool must appear exactly once; the policy facts are recomputed here, never the model's.

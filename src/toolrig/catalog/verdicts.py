@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from toolrig.catalog import RigParts
 from toolrig.registry import AnyTool, matches_any
-
-if TYPE_CHECKING:
-    from toolrig.rig import Rig
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +29,12 @@ class ToolStanding:
     allowed_domains: tuple[str, ...]
 
 
-def offered(rig: Rig, agent: str | None) -> list[AnyTool]:
+def offered(rig: RigParts, agent: str | None) -> list[AnyTool]:
     """The tools ``agent`` is offered (config allow/deny and its own list applied)."""
     return rig.registry_for(agent).list()
 
 
-def standing(rig: Rig, tool: AnyTool, agent: str | None) -> ToolStanding:
+def standing(rig: RigParts, tool: AnyTool, agent: str | None) -> ToolStanding:
     policy = rig.governance.policy
     decision = policy.decide(tool, agent, [], None)
     limiter = rig.governance.limiter
@@ -65,11 +63,11 @@ def standing(rig: Rig, tool: AnyTool, agent: str | None) -> ToolStanding:
     )
 
 
-def denied_paths(rig: Rig) -> tuple[str, ...]:
+def denied_paths(rig: RigParts) -> tuple[str, ...]:
     return tuple(rig.workspace.deny_globs)
 
 
-def preapprove(rig: Rig, patterns: Sequence[str], source: str, agent: str | None, session: str) -> list[str]:
+def preapprove(rig: RigParts, patterns: Sequence[str], source: str, agent: str | None, session: str) -> list[str]:
     """Allow calls matching ``patterns`` for the rest of the run (``session`` as ``agent``); deny, ask rules first.
 
     Never beyond the run: granted to the agent (or, with none, to everyone), a skill one run loaded pre-approved

@@ -1,7 +1,7 @@
 """What a rig hands the skill and catalog tools through their ToolContext (``ctx.skills``, ``ctx.catalog``).
 
 A rig builds these once and hands them to its executor; tools see only the narrow protocols in
-``toolrig.context``, never the rig.
+``toolrig.context``, never the rig. (Was ``toolrig.skills.binding``: it reads the rig, skills sit below tools.)
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolrig.config import is_trusted
+from toolrig.catalog import RigParts
 from toolrig.profiles import Profile, get_profile
 
 # What these bind is used by a few tools only; its modules (the skill parser, YAML, the capabilities summary)
 # load on first use, not at every rig's start-up.
 if TYPE_CHECKING:
-    from toolrig.rig import Rig
-    from toolrig.skills.capabilities import Theme
+    from toolrig.catalog.capabilities import Theme
     from toolrig.skills.discovery import SkillSet
     from toolrig.skills.skill import Skill
 
 log = logging.getLogger("toolrig.skills")
 
 
-def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
+def for_schemas(rig: RigParts, tools: list[Any]) -> list[Any]:
     """The tools as a model is shown them: a skill tool lists this workspace's skill names as an enum."""
     if not any(getattr(t, "lists_skills", False) for t in tools):
         return tools
@@ -34,12 +33,11 @@ def for_schemas(rig: Rig, tools: list[Any]) -> list[Any]:
     return [t.with_skill_names(names) if getattr(t, "lists_skills", False) else t for t in tools]
 
 
-def skills_of(rig: Rig) -> SkillSet:
+def skills_of(rig: RigParts) -> SkillSet:
     """The skills this rig's workspace offers (trust and ``skills.paths`` applied)."""
-    from toolrig.skills.discovery import discover
+    from toolrig.skills.discovery import workspace_skills
 
-    root = rig.workspace.root
-    return discover(root, trusted=is_trusted(root), extra_paths=rig.config.skills.paths)
+    return workspace_skills(rig.workspace.root, rig.config.skills.paths)
 
 
 AsyncGrouper = Callable[[list["Theme"]], Awaitable["list[Theme] | None"]]
@@ -52,7 +50,7 @@ class RigCatalog:
     answers for another's calls.
     """
 
-    def __init__(self, rig: Rig, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> None:
+    def __init__(self, rig: RigParts, grouper: AsyncGrouper | None = None, profile: Profile | None = None) -> None:
         self._rig = rig
         self.grouper = grouper
         self.profile = profile  # the names the calling model speaks (None: the tools' own)
@@ -63,7 +61,7 @@ class RigCatalog:
 
     def offered(self, agent: str | None) -> list[Any]:
         """The tools ``agent`` is offered, under the names the calling model speaks (its profile's)."""
-        from toolrig.skills import verdicts
+        from toolrig.catalog import verdicts
 
         tools = verdicts.offered(self._rig, agent)
         from toolrig.adapters.faces import faced
@@ -71,7 +69,7 @@ class RigCatalog:
         return faced(tools, self.profile or get_profile(None))  # each capability once, as the model is shown
 
     async def refresh_capabilities(self, agent: str | None) -> tuple[str, str]:
-        from toolrig.skills import capabilities
+        from toolrig.catalog import capabilities
 
         regrouped = None
         if self.grouper is not None:
@@ -85,7 +83,7 @@ class RigCatalog:
 class RigSkills:
     """Discovery on demand, and per run: which skills are loaded and what their ``allowed-tools`` granted."""
 
-    def __init__(self, rig: Rig) -> None:
+    def __init__(self, rig: RigParts) -> None:
         self._rig = rig
         self._lock = threading.Lock()
         self._loaded: dict[str, set[str]] = {}
@@ -102,7 +100,7 @@ class RigSkills:
     def activate(
         self, skill: Skill, run: str, agent: str | None, session: str | None = None
     ) -> tuple[bool, list[str], list[str]]:
-        from toolrig.skills import verdicts
+        from toolrig.catalog import verdicts
         from toolrig.skills.allowed import to_patterns
 
         with self._lock:

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from toolrig.agent.capabilities import prompt_sections
+from toolrig.catalog import capabilities
 from toolrig.config import set_trust
 from toolrig.rig import Rig
-from toolrig.skills import capabilities
 
 
 def refreshed(workspace: Path, config: dict[str, Any]) -> str:
