@@ -218,3 +218,54 @@ def test_the_openapi_document_describes_the_rewind_routes(serve: Any) -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["Rewind"]["properties"]["dry_run"]["default"] is True
     assert {"Turns", "TurnChanges", "RewindResult", "FileNote"} <= set(schemas)
+
+
+def test_any_session_id_or_body_is_a_404_or_a_422_never_a_crash(workspace: Path) -> None:
+    """Ids and bodies are open input: straight through the handlers' own code, without a server per example."""
+    import pydantic
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from toolrig.gateway import models as m
+    from toolrig.gateway import reads, rewinds
+    from toolrig.gateway.owners import OPERATOR, Viewer
+
+    with Rig(workspace) as rig:
+
+        @settings(max_examples=60, deadline=None)
+        @given(session_id=st.text(max_size=300), turn=st.integers(min_value=0, max_value=10**9))
+        def unknown(session_id: str, turn: int) -> None:
+            for viewer in (OPERATOR, Viewer("bob", sees_all=False)):
+                try:
+                    rewinds.list_turns(rig, session_id, viewer)
+                    raise AssertionError(f"{session_id!r} is no session")
+                except reads.NotFound:
+                    pass
+                try:
+                    rewinds.rewind(rig, session_id, turn, viewer, dry_run=False, force=True)
+                    raise AssertionError(f"{session_id!r} is no session")
+                except reads.NotFound:
+                    pass
+
+        @settings(max_examples=100, deadline=None)
+        @given(body=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20), _containers))
+        def bodies(body: Any) -> None:
+            import json
+
+            sent = body if isinstance(body, dict) else {"turn": body}
+            try:
+                parsed = m.Rewind.model_validate_json(json.dumps(sent))
+            except pydantic.ValidationError:
+                return
+            assert 0 <= parsed.turn <= 10**9 and isinstance(parsed.dry_run, bool) and isinstance(parsed.force, bool)
+
+        unknown()
+        bodies()
+        assert not list(rig.workspace.state_dir.glob("checkpoints/sessions/*.jsonl"))  # no log was made for one
+
+
+def _containers(children: Any) -> Any:
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from(["turn", "dry_run", "force", "extra"]) | st.text(max_size=5)
+    return st.lists(children, max_size=3) | st.dictionaries(keys, children, max_size=4)

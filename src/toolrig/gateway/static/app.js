@@ -354,6 +354,7 @@ async function confirmRewind(id, turn, force, box) {
 async function send(prompt) {
   if (state.run || !prompt.trim()) return;
   $("followups").replaceChildren();
+  $("turns").querySelectorAll("button").forEach((b) => { b.disabled = true; });  // no rewind while a run goes
   logLine(el("div", "msg user", prompt));
   state.bubble = null;
   $("send").disabled = true;
