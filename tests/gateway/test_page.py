@@ -226,3 +226,44 @@ def test_the_page_without_its_cookie_says_how_to_sign_in(serve: Any, browser: Br
     page.goto(f"{gw.base}/")
     expect(page.locator("#login")).to_be_visible()
     page.close()
+
+
+def test_a_person_rewinds_a_sessions_files_per_turn_after_seeing_the_dry_run(
+    serve: Any, browser: Browser, shots: Path, workspace: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.gateway.test_rewind import BEFORE, HOSTILE_NAME, _agent_turns, _session
+
+    gw = serve()
+    with gw.client() as client:
+        session = _session(gw, client)
+    with ThreadPoolExecutor(1) as other:  # the file tools run their own loop: not on Playwright's thread
+        other.submit(_agent_turns, workspace, session).result()  # turn 0: data.bin; turn 1: a hostile file name
+    page = signed_in(browser, gw.base, gw.token)
+    page.locator("#sessions li").first.click()
+    turns = page.locator("#turns li")
+    expect(turns).to_have_count(2)
+    expect(turns.nth(1)).to_contain_text(f"made/{HOSTILE_NAME}")  # shown as text, never parsed
+    expect(turns.nth(1)).to_contain_text("changed by commands, not restorable: built.o")
+    turns.nth(1).get_by_role("button", name="Rewind").click()
+    plan = page.locator("#rewind-plan .plan")
+    expect(plan).to_contain_text("Would remove")
+    expect(plan).to_contain_text(HOSTILE_NAME)
+    assert (workspace / "made").exists(), "the dry run changed nothing"
+    page.screenshot(path=str(shots / "rewind-dry-run.png"))
+    plan.get_by_role("button", name="Confirm rewind").click()
+    expect(page.locator("#rewind-plan")).to_contain_text("Rewound to before turn 1.")
+    expect(turns).to_have_count(1)
+    assert not (workspace / "made").exists()
+    (workspace / "data.bin").write_bytes(b"a person's edit\n")
+    turns.first.get_by_role("button", name="Rewind").click()
+    expect(plan).to_contain_text("data.bin: it was edited since")
+    expect(plan.get_by_role("button", name="Confirm rewind")).to_have_count(0)  # refused unless forced
+    page.screenshot(path=str(shots / "rewind-refused.png"))
+    plan.get_by_role("button", name="Overwrite their changes and rewind").click()
+    expect(page.locator("#rewind-plan")).to_contain_text("Rewound to before turn 0.")
+    expect(page.locator("#rewind-box")).to_be_hidden()
+    assert (workspace / "data.bin").read_bytes() == BEFORE
+    assert page.evaluate("window.__pwned") is None and page.locator("#turns img, #rewind-plan img").count() == 0
+    assert page.errors == []  # type: ignore[attr-defined]

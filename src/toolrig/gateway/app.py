@@ -269,6 +269,39 @@ class Gateway:
         found = await reads.notes(self.rig, request.path_params["session_id"], self.viewer(request))
         return _answer(m.Notes, found)
 
+    async def turns(self, request: Request) -> Response:
+        from toolrig.gateway import rewinds
+
+        session_id, viewer = request.path_params["session_id"], self.viewer(request)
+        rows = await anyio.to_thread.run_sync(rewinds.list_turns, self.rig, session_id, viewer)
+        running = await self._session_running(session_id)
+        return _answer(m.Turns, {"session_id": session_id, "running": running, "turns": rows})
+
+    async def rewind(self, request: Request) -> Response:
+        """Dry run by default; refused while a run of the session goes (its next write would undo the rewind)."""
+        from toolrig.gateway import rewinds
+
+        body = await _body(request, m.Rewind)
+        session_id, viewer = request.path_params["session_id"], self.viewer(request)
+        await anyio.to_thread.run_sync(reads.require, self.rig, session_id, viewer)  # 404 before anything else
+        if not body.dry_run and await self._session_running(session_id):
+            raise Refused(409, "a run is going on this session: wait for it to end (or cancel it), then rewind")
+        try:
+            done = await anyio.to_thread.run_sync(
+                lambda: rewinds.rewind(self.rig, session_id, body.turn, viewer, dry_run=body.dry_run, force=body.force)
+            )
+        except rewinds.RewindRefused as exc:
+            if exc.plan is not None:
+                return _answer(m.RewindResult, exc.plan, exc.status)
+            raise Refused(exc.status, exc.message) from None
+        return _answer(m.RewindResult, done)
+
+    async def _session_running(self, session_id: str) -> bool:
+        """A run of the session here, or on another server of the workspace (the runs board)."""
+        if self.runs.for_session(session_id) is not None:
+            return True
+        return self._shared is not None and await self._shared.busy(session_id)
+
     def viewer(self, request: Request) -> Viewer:
         """Who sent the request (the guard put it in the scope): the operator, or one of several users."""
         user = request.scope.get("state", {}).get(USER_KEY)
@@ -368,6 +401,8 @@ def build_app(
         ("GET", "/api/sessions", gw.sessions),
         ("GET", "/api/sessions/{session_id}", gw.session),
         ("GET", "/api/sessions/{session_id}/notes", gw.notes),
+        ("GET", "/api/sessions/{session_id}/turns", gw.turns),
+        ("POST", "/api/sessions/{session_id}/rewind", gw.rewind),
         ("GET", "/api/tasks", gw.tasks),
         ("GET", "/api/schedules", gw.schedules),
         ("GET", "/api/audit", gw.audit),

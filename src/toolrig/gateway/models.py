@@ -154,3 +154,52 @@ class Rows(BaseModel):
 
 class ErrorBody(BaseModel):
     error: str
+
+
+class TurnChanges(BaseModel):
+    """One turn of a session that changed files (its subagents' changes included)."""
+
+    turn: int
+    files: list[str] = Field(description="The files the file tools changed in this turn (restorable).")
+    agents: list[str | None] = Field(description="Whose changes: null is the session's agent, others subagents.")
+    commands_changed: list[str] = Field(description="Files commands changed: listed, never restored by a rewind.")
+
+
+class Turns(BaseModel):
+    session_id: str
+    running: bool = Field(description="A run is going on this session: a rewind waits until it ends.")
+    turns: list[TurnChanges]
+
+
+class Rewind(Strict):
+    """Rewind a session's files to before ``turn`` (0: its start). A dry run unless ``dry_run`` is false."""
+
+    turn: int = Field(ge=0, le=1_000_000_000, strict=True)
+    dry_run: bool = Field(default=True, strict=True, description="Say what would change; change nothing.")
+    force: bool = Field(
+        default=False, strict=True, description="Put back files changed since as well (overwrites a person's edit)."
+    )
+
+
+class FileNote(BaseModel):
+    path: str
+    reason: str
+
+
+class RewindResult(BaseModel):
+    """What a rewind did (``done``), or would do; a refused one (409) names the files in ``conflicts``/``not_kept``."""
+
+    session_id: str
+    to_turn: int
+    dry_run: bool
+    forced: bool
+    done: bool
+    would_refuse: bool = Field(description="Without force, files changed since (or not kept) refuse it.")
+    restored: list[str]
+    removed: list[str]
+    unchanged: list[str]
+    conflicts: list[FileNote] = Field(description="Files changed since the agent last wrote them.")
+    not_kept: list[FileNote] = Field(description="Files whose earlier content was not kept: never restorable.")
+    changed_by_commands: list[str] = Field(description="Files commands changed: not restorable.")
+    commands_fully_checked: bool
+    error: str | None = Field(default=None, description="Set on a refusal: why, with the files named.")

@@ -20,6 +20,7 @@ class Operation:
     body: type[BaseModel] | None = None
     query: tuple[tuple[str, str, str], ...] = ()  # (name, JSON type, description)
     status: int = 200
+    refused: type[BaseModel] | None = None  # the body of a 409 that names what refused it
 
 
 LIMIT = ("limit", "integer", "At most this many rows (1-1000).")
@@ -47,6 +48,21 @@ OPERATIONS = (
     Operation("get", "/api/sessions", "Recorded sessions, newest first", m.SessionList, query=(LIMIT,)),
     Operation("get", "/api/sessions/{session_id}", "One session: its messages and tool calls", m.SessionDetail),
     Operation("get", "/api/sessions/{session_id}/notes", "A session's todo list and follow-ups", m.Notes),
+    Operation(
+        "get",
+        "/api/sessions/{session_id}/turns",
+        "The session's turns that changed files: the files, the agents, what commands changed (not restorable)",
+        m.Turns,
+    ),
+    Operation(
+        "post",
+        "/api/sessions/{session_id}/rewind",
+        "Put the session's files back as before a turn, all or nothing (a dry run unless dry_run is false). "
+        "409: a run of the session is going, or files changed since (named; force overwrites them).",
+        m.RewindResult,
+        m.Rewind,
+        refused=m.RewindResult,
+    ),
     Operation(
         "get",
         "/api/tasks",
@@ -97,6 +113,11 @@ def _operation(op: Operation) -> dict[str, Any]:
         },
         "security": [{"bearer": []}, {"cookie": []}],
     }
+    if op.refused is not None:
+        out["responses"]["409"] = {
+            "description": "Refused (a run of the session is going: an error body; files changed since: the plan)",
+            "content": {"application/json": {"schema": {"anyOf": [_ref(op.refused), _ref(m.ErrorBody)]}}},
+        }
     if op.body is not None:
         out["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(op.body)}}}
     return out

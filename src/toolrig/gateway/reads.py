@@ -57,6 +57,13 @@ def _visible(rig: Rig, session_id: str, viewer: Viewer) -> None:
         raise NotFound(session_id)  # another user's session is as unknown as a made-up id
 
 
+def require(rig: Rig, session_id: str, viewer: Viewer) -> None:
+    """The session exists and ``viewer`` may see it; else ``NotFound`` (another's is the 404 of a made-up id)."""
+    _visible(rig, session_id, viewer)
+    if _store(rig).info(session_id) is None:
+        raise NotFound(session_id)
+
+
 async def sessions(rig: Rig, limit: int, viewer: Viewer = OPERATOR) -> list[dict[str, Any]]:
     def read() -> list[dict[str, Any]]:
         owned = _owned(rig, viewer)

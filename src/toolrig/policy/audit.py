@@ -174,6 +174,24 @@ class AuditLog:
                   "deny", rule, approval, 0.0, 1, "denied", 0, None)  # fmt: skip
         self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
 
+    def record_action(
+        self,
+        *,
+        tool: str,
+        session: str | None,
+        origin: str,
+        rule: str,
+        approval: str,
+        args: dict[str, Any],
+        subjects: Sequence[str] = (),
+        allowed: bool = True,
+    ) -> None:
+        """A person's action that is not a model's call (a rewind from the gateway's page): who, what, on what."""
+        values = (time.time(), session, None, None, "", origin, tool, _json(redact(list(subjects))),
+                  _json(redact(args)), "allow" if allowed else "deny", rule, approval, 0.0, int(not allowed),
+                  None if allowed else "conflict", 0, None)  # fmt: skip
+        self.db.write(lambda conn: conn.execute(_INSERT, values), single=True)
+
     def record_ended(self, job: Job, origin: str) -> None:
         """A background command ended (its start and stop are the calls' own rows): run_command, its call id."""
         result = job.result

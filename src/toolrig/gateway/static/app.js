@@ -93,6 +93,7 @@ function endRun(status) {
   state.run = null;
   $("send").disabled = false;
   $("cancel").disabled = true;
+  if (state.session) loadTurns(state.session);
   loadSessions();
   loadRuns();
 }
@@ -270,12 +271,90 @@ async function openSession(id) {
   const notes = await api(`/api/sessions/${encodeURIComponent(id)}/notes`);
   showTodos(notes.todos);
   showFollowups(notes.followups);
+  loadTurns(id);
   loadSessions();
+}
+
+// ------------------------------------------------------------------ rewind (checkpoints)
+
+async function loadTurns(id) {
+  let data;
+  try { data = await api(`/api/sessions/${encodeURIComponent(id)}/turns`); } catch (error) { say(String(error.message)); return; }
+  if (state.session !== id) return;
+  $("rewind-plan").replaceChildren();
+  $("turns").replaceChildren(...data.turns.map((t) => {
+    const item = el("li", "turn");
+    item.dataset.turn = String(t.turn);
+    const subagents = t.agents.filter((a) => a !== null);
+    let text = t.files.join(", ") || "-";
+    if (subagents.length) text += `  (subagents: ${subagents.join(", ")})`;
+    if (t.commands_changed.length) text += `\nchanged by commands, not restorable: ${t.commands_changed.join(", ")}`;
+    item.append(el("span", "muted", `turn ${t.turn}`), el("span", "files", text));
+    const control = button("Rewind", "danger rewind", () => previewRewind(id, t.turn));
+    control.title = `Put the files back as they were before turn ${t.turn}`;
+    control.disabled = data.running;
+    item.appendChild(control);
+    return item;
+  }));
+  $("rewind-box").classList.toggle("hidden", data.turns.length === 0);
+}
+
+function fileList(label, items) {
+  if (!items.length) return [];
+  const list = el("ul");
+  list.replaceChildren(...items.map((text) => el("li", "", text)));
+  return [el("div", "", label), list];
+}
+
+function planNodes(plan) {
+  const notes = (list) => list.map((c) => `${c.path}: ${c.reason}`);
+  const commandsNote = plan.commands_fully_checked ? "" : " (the look was bounded: there may be more)";
+  return [
+    ...fileList(plan.done ? "Restored:" : "Would restore:", plan.restored),
+    ...fileList(plan.done ? "Removed:" : "Would remove (the agent created them):", plan.removed),
+    ...fileList("Already as they were:", plan.unchanged),
+    ...fileList(plan.forced ? "Changed since, overwritten:" : "Changed since the agent wrote them (a person's edit?):", notes(plan.conflicts)),
+    ...fileList("Earlier content not kept (never restorable):", notes(plan.not_kept)),
+    ...fileList(`Changed by commands, not restorable${commandsNote}:`, plan.changed_by_commands),
+  ];
+}
+
+async function postRewind(id, turn, dryRun, force) {
+  return api(`/api/sessions/${encodeURIComponent(id)}/rewind`, {
+    method: "POST", body: JSON.stringify({ turn, dry_run: dryRun, force }),
+  });
+}
+
+async function previewRewind(id, turn) {
+  const box = el("div", "plan");
+  $("rewind-plan").replaceChildren(box);
+  let plan;
+  try { plan = await postRewind(id, turn, true, false); } catch (error) { box.appendChild(el("div", "error-line", String(error.message))); return; }
+  box.append(el("strong", "", `Rewind session ${id} to before turn ${turn}?`), ...planNodes(plan));
+  const row = el("div", "row");
+  if (!plan.would_refuse) row.appendChild(button("Confirm rewind", "primary confirm-rewind", () => confirmRewind(id, turn, false, box)));
+  else if (!plan.not_kept.length) row.appendChild(button("Overwrite their changes and rewind", "danger force-rewind", () => confirmRewind(id, turn, true, box)));
+  row.appendChild(button("Cancel", "", () => $("rewind-plan").replaceChildren()));
+  box.appendChild(row);
+}
+
+async function confirmRewind(id, turn, force, box) {
+  box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+  try {
+    const done = await postRewind(id, turn, false, force);
+    await loadTurns(id);
+    const result = el("div", "plan done");
+    result.append(el("strong", "", `Rewound to before turn ${done.to_turn}.`), ...planNodes(done));
+    $("rewind-plan").replaceChildren(result);
+  } catch (error) {
+    box.appendChild(el("div", "error-line", String(error.message)));
+  }
 }
 
 async function send(prompt) {
   if (state.run || !prompt.trim()) return;
   $("followups").replaceChildren();
+  $("turns").querySelectorAll("button").forEach((b) => { b.disabled = true; });  // no rewind while a run goes
   logLine(el("div", "msg user", prompt));
   state.bubble = null;
   $("send").disabled = true;
@@ -347,6 +426,7 @@ document.addEventListener("DOMContentLoaded", () => {
     state.session = null;
     $("session-title").textContent = "New session";
     $("log").replaceChildren(); $("cards").replaceChildren(); showTodos([]); showFollowups([]);
+    $("turns").replaceChildren(); $("rewind-plan").replaceChildren(); $("rewind-box").classList.add("hidden");
     loadSessions();
   });
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => show(tab.dataset.view));

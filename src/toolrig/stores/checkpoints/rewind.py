@@ -80,11 +80,17 @@ class RewindPlan:
 
 
 def turns(store: Checkpoints, session_id: str) -> list[dict[str, Any]]:
-    """The session's turns that changed something (still live): turn, files, command changes."""
+    """The session's turns that changed something (still live): turn, files, command changes, agents.
+
+    ``agents``: the agent ids whose changes the turn holds (None: the session's own agent; others: subagents).
+    """
     summary: dict[int, dict[str, Any]] = {}
     for _, entry in _live(store.read(session_id)):
         turn = entry["turn"]
-        row = summary.setdefault(turn, {"turn": turn, "files": [], "commands_changed": []})
+        row = summary.setdefault(turn, {"turn": turn, "files": [], "commands_changed": [], "agents": []})
+        agent = entry.get("agent") if isinstance(entry.get("agent"), str) else None
+        if agent not in row["agents"]:
+            row["agents"].append(agent)
         if entry["k"] == "file" and entry["path"] not in row["files"]:
             row["files"].append(entry["path"])
         elif entry["k"] == "cmd":
