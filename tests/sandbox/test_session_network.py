@@ -194,3 +194,18 @@ async def test_the_proxy_with_a_credential_serves_only_the_client_that_presents_
         assert "ORIGIN-OK" not in (await curl("--proxy", f"socks5h://toolrig:wrong@127.0.0.1:{port}"))[0]
         assert "ORIGIN-OK" not in (await curl("--proxy", f"socks5h://127.0.0.1:{port}"))[0]
     assert egress.refusals == []  # another command's knocking is not this command's refusal
+
+
+def test_without_a_session_namespace_a_command_gets_one_of_its_own_and_containment_says_why(
+    workspace: Path, origin: int
+) -> None:
+    """A holder that cannot start (simulated: ``false`` before bubblewrap) leaves the bridge's way, still guarded."""
+    rig = _narrow_and_wide(workspace)
+    broken = SessionSandbox(prefix=("false",))
+    result = _run(rig, f"curl -sS -m 5 http://wide.test:{origin}/; {NET}", scope=CallScope(sandbox=broken))
+    assert result.output["stdout"].startswith("ORIGIN-OK")
+    assert broken.failure is not None and "did not start" in broken.failure
+    assert "in a namespace of its own (the network namespace holder did not start" in result.output["containment"]
+    joined = _run(rig, "true").output["containment"]
+    assert joined.endswith("network: through the egress proxy's guard, in the session's namespace"), joined
+    rig.close()

@@ -113,8 +113,7 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
         os._exit(0)  # the launcher's parent becomes init (or a subreaper above toolrig), never toolrig
     os.setsid()
     _subreaper()
-    me = os.getpid()
-    os.write(1, str(me).encode())  # toolrig watches us through a pidfd
+    os.write(1, str(os.getpid()).encode())  # toolrig watches us through a pidfd
     # Nothing of toolrig's stays open here: its stderr may be the user's terminal, which a command could reach
     # through /proc/PPID/fd/2 (a keeper's or ours) to write escapes past the output's cleaning, or to read keys.
     null = os.open(os.devnull, os.O_RDWR)
@@ -123,124 +122,152 @@ def main(fd: int, base: str = "", owner: int = 0) -> None:
     os.close(null)
     sock = socket.socket(fileno=fd)
     sock.set_inheritable(False)  # keepers hold it while their command runs: no command may read requests
+    _Launcher(sock, base, owner).run()
+
+
+def _sealed_prelude() -> int:
+    """The prelude in a memfd every command gets: sealed, so that none can rewrite the next one's limits."""
     prelude_fd = os.memfd_create("toolrig-prelude", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.write(prelude_fd, PRELUDE.encode())
-    # Every command gets it: sealed, so that none can rewrite the next one's limits.
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
     fcntl.fcntl(prelude_fd, fcntl.F_ADD_SEALS, seals)
-    oom_fd = own_oom_score()
-    pristine = attributes(oom_fd)  # as toolrig started us: no command has run yet
-    control_r, control_w = os.pipe()  # keepers say: took the last idle turn (T), toolrig is gone (E)
-    board = Board()  # which keepers are idle: marked by the keepers themselves, read here when something wakes us
-    keepers: dict[int, tuple[str | None, int]] = {}  # every keeper: its cgroup and its slot on the board
-    staying: set[int] = set()  # the keepers that go back to the socket after a command (at most SPARES)
-    taken = board.taken()
-    counter = iter(range(1, 1 << 62))
-    # SIGCHLD only wakes the loop, through a pipe the C-level handler writes: a Python handler run between two
-    # blocking reads can be missed (the signal lands after the check and before the read blocks), and a missed
-    # one leaves a killed keeper's orphans alive (measured: 1 in ~200 under load).
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    os.set_blocking(control_r, False)
+    return prelude_fd
 
-    def fork_keeper() -> bool:
+
+class _Launcher:
+    """The launcher's loop: keep keepers ready, account for their deaths, end with toolrig."""
+
+    def __init__(self, sock: socket.socket, base: str, owner: int) -> None:
+        self.sock = sock
+        self.base = base
+        self.owner = owner
+        self.me = os.getpid()
+        self.prelude_fd = _sealed_prelude()
+        self.oom_fd = own_oom_score()
+        self.pristine = attributes(self.oom_fd)  # as toolrig started us: no command has run yet
+        self.control_r, self.control_w = os.pipe()  # keepers say: took the last idle turn (T), toolrig is gone (E)
+        self.board = Board()  # which keepers are idle: marked by the keepers themselves, read when something wakes us
+        self.keepers: dict[int, tuple[str | None, int]] = {}  # every keeper: its cgroup and its slot on the board
+        self.staying: set[int] = set()  # the keepers that go back to the socket after a command (at most SPARES)
+        self.taken = self.board.taken()
+        self.counter = iter(range(1, 1 << 62))
+        # SIGCHLD only wakes the loop, through a pipe the C-level handler writes: a Python handler run between two
+        # blocking reads can be missed (the signal lands after the check and before the read blocks), and a missed
+        # one leaves a killed keeper's orphans alive (measured: 1 in ~200 under load).
+        self.wake_r, self.wake_w = os.pipe()
+        for end in (self.wake_r, self.wake_w, self.control_r):
+            os.set_blocking(end, False)
+        self.pending = b""
+        self.deaths = 0  # keepers that died in a row without taking a request
+
+    def fork_keeper(self) -> bool:
         """Fork a keeper if a slot is free; False if this launcher was changed for good (it must stop)."""
-        if not restore(pristine, oom_fd):  # a command changed us (same user): our keepers would inherit it
+        if not restore(self.pristine, self.oom_fd):  # a command changed us (same user): our keepers would inherit it
             return False
-        slot = board.claim()
+        slot = self.board.claim()
         if slot is None:  # every slot holds a live keeper: the request waits for one to be back
             return True
-        cgroup = None
-        for _ in range(4 if base else 0):
+        cgroup = self._new_cgroup()
+        stays = len(self.staying) < SPARES
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not the launcher's wake-up until its own
+        pid = os.fork()
+        if pid == 0:
+            for inherited in (self.control_r, self.wake_r, self.wake_w, self.oom_fd):
+                os.close(inherited)
+            keeper = _Keeper(self.control_w, self.prelude_fd, cgroup, self.me, stays, self.board, slot, self.pristine)
+            keep(self.sock, keeper)
+        self.keepers[pid] = (cgroup, slot)
+        if stays:
+            self.staying.add(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        return True
+
+    def _new_cgroup(self) -> str | None:
+        for _ in range(4 if self.base else 0):
             # Not guessable: a command that made the next names first left every later keeper with no cgroup.
-            path = f"{base}/toolrig-spare-{owner}-{me}-{next(counter)}-{os.urandom(6).hex()}"
+            path = f"{self.base}/toolrig-spare-{self.owner}-{self.me}-{next(self.counter)}-{os.urandom(6).hex()}"
             try:
                 os.mkdir(path)
             except FileExistsError:
                 continue
             except OSError:
-                break
-            cgroup = path
-            break
-        stays = len(staying) < SPARES
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not the launcher's wake-up until its own
-        pid = os.fork()
-        if pid == 0:
-            for inherited in (control_r, wake_r, wake_w, oom_fd):
-                os.close(inherited)
-            keep(sock, _Keeper(control_w, prelude_fd, cgroup, me, stays, board, slot, pristine))
-        keepers[pid] = (cgroup, slot)
-        if stays:
-            staying.add(pid)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        return True
+                return None
+            return path
+        return None
 
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for _ in range(SPARES):
-        fork_keeper()
-    pending = b""
-    running = True
-    deaths = 0  # keepers that died in a row without taking a request
-    while running:
-        ready, _, _ = select.select([control_r, wake_r], [], [])
+    def run(self) -> None:
+        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for _ in range(SPARES):
+            self.fork_keeper()
+        running = True
+        while running:
+            ready, _, _ = select.select([self.control_r, self.wake_r], [], [])
+            events = self._events(self.wake_r in ready)
+            if self.board.taken() != self.taken:  # a request was taken since we last looked: the keepers can start
+                self.taken = self.board.taken()
+                self.deaths = 0
+            running = all(self._handle(kind, pid) for kind, pid in events)
+        self._end()
+
+    def _events(self, woken: bool) -> list[tuple[str, int]]:
+        """What happened: keepers' words (``T``, ``E``), then their deaths (``D``)."""
         # Messages first: a keeper's last words were written before it died, so they are read before its death.
         with contextlib.suppress(BlockingIOError):
-            while chunk := os.read(control_r, 4096):
-                pending += chunk
+            while chunk := os.read(self.control_r, 4096):
+                self.pending += chunk
                 if len(chunk) < 4096:
                     break
         ended: list[int] = []
-        if wake_r in ready:
+        if woken:
             with contextlib.suppress(BlockingIOError):
-                while os.read(wake_r, 4096):
+                while os.read(self.wake_r, 4096):
                     pass
-            ended = [pid for pid, _status in _reap_all() if pid in keepers]
+            ended = [pid for pid, _status in _reap_all() if pid in self.keepers]
             # Our only children are keepers: any other was left to us by a keeper that was killed (a command may
             # kill or stop its keeper), and must not outlive it. Its own children come back to us in turn, and
             # each death wakes us again.
-            for orphan in set(children(me)) - set(keepers):
+            for orphan in set(children(self.me)) - set(self.keepers):
                 with contextlib.suppress(OSError):
                     os.kill(orphan, signal.SIGKILL)
-        lines = pending.split(b"\n")
-        pending = lines.pop()
+        lines = self.pending.split(b"\n")
+        self.pending = lines.pop()
         events = [(kind, int(sender)) for kind, _, sender in (line.decode().partition(" ") for line in lines)]
-        events += [("D", pid) for pid in ended]
-        if board.taken() != taken:  # a request was taken since we last looked: the keepers can start
-            taken = board.taken()
-            deaths = 0
-        for kind, pid in events:
-            if kind == "E":
-                running = False
-                break
-            if pid not in keepers:
-                continue
-            if kind == "T":  # the last idle keeper took a request: another must be ready for the next
-                deaths = 0
-            elif kind == "D":  # a keeper ended (killed, or done with its one command)
-                cgroup, slot = keepers.pop(pid)
-                deaths += board.release(slot)
-                staying.discard(pid)
-                _remove_cgroup(cgroup)
-                if deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
-                    running = False
-                    break
-            needed = not any(board.ready_soon(slot) for _cgroup, slot in keepers.values()) or len(staying) < SPARES
-            if needed and not fork_keeper():
-                # Go, so toolrig starts a new launcher: idle keepers die with us (PDEATHSIG); busy ones keep their
-                # commands to the end, then leave (orphaned), taking their cgroups with them.
-                sock.close()
-                os._exit(0)
-    sock.close()
-    for pid in list(keepers):  # toolrig is gone: so is everything it started
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    kill_all_below(me)
-    for cgroup, _slot in keepers.values():
-        _remove_cgroup(cgroup)
-    os._exit(0)
+        return events + [("D", pid) for pid in ended]
+
+    def _handle(self, kind: str, pid: int) -> bool:
+        """One event; whether the launcher goes on."""
+        if kind == "E":
+            return False
+        if pid not in self.keepers:
+            return True
+        if kind == "T":  # the last idle keeper took a request: another must be ready for the next
+            self.deaths = 0
+        elif kind == "D":  # a keeper ended (killed, or done with its one command)
+            cgroup, slot = self.keepers.pop(pid)
+            self.deaths += self.board.release(slot)
+            self.staying.discard(pid)
+            _remove_cgroup(cgroup)
+            if self.deaths > _MAX_SPARE_DEATHS:  # keepers cannot start here: close, so toolrig's send fails
+                return False
+        ready = any(self.board.ready_soon(slot) for _cgroup, slot in self.keepers.values())
+        if (not ready or len(self.staying) < SPARES) and not self.fork_keeper():
+            # Go, so toolrig starts a new launcher: idle keepers die with us (PDEATHSIG); busy ones keep their
+            # commands to the end, then leave (orphaned), taking their cgroups with them.
+            self.sock.close()
+            os._exit(0)
+        return True
+
+    def _end(self) -> None:
+        self.sock.close()
+        for pid in list(self.keepers):  # toolrig is gone: so is everything it started
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        kill_all_below(self.me)
+        for cgroup, _slot in self.keepers.values():
+            _remove_cgroup(cgroup)
+        os._exit(0)
 
 
 if __name__ == "__main__":

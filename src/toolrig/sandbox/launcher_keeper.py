@@ -242,7 +242,7 @@ def keep(sock: socket.socket, keeper: _Keeper) -> None:
 
 def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_idle: bool) -> None:
     """Start one command, wait for it and end everything it started; the status socket says how it went."""
-    out, err, status, start = fds[:4]
+    status, start = fds[2:4]
     extra = request.get("extra_fds")
     count = extra if isinstance(extra, int) and 0 < extra <= len(fds) - 4 else 0
     cwd_fd = fds[4] if len(fds) - count > 4 else -1
@@ -255,32 +255,7 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
         limit = pids_max - 1  # no cgroup could be made for this keeper: count instead
     keeper.set_pids_max(str(pids_max) if isinstance(pids_max, int) else "max")
     os.fchdir(start)
-    env = dict(request["env"])  # type: ignore[call-overload]
-    actions: list[tuple[object, ...]] = [
-        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, out, 1),
-        (os.POSIX_SPAWN_DUP2, err, 2),
-    ]
-    if request.get("prelude"):
-        actions.append((os.POSIX_SPAWN_DUP2, keeper.prelude_fd, _PRELUDE_FD))
-        env["BASH_ENV"] = f"/dev/fd/{_PRELUDE_FD}"
-        if cwd_fd >= 0:
-            actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
-            env["__TOOLRIG_CWD_FD"] = str(_CWD_FD)
-    for number, fd in enumerate(fds[len(fds) - count :] if count else (), _EXTRA_FD):
-        actions.append((os.POSIX_SPAWN_DUP2, fd, number))  # the sandbox's own (a session's namespaces)
-    argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
-    if _caller_gone(status):  # a request toolrig gave up on (nothing took it in time, or it was cancelled) never runs
-        raise OSError("toolrig no longer waits for this command")
-    leader = os.posix_spawnp(
-        argv[0],
-        argv,
-        env,
-        file_actions=actions,
-        setsid=True,
-        setsigmask=(),
-        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
-    )
+    leader = _spawn(request, fds, count, cwd_fd, keeper)
     # The keeper holds its copies of the output pipes until the command is over, and closes them only after its
     # status socket: the pipes reach their end after toolrig heard X, so toolrig wakes once, at the status socket's
     # closing, not once more for each pipe (on two CPUs it woke for the pipes' ends before X was written). After X
@@ -339,6 +314,40 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     os.close(status)
     fds[2] = -1
     _close_all_but_status(fds)
+
+
+def _spawn(request: dict[str, object], fds: list[int], count: int, cwd_fd: int, keeper: _Keeper) -> int:
+    """Start the command (in its own session, with its descriptors in place); its pid.
+
+    Never for a request toolrig gave up on (nothing took it in time, or it was cancelled): ``OSError`` then.
+    """
+    out, err = fds[:2]
+    env = dict(request["env"])  # type: ignore[call-overload]
+    actions: list[tuple[object, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out, 1),
+        (os.POSIX_SPAWN_DUP2, err, 2),
+    ]
+    if request.get("prelude"):
+        actions.append((os.POSIX_SPAWN_DUP2, keeper.prelude_fd, _PRELUDE_FD))
+        env["BASH_ENV"] = f"/dev/fd/{_PRELUDE_FD}"
+        if cwd_fd >= 0:
+            actions.append((os.POSIX_SPAWN_DUP2, cwd_fd, _CWD_FD))
+            env["__TOOLRIG_CWD_FD"] = str(_CWD_FD)
+    for number, fd in enumerate(fds[len(fds) - count :] if count else (), _EXTRA_FD):
+        actions.append((os.POSIX_SPAWN_DUP2, fd, number))  # the sandbox's own (a session's namespaces)
+    argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    if _caller_gone(fds[2]):  # a request toolrig gave up on (nothing took it in time, or it was cancelled) never runs
+        raise OSError("toolrig no longer waits for this command")
+    return os.posix_spawnp(
+        argv[0],
+        argv,
+        env,
+        file_actions=actions,
+        setsid=True,
+        setsigmask=(),
+        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT),
+    )
 
 
 def _caller_gone(status: int) -> bool:

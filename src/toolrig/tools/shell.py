@@ -304,7 +304,7 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
             duration_ms=round(result.duration_ms, 3),
             cwd="." if final == ctx.workspace.root else ctx.workspace.display(final),
             stopped=result.stopped,
-            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice)}",
+            containment=f"{result.containment}; {choice.backend.holds()}{_network_words(view, choice, ctx.sandbox)}",
             note=_joined(
                 note,
                 refused,
@@ -457,10 +457,15 @@ async def _session_network(sandbox: SessionSandbox | None, kind: Kind) -> Sessio
 _CONNECT_SECONDS = 5.0
 
 
-def _network_words(view: View | None, choice: Choice) -> str:
+def _network_words(view: View | None, choice: Choice, sandbox: SessionSandbox | None) -> str:
+    """What held the command's network, and whether it shared its session's namespace (or why not)."""
     if view is None or choice.backend.name != "bwrap":
         return ""
-    return "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
+    words = "; network: through the egress proxy's guard" if view.network == "guarded" else "; network: none"
+    if view.joined:
+        return words + ", in the session's namespace"
+    why = sandbox.failure if sandbox is not None else "no session sandbox in this call"
+    return f"{words}, in a namespace of its own ({why})" if why else words
 
 
 def _resolver(ctx: ToolContext) -> Resolver | None:
