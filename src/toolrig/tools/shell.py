@@ -232,8 +232,9 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         "Run a shell command in the workspace and get its stdout, stderr and exit code. Use it for builds, tests, "
         "git and other command-line programs. The working directory carries over between calls (cd works), "
         "shell variables do not. Output over 50,000 characters per stream keeps its beginning and end. Commands are "
-        "stopped after timeout_seconds (default 30) together with everything they started; nothing reads stdin, "
-        "so interactive programs will not wait for input. Some commands may be refused by policy."
+        "stopped after timeout_seconds (default 30) together with everything they started; their stdin is empty, "
+        "so interactive programs will not wait for input (a background one's comes from send_command_input). "
+        "Some commands may be refused by policy."
     )
 
     def refusal(self, input: RunCommandInput, settings: Any) -> tuple[str, str] | None:
