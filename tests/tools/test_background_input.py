@@ -7,6 +7,7 @@ with it): the pipe's read end travels in the launcher's request and through bwra
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 from collections.abc import AsyncIterator
@@ -15,11 +16,13 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.procs import alive as _alive
 from tests.support.procs import token as _token
 from toolrig.rig import Rig
-from toolrig.sandbox.background import BackgroundJobs
+from toolrig.sandbox.background import BackgroundJobs, _feed
 from toolrig.scope import CallScope
 from toolrig.tools.background import MAX_INPUT_CHARS
 
@@ -112,7 +115,7 @@ async def test_a_command_that_never_reads_gets_a_full_pipe_reported_not_a_hang(s
     results = []
     with anyio.fail_after(60):  # a guard only: every send returns at once, whatever the pipe holds
         while len(results) < 64:
-            result = await session.call("send_command_input", id=job, text="é" * (MAX_INPUT_CHARS // 2))
+            result = await session.call("send_command_input", id=job, text="€" * (MAX_INPUT_CHARS // 2))
             results.append(result)
             if result["is_error"]:
                 break
@@ -120,7 +123,7 @@ async def test_a_command_that_never_reads_gets_a_full_pipe_reported_not_a_hang(s
     assert refused["error_type"] == "conflict" and "input pipe is full" in refused["message"]
     assert taken, "the first send found the pipe full"
     outputs = [r["output"] for r in taken]
-    assert all(o["sent_bytes"] == 2 * o["sent_chars"] for o in outputs)  # whole characters only
+    assert all(o["sent_bytes"] == 3 * o["sent_chars"] for o in outputs)  # whole characters only
     assert all(o["sent_chars"] + o["unsent_chars"] == MAX_INPUT_CHARS // 2 for o in outputs)
     stopped = await session.ok("stop_command", id=job)
     assert stopped["status"] == "stopped" and _alive(token) == []
@@ -200,3 +203,30 @@ async def test_the_pipe_is_closed_everywhere_once_the_command_is_over(workspace:
             later = await session.ok("run_command", command=f"ls -l /proc/$$/fd /proc/{keeper}/fd")
     assert pipe not in held and pipe not in ours  # the keeper (kept for the next command) and toolrig closed it
     assert pipe not in later["stdout"]  # nor does it reach a later command
+
+
+_WIDE = st.sampled_from(["a", "é", "€", "😀", "\ud800", "\x00", "\n"])  # 1 to 4 bytes, a lone surrogate, NUL
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(_WIDE | st.characters(codec=None, exclude_categories=()), max_size=6000), room=st.integers(1, 4))
+def test_what_a_send_writes_is_a_prefix_of_whole_characters(text: str, room: int) -> None:
+    """Any text (lone surrogates, NULs, 4-byte characters) into a pipe of ``room`` pages, already partly full."""
+    data = text.encode(errors="replace")
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, room * 4096)
+        os.set_blocking(write_end, False)
+        os.write(write_end, b"." * 3000)  # a pipe that already holds something
+        sent = _feed(write_end, data)
+        os.set_blocking(read_end, False)
+        got = b""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(read_end, 65536):
+                got += chunk
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert got == b"." * 3000 + data[:sent]
+    data[:sent].decode()  # strict: raises if a write ended inside a character
+    assert sent == len(data) or sent + 3000 > (room - 1) * 4096  # it stops only when the pipe is (nearly) full
