@@ -230,3 +230,15 @@ def test_what_a_send_writes_is_a_prefix_of_whole_characters(text: str, room: int
     assert got == b"." * 3000 + data[:sent]
     data[:sent].decode()  # strict: raises if a write ended inside a character
     assert sent == len(data) or sent + 3000 > (room - 1) * 4096  # it stops only when the pipe is (nearly) full
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_argv_mode_without_the_final_directory_pipe_gets_its_input_too(workspace: Path, sandbox: str) -> None:
+    """No final-directory pipe in the request (argv mode): stdin is then the fifth descriptor, not the sixth."""
+    config = {"tool_config": {"run_command": {"sandbox": sandbox, "mode": "argv"}}}
+    with Rig(workspace, config=config) as rig:
+        async with BackgroundJobs.open() as jobs:
+            session = Session(rig, jobs)
+            job = await session.start("cat")
+            await session.ok("send_command_input", id=job, text="argv\n", close=True)
+            assert (await session.finish(job))["stdout"] == "argv\n"
