@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import resource
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ from hypothesis import strategies as st
 
 from tests.support.procs import alive as _alive
 from tests.support.procs import token as _token
+from toolrig.errors import ToolError
 from toolrig.rig import Rig
 from toolrig.sandbox.background import BackgroundJobs, _feed
+from toolrig.sandbox.process import ProcessResult
 from toolrig.scope import CallScope
 from toolrig.tools.background import MAX_INPUT_CHARS
 
@@ -112,7 +115,7 @@ async def test_under_bubblewrap_the_input_reaches_the_command_inside_it(workspac
 async def test_a_command_that_never_reads_gets_a_full_pipe_reported_not_a_hang(session: Session) -> None:
     token = _token()
     job = await session.start(f"sleep {token}")
-    results = []
+    results: list[dict[str, Any]] = []
     with anyio.fail_after(60):  # a guard only: every send returns at once, whatever the pipe holds
         while len(results) < 64:
             result = await session.call("send_command_input", id=job, text="€" * (MAX_INPUT_CHARS // 2))
@@ -242,3 +245,27 @@ async def test_argv_mode_without_the_final_directory_pipe_gets_its_input_too(wor
             job = await session.start("cat")
             await session.ok("send_command_input", id=job, text="argv\n", close=True)
             assert (await session.finish(job))["stdout"] == "argv\n"
+
+
+async def test_no_descriptor_left_for_the_pipe_is_an_error_result_and_nothing_starts() -> None:
+    cleaned: list[bool] = []
+
+    async def never(*_: object) -> ProcessResult:
+        raise AssertionError("started without its pipe")
+
+    async with BackgroundJobs.open() as jobs:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        fillers: list[int] = []
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+            with contextlib.suppress(OSError):
+                while True:
+                    fillers.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            with pytest.raises(ToolError) as caught:
+                jobs.start("cat", None, never, lambda: cleaned.append(True))
+        finally:
+            for fd in fillers:
+                os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert caught.value.error_type.value == "unavailable" and "No pipe for its input" in caught.value.message
+    assert cleaned == [True] and jobs.rows() == []

@@ -176,10 +176,15 @@ class BackgroundJobs:
                 "Stop one you no longer need (stop_command, or list_commands to see them), then start this again.",
                 retryable=False,
             )
+        try:
+            stdin = os.pipe()  # close-on-exec: only the keeper passes the read end on, as the command's fd 0
+        except OSError as exc:  # out of descriptors
+            cleanup()
+            raise ToolError(ErrorType.UNAVAILABLE, f"No pipe for its input: {exc.strerror or exc}.") from None
+        os.set_blocking(stdin[1], False)
         self._count += 1
         job = Job(f"bg{self._count}", command, agent_id, self.limits.keep_chars, **labels)
-        job.stdin_r, job.stdin_w = os.pipe()  # close-on-exec: only the keeper passes the read end on, as fd 0
-        os.set_blocking(job.stdin_w, False)
+        job.stdin_r, job.stdin_w = stdin
         self._jobs[job.id] = job
         self._tasks.start_soon(self._drive, job, run, cleanup)
         return job
