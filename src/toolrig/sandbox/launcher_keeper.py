@@ -385,6 +385,7 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
+            # At most 10 come (out, err, status, start, final directory, stdin, three extra, a memfd): room for 12.
             data, fds = _recv_fds(sock, INLINE_REQUEST + 1024, 12)
         except OSError:
             return None
