@@ -8,6 +8,9 @@ foreground one (the launcher's keeper, the sandbox view, the egress proxy), in a
 stopping it cancels that task, and ``run_contained``'s own cleanup ends the whole tree (SIGTERM, grace, then
 SIGKILL of everything under it). Should toolrig itself die (kill -9), the launcher and keepers end the trees.
 
+Each command reads a pipe as its stdin (a foreground one reads /dev/null): ``Job.send`` writes to it without ever
+waiting, so a command that does not read cannot hold toolrig up; a full pipe is answered, not waited on.
+
 Trust model: the commands are hostile (see ``process``); their output is kept bounded per stream (the newest
 ``keep_chars`` characters, read by offset), and the count, lifetime and output limits hold per owner.
 """
@@ -15,6 +18,8 @@ Trust model: the commands are hostile (see ``process``); their output is kept bo
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -86,6 +91,8 @@ class Job:
     stopped_by: str | None = None
     read_out: int = 0
     read_err: int = 0
+    stdin_r: int = -1  # the command's stdin (toolrig's copy, held until the command is over)
+    stdin_w: int = -1  # what send writes to (non-blocking); -1 once closed (close: true, or the command ended)
 
     def __post_init__(self) -> None:
         self.out = Tap(self.keep, self._news)
@@ -120,7 +127,7 @@ class Job:
         }
 
 
-Runner = Callable[[Tap, Tap], Awaitable[ProcessResult]]
+Runner = Callable[[Tap, Tap, int], Awaitable[ProcessResult]]  # stdout's and stderr's taps, the stdin pipe
 ENDED = "the run or session that owned it ended"
 
 
@@ -169,8 +176,15 @@ class BackgroundJobs:
                 "Stop one you no longer need (stop_command, or list_commands to see them), then start this again.",
                 retryable=False,
             )
+        try:
+            stdin = os.pipe()  # close-on-exec: only the keeper passes the read end on, as the command's fd 0
+        except OSError as exc:  # out of descriptors
+            cleanup()
+            raise ToolError(ErrorType.UNAVAILABLE, f"No pipe for its input: {exc.strerror or exc}.") from None
+        os.set_blocking(stdin[1], False)
         self._count += 1
         job = Job(f"bg{self._count}", command, agent_id, self.limits.keep_chars, **labels)
+        job.stdin_r, job.stdin_w = stdin
         self._jobs[job.id] = job
         self._tasks.start_soon(self._drive, job, run, cleanup)
         return job
@@ -178,13 +192,17 @@ class BackgroundJobs:
     async def _drive(self, job: Job, run: Runner, cleanup: Callable[[], None]) -> None:
         try:
             with job.scope:
-                job.result = await run(job.out, job.err)
+                job.result = await run(job.out, job.err, job.stdin_r)
             if job.scope.cancelled_caught and job.stopped_by is None:
                 job.stopped_by = ENDED
         except ToolError as exc:
             job.error = exc.message
         finally:
             cleanup()
+            _close_stdin(job)
+            if job.stdin_r >= 0:
+                os.close(job.stdin_r)
+                job.stdin_r = -1
             job.done.set()
             job._news()
             if self.on_end is not None:
@@ -226,6 +244,70 @@ class BackgroundJobs:
     def rows(self) -> list[dict[str, Any]]:
         return [job.row() for job in self._jobs.values()]
 
+    def send(self, job_id: str, text: str, close: bool) -> dict[str, Any]:
+        """Write ``text`` to the command's stdin as far as its pipe takes it now (never waiting); ``close``: EOF."""
+        job = self.get(job_id)
+        if job.done.is_set() or job.stdin_w < 0:
+            why = "its input was closed (close: true)" if not job.done.is_set() else f"it has {job.status}"
+            raise ToolError(
+                ErrorType.CONFLICT,
+                f"Background command {job.id} reads no more input: {why}.",
+                "Read what it wrote with command_output; start it again to give it new input.",
+                retryable=False,
+            )
+        data = text.encode(errors="replace")  # a lone surrogate becomes '?', never an exception
+        try:
+            sent = _feed(job.stdin_w, data)
+        except OSError as exc:  # EPIPE: the command and all it started closed their stdin
+            _close_stdin(job)
+            raise ToolError(
+                ErrorType.CONFLICT,
+                f"Background command {job.id} no longer reads its input ({exc.strerror or exc}); nothing was sent.",
+                "Read what it wrote with command_output.",
+                retryable=False,
+            ) from None
+        if data and not sent:
+            raise ToolError(
+                ErrorType.CONFLICT,
+                f"Nothing was sent: background command {job.id}'s input pipe is full (it is not reading its input "
+                "now).",
+                "Read its output with command_output (wait_seconds) and send again once it has read; or stop it.",
+            )
+        closed = close and sent == len(data)
+        if closed:
+            _close_stdin(job)
+        sent_chars = len(data[:sent].decode(errors="replace"))
+        return {"id": job.id, "status": job.status, "sent_bytes": sent, "sent_chars": sent_chars,
+                "unsent_chars": len(text) - sent_chars, "closed": closed}  # fmt: skip
+
+
+def _feed(fd: int, data: bytes) -> int:
+    """Write what the pipe takes now, in whole characters; the bytes written.
+
+    Each write is at most ``PIPE_BUF`` bytes, which a non-blocking pipe takes whole or not at all (EAGAIN), and
+    ends between two UTF-8 characters: what was sent is always a prefix of whole characters, to resend from.
+    """
+    sent = 0
+    while sent < len(data):
+        end = min(sent + select.PIPE_BUF, len(data))
+        while end < len(data) and end > sent + 1 and data[end] & 0xC0 == 0x80:  # a continuation byte: cut before
+            end -= 1
+        chunk = data[sent:end]
+        try:
+            written = os.write(fd, chunk)
+        except BlockingIOError:
+            break
+        sent += written
+        if written < len(chunk):  # a short write (never for PIPE_BUF or less): what it took is all
+            break
+    return sent
+
+
+def _close_stdin(job: Job) -> None:
+    if job.stdin_w >= 0:
+        os.close(job.stdin_w)
+        job.stdin_w = -1
+
 
 def owned_jobs(
     given: BackgroundJobs | None, on_end: Callable[[Job], None] | None = None
@@ -234,7 +316,10 @@ def owned_jobs(
     return contextlib.nullcontext(given) if given is not None else BackgroundJobs.open(on_end=on_end)
 
 
-STARTED = "Started in the background: read its output with command_output, stop it with stop_command."
+STARTED = (
+    "Started in the background: read its output with command_output, send it input with send_command_input, "
+    "stop it with stop_command."
+)
 
 
 def start_job(

@@ -35,11 +35,13 @@ carries no authority: a command that writes it (it could as well kill the launch
 a keeper too many or too few, and a request then waits for a keeper that is back from its command.
 
 Protocol, on a SOCK_SEQPACKET socket: one message per command, JSON, with the file descriptors for the
-command's stdout, stderr, a status socket, the directory it starts in and (optionally) the final-directory pipe.
-Last may come ``extra_fds`` descriptors for the sandbox's wrapper (a session's namespaces), given to the command
-as 5, 6, ... The directory comes as a descriptor toolrig opened beneath the workspace without following symlinks: the
-keeper
-``fchdir``s to it and never walks a path that was checked earlier (a symlink swapped in meanwhile would lead out).
+command's stdout, stderr, a status socket, the directory it starts in, (optionally) the final-directory pipe and
+(optionally, with ``"stdin": true``) the read end of the pipe a background command reads as its stdin; any other
+command's stdin is /dev/null. Last may come ``extra_fds`` descriptors for the sandbox's wrapper (a session's
+namespaces), given to the command as 5, 6, ... Each arrives close-on-exec, reaches only its own command (as 0, 1,
+2, 5, ...) and is closed by the keeper when that command is over: none reaches a later command. The directory
+comes as a descriptor toolrig opened beneath the workspace without following symlinks: the keeper ``fchdir``s to it
+and never walks a path that was checked earlier (a symlink swapped in meanwhile would lead out).
 On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
 processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it

@@ -245,7 +245,9 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     status, start = fds[2:4]
     extra = request.get("extra_fds")
     count = extra if isinstance(extra, int) and 0 < extra <= len(fds) - 4 else 0
-    cwd_fd = fds[4] if len(fds) - count > 4 else -1
+    own = len(fds) - count  # out, err, status, start, then the final-directory pipe and stdin where given
+    stdin_fd = fds[own - 1] if request.get("stdin") is True and own > 4 else -1
+    cwd_fd = fds[4] if own - (stdin_fd >= 0) > 4 else -1
     os.set_blocking(status, False)
     _reaped.clear()
     me = os.getpid()
@@ -255,7 +257,7 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
         limit = pids_max - 1  # no cgroup could be made for this keeper: count instead
     keeper.set_pids_max(str(pids_max) if isinstance(pids_max, int) else "max")
     os.fchdir(start)
-    leader = _spawn(request, fds, count, cwd_fd, keeper)
+    leader = _spawn(request, fds, count, (cwd_fd, stdin_fd), keeper)
     # The keeper holds its copies of the output pipes until the command is over, and closes them only after its
     # status socket: the pipes reach their end after toolrig heard X, so toolrig wakes once, at the status socket's
     # closing, not once more for each pipe (on two CPUs it woke for the pipes' ends before X was written). After X
@@ -316,15 +318,19 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
     _close_all_but_status(fds)
 
 
-def _spawn(request: dict[str, object], fds: list[int], count: int, cwd_fd: int, keeper: _Keeper) -> int:
+def _spawn(request: dict[str, object], fds: list[int], count: int, own: tuple[int, int], keeper: _Keeper) -> int:
     """Start the command (in its own session, with its descriptors in place); its pid.
+
+    ``own``: the final-directory pipe and the command's stdin (a background command's pipe), -1 where not given:
+    stdin is /dev/null then.
 
     Never for a request toolrig gave up on (nothing took it in time, or it was cancelled): ``OSError`` then.
     """
     out, err = fds[:2]
+    cwd_fd, stdin_fd = own
     env = dict(request["env"])  # type: ignore[call-overload]
     actions: list[tuple[object, ...]] = [
-        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, stdin_fd, 0) if stdin_fd >= 0 else (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
         (os.POSIX_SPAWN_DUP2, out, 1),
         (os.POSIX_SPAWN_DUP2, err, 2),
     ]
@@ -379,7 +385,8 @@ def _read_request(sock: socket.socket) -> tuple[dict[str, object], list[int]] | 
     """The next well-formed request and its descriptors, or None once toolrig's end is closed."""
     while True:
         try:
-            data, fds = _recv_fds(sock, INLINE_REQUEST + 1024, 8)
+            # At most 10 come (out, err, status, start, final directory, stdin, three extra, a memfd): room for 12.
+            data, fds = _recv_fds(sock, INLINE_REQUEST + 1024, 12)
         except OSError:
             return None
         if not data:

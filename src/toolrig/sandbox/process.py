@@ -87,6 +87,7 @@ async def run_contained(
     retry: bool = True,
     extra_fds: Sequence[int] = (),
     sinks: tuple[CappedText, CappedText] | None = None,
+    stdin_fd: int | None = None,
 ) -> ProcessResult:
     """Run ``argv`` contained; the caller's cancellation kills the whole process tree before it propagates.
 
@@ -98,7 +99,8 @@ async def run_contained(
     ``progress_interval`` seconds while the command runs (MCP clients show it). ``extra_fds`` (left open, the
     caller's) reach the command as descriptors 5, 6, ...: a sandbox wrapper's (a session's namespaces).
     ``sinks`` (stdout's, stderr's) take the output as it comes, for a caller that reads it while the command
-    runs (a background command); else each stream gets a ``CappedText`` of ``output_cap``.
+    runs (a background command); else each stream gets a ``CappedText`` of ``output_cap``. ``stdin_fd`` (left
+    open, the caller's: a background command's pipe) is the command's stdin; without it stdin is /dev/null.
     """
     if why := too_long(argv, env):
         raise ToolError(
@@ -108,7 +110,7 @@ async def run_contained(
         )
     dir_fd = _open_start(cwd) if cwd_fd is None else cwd_fd
     watching = (output_cap, max_output_bytes, on_progress, progress_interval)
-    run = _send(argv, env, limits, dir_fd, cwd_fd, prelude, report_cwd, extra_fds, watching, sinks)
+    run = _send(argv, env, limits, dir_fd, cwd_fd, prelude, report_cwd, extra_fds, watching, sinks, stdin_fd)
     outcome = await _follow(run, timeout, kill_grace, retry)
     if outcome.untaken:  # our end of the request is closed: no keeper of it starts the command now, late or not
         run.launcher.kill()
@@ -119,7 +121,7 @@ async def run_contained(
             argv, cwd=cwd, cwd_fd=cwd_fd, env=env, timeout=timeout, limits=limits, output_cap=output_cap,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace, report_cwd=report_cwd, prelude=prelude,
             on_progress=on_progress, progress_interval=progress_interval, retry=False, extra_fds=extra_fds,
-            sinks=sinks,
+            sinks=sinks, stdin_fd=stdin_fd,
         )  # fmt: skip
     if outcome.unstarted is not None:
         raise outcome.unstarted
@@ -159,6 +161,7 @@ def _send(
     extra_fds: Sequence[int],
     watching: tuple[int, int, Callable[[float, str], None] | None, float],
     sinks: tuple[CappedText, CappedText] | None = None,
+    stdin_fd: int | None = None,
 ) -> _Sent:
     """Make the command's pipes and status socket and hand the request to the launcher (its keepers take it)."""
     output_cap, max_output_bytes, on_progress, progress_interval = watching
@@ -178,6 +181,8 @@ def _send(
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         fds.append(write_fd)
+    if stdin_fd is not None:
+        fds.append(os.dup(stdin_fd))  # the caller keeps its own, as for extra_fds
     fds.extend(os.dup(fd) for fd in extra_fds)  # the caller keeps its own; these copies go with the request
     request = {
         "argv": list(argv),
@@ -186,6 +191,7 @@ def _send(
         "pids_max": limits.max_processes + 1 if limits.max_processes and base else None,  # + 1: the keeper
         "count_limit": limits.max_processes if limits.max_processes and not base else None,
         "extra_fds": len(extra_fds),
+        "stdin": stdin_fd is not None,
     }
     started = time.perf_counter()
     keeper = Keeper(status_r.detach())

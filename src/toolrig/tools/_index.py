@@ -47,6 +47,7 @@ GROUP_OF = {
     "read_skill_resource": "skills",
     "read_subtree": "files",
     "run_command": "shell",
+    "send_command_input": "background",
     "send_email": "notify",
     "set_output": "agents",
     "skill": "skills",

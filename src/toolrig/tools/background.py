@@ -1,4 +1,4 @@
-"""command_output, stop_command, list_commands: the background commands run_command started in this run.
+"""command_output, send_command_input, stop_command, list_commands: the background commands of this run.
 
 Trust model: ids are input; a call reaches only the commands of its own run (``ctx.background``, passed in the
 call's scope), never another run's, whatever id it names.
@@ -6,16 +6,17 @@ call's scope), never another run's, whatever id it names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from toolrig.context import ToolContext
-from toolrig.definition import Tool, ToolInput, ToolOutput
+from toolrig.definition import Subject, Tool, ToolInput, ToolOutput
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.background import BackgroundJobs
 
 MAX_READ_CHARS = 30_000
+MAX_INPUT_CHARS = 65_536  # per call: a pipe holds 64 KiB, and what it does not take is reported, not kept
 
 
 def _jobs(ctx: ToolContext) -> BackgroundJobs:
@@ -67,6 +68,39 @@ class CommandOutput(Tool[CommandOutputInput, CommandOutputOutput]):
         return CommandOutputOutput(**await _jobs(ctx).read(input.id, input.max_chars, input.wait_seconds))
 
 
+class SendCommandInputInput(ToolInput):
+    id: str = Field(max_length=40, description="The background command's id.")
+    # A subject, matched as written: a rule can refuse what is sent to an interpreter run_command started.
+    text: Annotated[str, Subject("text")] = Field(
+        default="",
+        max_length=MAX_INPUT_CHARS,
+        description="What to write to its standard input, as is (end a line with \\n).",
+    )
+    close: bool = Field(default=False, description="Then close its input (end of file), once all of text is sent.")
+
+
+class SendCommandInputOutput(ToolOutput):
+    id: str
+    status: str = Field(description="running, exited, stopped or failed.")
+    sent_bytes: int
+    sent_chars: int = Field(description="How much of text was sent (its first sent_chars characters).")
+    unsent_chars: int = Field(description="What its input pipe had no room for: send text[sent_chars:] again later.")
+    closed: bool = Field(description="Its input is closed: it reads end of file once it has read what was sent.")
+
+
+class SendCommandInput(Tool[SendCommandInputInput, SendCommandInputOutput]):
+    name = "send_command_input"
+    group = "background"
+    destructive = True
+    description = (
+        "Write text to the standard input of a background command (run_command with background: true); "
+        "close: true then ends its input. Never waits: what its pipe has no room for is reported unsent."
+    )
+
+    async def execute(self, input: SendCommandInputInput, ctx: ToolContext) -> SendCommandInputOutput:
+        return SendCommandInputOutput(**_jobs(ctx).send(input.id, input.text, input.close))
+
+
 class StopCommandInput(ToolInput):
     id: str = Field(max_length=40, description="The background command's id.")
 
@@ -101,4 +135,4 @@ class ListCommands(Tool[ListCommandsInput, ListCommandsOutput]):
         return ListCommandsOutput(commands=[CommandStatus(**row) for row in rows])
 
 
-TOOLS = [CommandOutput(), StopCommand(), ListCommands()]
+TOOLS = [CommandOutput(), SendCommandInput(), StopCommand(), ListCommands()]

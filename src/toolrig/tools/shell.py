@@ -232,8 +232,9 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
         "Run a shell command in the workspace and get its stdout, stderr and exit code. Use it for builds, tests, "
         "git and other command-line programs. The working directory carries over between calls (cd works), "
         "shell variables do not. Output over 50,000 characters per stream keeps its beginning and end. Commands are "
-        "stopped after timeout_seconds (default 30) together with everything they started; nothing reads stdin, "
-        "so interactive programs will not wait for input. Some commands may be refused by policy."
+        "stopped after timeout_seconds (default 30) together with everything they started; their stdin is empty, "
+        "so interactive programs will not wait for input (a background one's comes from send_command_input). "
+        "Some commands may be refused by policy."
     )
 
     def refusal(self, input: RunCommandInput, settings: Any) -> tuple[str, str] | None:
@@ -315,9 +316,11 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
 
 
 async def _run_job(ctx: ToolContext, config: RunCommandConfig, choice: Choice, input: RunCommandInput,
-    argv: list[str] | None, cwd: Path, cwd_fd: int, out: Tap, err: Tap) -> ProcessResult:  # fmt: skip
+    argv: list[str] | None, cwd: Path, cwd_fd: int, out: Tap, err: Tap, stdin_fd: int) -> ProcessResult:  # fmt: skip
     lifetime = ctx.background.limits.lifetime_seconds if ctx.background is not None else None
-    result, view, _ = await _run(ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err))
+    result, view, _ = await _run(
+        ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err), stdin_fd=stdin_fd
+    )
     if view is not None:
         remove_planted(view)
     return result
@@ -333,6 +336,7 @@ async def _run(
     cwd_fd: int,
     timeout: float | None,  # noqa: ASYNC109 - the process is killed at the deadline (run_contained)
     sinks: tuple[Tap, Tap] | None = None,
+    stdin_fd: int | None = None,
 ) -> tuple[ProcessResult, View | None, str | None]:
     """Run the command in this call's view (and, guarded, behind its own egress proxy): result, view, refusals."""
     env = scrub_env(os.environ, config.env_allow, config.env_set)
@@ -379,6 +383,7 @@ async def _run(
             progress_interval=config.progress_interval_seconds,
             extra_fds=launch.extra_fds,
             sinks=sinks,
+            stdin_fd=stdin_fd,
         )
         return result, view, refusal_notes(launch.egress) if launch.egress is not None else None
 
