@@ -69,7 +69,10 @@ async def test_a_tool_calls_an_mcp_server_and_reads_the_resolved_config(
     async with Rig(workspace, config=peer_config, tools=[Relay()]) as rig:
         out = (await rig.call("relay", {"text": "hello"}, agent_id="researcher")).raise_for_error()
         rows = [(row.tool, row.agent) for row in rig.governance.audit.query(limit=10)]
-    assert ("peer__echo", "researcher") in rows and ("relay", "researcher") in rows  # the nested call, audited
+    assert ("peer/echo", "researcher") in rows and (
+        "relay",
+        "researcher",
+    ) in rows  # the nested call, audited (as a person reads it)
     assert out["servers"] == ["peer"] and {"echo", "describe"} <= set(out["tools"])
     assert out["echoed"]["is_error"] is False and out["echoed"]["output"]["text"] == "hello"
     assert out["model"] == "claude-sonnet-4-5"
