@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolrig.approvals.channel import ApprovalChannel
 from toolrig.context import SubagentAccess, ToolCatalog
@@ -22,6 +22,9 @@ from toolrig.event_bus import EventSink
 from toolrig.permissions import AgentView
 from toolrig.profiles import Profile
 from toolrig.sampling import ModelSource
+
+if TYPE_CHECKING:
+    from toolrig.durable.api import Durable
 
 
 class HookRunner(Protocol):
@@ -41,7 +44,8 @@ class CallScope:
     than the agent's; ``channel``: who answers its approvals and questions; ``models``: the model its tools'
     ``ctx.sample`` asks; ``subagents``: its run's hub (delegation); ``catalog``: the tool catalog as its model
     sees it; ``profile``: the names its model speaks; ``hooks``: its run's own hooks (after the Rig's);
-    ``events``: its sink.
+    ``events``: its sink; ``durable``: the schedules and tasks its tools reach, bound to the task a durable run
+    serves (the terminal task tools end that task).
     """
 
     agent: AgentView | None = None
@@ -56,6 +60,7 @@ class CallScope:
     catalog: ToolCatalog | None = None
     profile: Profile | None = None
     hooks: HookRunner | None = None
+    durable: Durable | None = None
     origin: str = "python"
 
     def child(self, **changes: Any) -> CallScope:

@@ -92,6 +92,11 @@ workers = sa.Table(
     sa.Column("heartbeat_at", sa.Float, nullable=False),
 )
 
+
+class Cancelled(Exception):
+    """The task was cancelled (or deleted) while its attempt ran; the attempt stops at its next step."""
+
+
 OPEN = ("queued", "submitted", "running")  # a task that will still run without a person
 ENDED = ("done", "failed", "cancelled", "missed", "skipped")
 
@@ -293,13 +298,21 @@ class Records:
 
     def start_attempt(self, task_id: str, workflow_id: str, worker: str, now: float) -> bool:
         """The workflow claims its task: only while the task is still meant to run this attempt."""
-        stmt = (
-            sa.update(tasks)
-            .where(tasks.c.id == task_id, tasks.c.workflow_id == workflow_id, tasks.c.status.in_(OPEN))
-            .values(status="running", worker=worker, started_at=now)
-        )
         with self.tx() as c:
-            return c.execute(stmt).rowcount == 1
+            return c.execute(_claim(task_id, workflow_id, worker, now)).rowcount == 1
+
+    def open_attempt(
+        self, task_id: str, workflow_id: str, worker: str, now: float
+    ) -> tuple[bool, dict[str, Any] | None, dict[str, tuple[str, Any]]]:
+        """One transaction for an attempt's start: the claim, the task as it now is, and its journal so far.
+
+        The journal is read once here; the attempt's steps are then written one transaction each (``step_*``).
+        """
+        with self.tx() as c:
+            claimed = c.execute(_claim(task_id, workflow_id, worker, now)).rowcount == 1
+            row = c.execute(sa.select(tasks).where(tasks.c.id == task_id)).first()
+            recorded = _steps_of(c, workflow_id)
+        return claimed, (dict(row._mapping) if row else None), recorded
 
     # ------------------------------------------------------------------ steps (the journal)
 
@@ -312,22 +325,46 @@ class Records:
             return None
         return row.state, (json.loads(row.payload) if row.payload is not None else None)
 
-    def step_started(self, run_id: str, key: str) -> bool:
-        """Record that an effect is about to happen; False if it was recorded before (a replay)."""
+    def steps_of(self, run_id: str) -> dict[str, tuple[str, Any]]:
+        with self.tx() as c:
+            return _steps_of(c, run_id)
+
+    def task_live(self, task_id: str) -> None:
+        """Raise ``Cancelled`` if the task was cancelled or deleted."""
+        with self.tx() as c:
+            _check_live(c, task_id)
+
+    def step_started(self, run_id: str, key: str, *, task_id: str | None = None) -> bool:
+        """Record that an effect is about to happen; False if it was recorded before (a replay).
+
+        With ``task_id``, in the same transaction: ``Cancelled`` (and nothing recorded) if the task was cancelled.
+        """
         try:
             with self.tx() as c:
+                if task_id is not None:
+                    _check_live(c, task_id)
                 c.execute(sa.insert(steps).values(run_id=run_id, key=key, state="started", updated_at=time.time()))
         except sa.exc.IntegrityError:
             return False
         return True
 
-    def step_done(self, run_id: str, key: str, payload: Any) -> None:
-        with self.tx() as c:
-            c.execute(
-                sa.update(steps)
-                .where(steps.c.run_id == run_id, steps.c.key == key)
-                .values(state="done", payload=json.dumps(payload, ensure_ascii=False), updated_at=time.time())
-            )
+    def step_done(self, run_id: str, key: str, payload: Any, *, task_id: str | None = None, new: bool = False) -> None:
+        """Record a step's outcome; ``new`` when no row was recorded for it (a model turn writes only its end).
+
+        With ``task_id``, in the same transaction: ``Cancelled`` after recording, if the task was cancelled.
+        """
+        values = {"state": "done", "payload": json.dumps(payload, ensure_ascii=False), "updated_at": time.time()}
+        update = sa.update(steps).where(steps.c.run_id == run_id, steps.c.key == key).values(**values)
+        try:
+            with self.tx() as c:
+                c.execute(sa.insert(steps).values(run_id=run_id, key=key, **values) if new else update)
+                if task_id is not None:
+                    _check_live(c, task_id)
+        except sa.exc.IntegrityError:  # another replay of this run recorded it first: ours is as good
+            with self.tx() as c:
+                c.execute(update)
+                if task_id is not None:
+                    _check_live(c, task_id)
 
     # ------------------------------------------------------------------ workers
 
@@ -353,3 +390,22 @@ class Records:
     def remove_worker(self, worker_id: str) -> None:
         with self.tx() as c:
             c.execute(sa.delete(workers).where(workers.c.id == worker_id))
+
+
+def _claim(task_id: str, workflow_id: str, worker: str, now: float) -> sa.Update:
+    return (
+        sa.update(tasks)
+        .where(tasks.c.id == task_id, tasks.c.workflow_id == workflow_id, tasks.c.status.in_(OPEN))
+        .values(status="running", worker=worker, started_at=now)
+    )
+
+
+def _steps_of(c: Connection, run_id: str) -> dict[str, tuple[str, Any]]:
+    rows = c.execute(sa.select(steps.c.key, steps.c.state, steps.c.payload).where(steps.c.run_id == run_id))
+    return {r.key: (r.state, json.loads(r.payload) if r.payload is not None else None) for r in rows}
+
+
+def _check_live(c: Connection, task_id: str) -> None:
+    row = c.execute(sa.select(tasks.c.status).where(tasks.c.id == task_id)).first()
+    if row is None or row.status == "cancelled":
+        raise Cancelled(task_id)

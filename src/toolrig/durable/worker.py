@@ -12,9 +12,15 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolrig.durable.access import DurableAccess, database_url
 from toolrig.durable.engine import Engine, open_engine
+
+if TYPE_CHECKING:
+    from toolrig.durable.jobs import JobBook
+    from toolrig.durable.store import Records
+    from toolrig.durable.tasks import TaskBook
 
 log = logging.getLogger("toolrig.durable")
 
@@ -32,9 +38,21 @@ class Worker:
         return self.engine.worker_id
 
     def run(self, stop: threading.Event) -> None:
+        from toolrig.durable.host import WorkerHost, install
+
         records = self.access.records
         jobs = self.access.job_book
         tasks = self.access.task_book
+        host = WorkerHost(self.access.root)  # the event loop, Rigs and model clients this worker's runs share
+        host.start()
+        install(host)
+        try:
+            self._serve(stop, records, jobs, tasks)
+        finally:
+            install(None)
+            host.stop()
+
+    def _serve(self, stop: threading.Event, records: Records, jobs: JobBook, tasks: TaskBook) -> None:
         self.engine.start(root=str(self.access.root), concurrency=self.concurrency)
         records.heartbeat(self.worker_id, time.time())
         self.ready.set()
