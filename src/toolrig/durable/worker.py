@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolrig.durable")
 
+DUE_POLL_SECONDS = 0.05
+
 
 class Worker:
     def __init__(self, access: DurableAccess, *, concurrency: int | None = None, engine: Engine | None = None) -> None:
@@ -56,26 +58,34 @@ class Worker:
         self.engine.start(root=str(self.access.root), concurrency=self.concurrency)
         records.heartbeat(self.worker_id, time.time())
         self.ready.set()
+        housekeeping_at = 0.0
         try:
             while not stop.is_set():
                 now = time.time()
-                records.heartbeat(self.worker_id, now)
-                jobs.fire_due(now)
-                tasks.release_waiting(now)
+                if now >= housekeeping_at:
+                    housekeeping_at = now + self.settings.poll_seconds
+                    records.heartbeat(self.worker_id, now)
+                    jobs.fire_due(now)
+                    tasks.release_waiting(now)
+                    dead = records.claim_dead_workers(now - self.settings.dead_after_seconds, self.worker_id)
+                    if dead:
+                        count = self.engine.recover(dead)
+                        log.warning("workers %s stopped answering: %d of their runs recovered here", dead, count)
+                        self._resubmit_stale(now)
                 self._submit_due(now)
-                dead = records.claim_dead_workers(now - self.settings.dead_after_seconds, self.worker_id)
-                if dead:
-                    count = self.engine.recover(dead)
-                    log.warning("workers %s stopped answering: %d of their runs recovered here", dead, count)
-                    self._resubmit_stale(now)
-                stop.wait(self.settings.poll_seconds)
+                # Due tasks are looked for often (one indexed query, none while every slot is busy): a task added
+                # to an idle worker starts within this, not within the whole poll.
+                stop.wait(min(self.settings.poll_seconds, DUE_POLL_SECONDS))
         finally:
             self.engine.stop()
             records.remove_worker(self.worker_id)
 
     def _submit_due(self, now: float) -> None:
+        free = self.engine.capacity()
+        if free <= 0:
+            return  # the others take what is due; this worker's next free slot looks again
         records = self.access.records
-        for task in records.due_tasks(now):
+        for task in records.due_tasks(now, limit=free):
             workflow_id = f"{task['id']}#{task['attempt']}"
             if records.set_task(
                 task["id"], where_status=("queued",), status="submitted", workflow_id=workflow_id, worker=self.worker_id
@@ -86,7 +96,7 @@ class Worker:
         """Submits a dead worker claimed but may not have handed over; resubmitting is a no-op otherwise."""
         for task in self.access.records.tasks(status="submitted", limit=1000):
             if task["workflow_id"]:
-                self.engine.submit(task["workflow_id"], task["id"])
+                self.engine.submit(task["workflow_id"], task["id"], counted=False)
 
 
 def open_worker(root: Path, *, concurrency: int | None = None) -> Worker:
