@@ -126,6 +126,22 @@ class WorkerHost:
         self._thread = threading.Thread(target=anyio.run, args=(serve,), name="toolrig-runs", daemon=True)
         self._thread.start()
         self._portal = ready.get(timeout=60)
+        self._portal.call(self._warm)
+
+    async def _warm(self) -> None:
+        """Pay the start-up costs now, not in the first task: the Rig, its catalog, the provider SDK's import.
+
+        A config that cannot run is not an error here: the attempts report it, as they would without this.
+        """
+        try:
+            generation = await self._generation()
+            rig = generation.rig(None)
+            rig.registry.list()
+            client = getattr(generation.provider(rig), "client", None)
+            if callable(client):
+                client()
+        except Exception as exc:
+            log.info("the worker could not prepare its runs ahead (%s): its first task will", exc)
 
     def stop(self) -> None:
         """Close what the host keeps, unless attempts still run (the engine gave up waiting for them).
