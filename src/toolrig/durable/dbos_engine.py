@@ -33,6 +33,7 @@ class _Slots:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ids: set[str] = set()
+        self.freed = threading.Event()  # set when an attempt ends: its worker may claim another
 
     def take(self, workflow_id: str) -> None:
         with self._lock:
@@ -41,6 +42,7 @@ class _Slots:
     def free(self, workflow_id: str) -> None:
         with self._lock:
             self._ids.discard(workflow_id)
+        self.freed.set()
 
     def __len__(self) -> int:
         with self._lock:
@@ -91,6 +93,10 @@ class DbosEngine:
         DBOS.register_queue(
             QUEUE, worker_concurrency=concurrency, polling_interval_sec=5.0, on_conflict="always_update"
         )
+
+    @property
+    def wake(self) -> threading.Event:
+        return _slots.freed
 
     def capacity(self) -> int:
         return max(0, self.concurrency - len(_slots))

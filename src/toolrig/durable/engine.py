@@ -8,6 +8,7 @@ toolrig's, in ``store``.
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 
@@ -16,6 +17,10 @@ class Engine(Protocol):
 
     def start(self, *, root: str, concurrency: int) -> None:
         """Connect, register this worker and begin taking queued attempts."""
+
+    @property
+    def wake(self) -> threading.Event:
+        """Set when one of this worker's attempts ends (a slot is free); the worker's poll waits on it."""
 
     def capacity(self) -> int:
         """How many more attempts this worker may start now (its concurrency less those still running)."""

@@ -9,6 +9,7 @@ Trust model: rows are written by toolrig itself; texts in them (prompts, summari
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -23,6 +24,8 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from toolrig.sandbox.statedir import prepare_database
 from toolrig.stores.sqlite import ensure_file, file_id
+
+log = logging.getLogger("toolrig.durable")
 
 metadata = sa.MetaData()
 
@@ -97,6 +100,7 @@ class Cancelled(Exception):
     """The task was cancelled (or deleted) while its attempt ran; the attempt stops at its next step."""
 
 
+CHANNEL = "toolrig_tasks"  # PostgreSQL NOTIFY channel: a task became queued
 OPEN = ("queued", "submitted", "running")  # a task that will still run without a person
 ENDED = ("done", "failed", "cancelled", "missed", "skipped")
 
@@ -252,6 +256,8 @@ class Records:
         try:
             with self.tx() as c:
                 c.execute(sa.insert(tasks).values(**row))
+                if row.get("status") == "queued":
+                    self._announce(c)
         except sa.exc.IntegrityError:
             return False
         return True
@@ -294,7 +300,15 @@ class Records:
         if where_status is not None:
             stmt = stmt.where(tasks.c.status.in_(where_status))
         with self.tx() as c:
-            return c.execute(stmt.values(**values)).rowcount == 1
+            changed = c.execute(stmt.values(**values)).rowcount == 1
+            if changed and values.get("status") == "queued":
+                self._announce(c)
+            return changed
+
+    def _announce(self, c: Connection) -> None:
+        """On PostgreSQL, wake the listening workers when this transaction commits (``listen_for_tasks``)."""
+        if self.engine.dialect.name == "postgresql":
+            c.execute(sa.text(f"NOTIFY {CHANNEL}"))
 
     def start_attempt(self, task_id: str, workflow_id: str, worker: str, now: float) -> bool:
         """The workflow claims its task: only while the task is still meant to run this attempt."""
@@ -409,3 +423,39 @@ def _check_live(c: Connection, task_id: str) -> None:
     row = c.execute(sa.select(tasks.c.status).where(tasks.c.id == task_id)).first()
     if row is None or row.status == "cancelled":
         raise Cancelled(task_id)
+
+
+def listen_for_tasks(url: str, wake: threading.Event, stop: threading.Event) -> threading.Event | None:
+    """On PostgreSQL, set ``wake`` whenever a task becomes queued, in a daemon thread, until ``stop``.
+
+    Workers then look for due tasks when told instead of every 50 ms. Answers an event set while listening;
+    None for SQLite, or when the listening connection cannot open: the worker keeps polling. A connection lost
+    later clears that event and sets ``wake``, and the worker polls again.
+    """
+    if not url.startswith("postgresql"):
+        return None
+    import psycopg
+
+    try:
+        conn = psycopg.connect(url, autocommit=True)
+        conn.execute(f"LISTEN {CHANNEL}")
+    except psycopg.Error as exc:
+        log.warning("cannot listen for new tasks (%s): polling for them instead", exc)
+        return None
+
+    def listen() -> None:
+        try:
+            while not stop.is_set():
+                for _ in conn.notifies(timeout=0.5, stop_after=1):
+                    wake.set()
+        except psycopg.Error as exc:
+            log.warning("stopped listening for new tasks (%s): polling for them instead", exc)
+        finally:
+            listening.clear()
+            wake.set()
+            conn.close()
+
+    listening = threading.Event()
+    listening.set()
+    threading.Thread(target=listen, name="toolrig-task-listener", daemon=True).start()
+    return listening

@@ -58,6 +58,11 @@ class Worker:
         self.engine.start(root=str(self.access.root), concurrency=self.concurrency)
         records.heartbeat(self.worker_id, time.time())
         self.ready.set()
+        from toolrig.durable.store import listen_for_tasks
+
+        wake = self.engine.wake
+        listening = listen_for_tasks(records.url, wake, stop)
+        threading.Thread(target=_relay, args=(stop, wake), name="toolrig-worker-stop", daemon=True).start()
         housekeeping_at = 0.0
         try:
             while not stop.is_set():
@@ -73,9 +78,13 @@ class Worker:
                         log.warning("workers %s stopped answering: %d of their runs recovered here", dead, count)
                         self._resubmit_stale(now)
                 self._submit_due(now)
-                # Due tasks are looked for often (one indexed query, none while every slot is busy): a task added
-                # to an idle worker starts within this, not within the whole poll.
-                stop.wait(min(self.settings.poll_seconds, DUE_POLL_SECONDS))
+                # Due tasks are looked for when a slot frees, when PostgreSQL says one was queued, else often (one
+                # indexed query, none while every slot is busy): an idle worker starts a new task at once.
+                pause = max(0.0, housekeeping_at - time.time())
+                if listening is None or not listening.is_set():
+                    pause = min(pause, DUE_POLL_SECONDS)
+                wake.wait(pause)
+                wake.clear()
         finally:
             self.engine.stop()
             records.remove_worker(self.worker_id)
@@ -97,6 +106,12 @@ class Worker:
         for task in self.access.records.tasks(status="submitted", limit=1000):
             if task["workflow_id"]:
                 self.engine.submit(task["workflow_id"], task["id"], counted=False)
+
+
+def _relay(stop: threading.Event, wake: threading.Event) -> None:
+    """A stop wakes the worker's loop too (it waits on ``wake``, up to poll_seconds)."""
+    stop.wait()
+    wake.set()
 
 
 def open_worker(root: Path, *, concurrency: int | None = None) -> Worker:
