@@ -4,8 +4,9 @@
 
 A burst of N tasks, each two model turns and one tool call (``read_files`` on the workspace's README) against a
 scripted model server on loopback (its own process), run by real ``toolrig worker`` processes: the default tool
-catalog, policy, audit, journal and the official Anthropic SDK with its default retries. The peer is a bare DBOS worker process whose
-workflow makes the same two model requests as two steps, on a queue with the same concurrency (8) and polling.
+catalog, policy, audit, journal and the official Anthropic SDK with its default retries. The peer is a bare DBOS
+worker process whose workflow makes the same two model requests as two steps, on a queue with the same
+concurrency (8) and polling.
 Both on SQLite (files under a temporary workspace) and on a real PostgreSQL on loopback (Debian's binaries,
 fsync off). Contenders alternate within each round; medians over rounds. CPU per task is the worker processes'
 own CPU time (user + system, from /proc) over the burst, divided by the tasks. Idle latency: a one-turn task
