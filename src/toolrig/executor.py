@@ -421,7 +421,7 @@ class Executor:
             call_id=call.call_id,
             tool_name=tool_name,
             output_cap=self.output_cap,
-            durable=self.durable,
+            durable=scope.durable or self.durable,
             catalog=scope.catalog or self.catalog,
             skills=self.skills,
             subagents=scope.subagents,

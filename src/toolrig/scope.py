@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from toolrig.sandbox.background import BackgroundJobs
     from toolrig.stores.checkpoints import Mark
 
+if TYPE_CHECKING:
+    from toolrig.durable.api import Durable
+
 
 class HookRunner(Protocol):
     """A run's own hooks (``toolrig.hooks.HookChain``), as the one hook gate runs them."""
@@ -50,7 +53,9 @@ class CallScope:
     ``toolrig.sandbox.session``), owned and closed by whoever owns the session (None: the Rig's own);
     ``checkpoint``: where its file changes are recorded (the session and turn a rewind turns back; set by the
     agent loop per turn, None: not recorded); ``background``: the owner of the background commands its calls
-    start (its run's; None: the caller cannot own one, so ``background: true`` is refused).
+    start (its run's; None: the caller cannot own one, so ``background: true`` is refused);
+    ``durable``: the schedules and tasks its tools reach, bound to the task a durable run
+    serves (the terminal task tools end that task).
     """
 
     agent: AgentView | None = None
@@ -66,6 +71,7 @@ class CallScope:
     profile: Profile | None = None
     hooks: HookRunner | None = None
     sandbox: SessionSandbox | None = None
+    durable: Durable | None = None
     origin: str = "python"
     checkpoint: Mark | None = None
     background: BackgroundJobs | None = None

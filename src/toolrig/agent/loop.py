@@ -264,6 +264,7 @@ class _Run:
             catalog=self.catalog,
             profile=self.profile,
             hooks=self.hooks if len(self.hooks) else None,
+            durable=self.options.durable,
             origin="agent",
         )
         self.progress = progress

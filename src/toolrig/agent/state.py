@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import anyio
 
     from toolrig.agent.providers.base import Effort, Provider, Thinking, TurnComplete
+    from toolrig.durable.api import Durable
     from toolrig.result import ToolResult
     from toolrig.sandbox.background import BackgroundJobs
 
@@ -69,6 +70,7 @@ class RunOptions:
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
     steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    durable: Durable | None = None  # a durable run's own task (its calls' ToolContext.durable); None: the Rig's
     # The run's agent id (default: the Rig's agent): the key of its memory (agents/<id>/) and kv namespace,
     # and the agent its audit rows and hooks name. A configured profile of that name also applies.
     agent_id: str | None = None

@@ -13,14 +13,16 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolrig.durable.api import DurableError
 from toolrig.durable.journal import Journal
+from toolrig.durable.store import Cancelled
 from toolrig.errors import ConfigError, UsageError
 from toolrig.telemetry import continues_task_trace
 
 if TYPE_CHECKING:
+    from toolrig.agent.providers import Provider, ProviderSettings
     from toolrig.agent.state import RunResult
     from toolrig.durable.access import DurableAccess
     from toolrig.rig import Rig
@@ -32,6 +34,7 @@ RESUMED = (
 )
 RETRY_BACKOFF_SECONDS = 5.0
 
+T = TypeVar("T")
 RigFactory = Callable[[Path, "str | None"], "Rig"]
 _rig_factory: RigFactory | None = None
 
@@ -50,97 +53,121 @@ def _make_rig(root: Path, agent: str | None) -> Rig:
     return Rig(root, agent=agent)
 
 
-class Cancelled(Exception):
-    """The task was cancelled while its attempt ran; the attempt stops at its next step."""
+class RigSource(Protocol):
+    """Where an attempt gets its Rig and model: a worker's host keeps them across tasks (``durable.host``)."""
+
+    def rig(self, agent: str | None) -> Rig: ...
+
+    def provider(self, rig: Rig) -> Provider: ...
 
 
 class _CheckedJournal(Journal):
-    def __init__(self, access: DurableAccess, run_id: str, task_id: str) -> None:
-        super().__init__(access.records, run_id)
-        self.task_id = task_id
+    def __init__(
+        self, access: DurableAccess, run_id: str, task_id: str, recorded: dict[str, tuple[str, Any]] | None = None
+    ) -> None:
+        super().__init__(access.records, run_id, task_id=task_id, recorded=recorded)
 
-    async def _recorded(self, key: str) -> tuple[str, Any] | None:
-        task = await self._call(self.records.task, self.task_id)
-        if task is None or task["status"] == "cancelled":
-            raise Cancelled(self.task_id)
-        return await super()._recorded(key)
+
+async def _db(fn: Callable[..., T], *args: Any) -> T:
+    """A database call in a worker thread: the runs sharing a worker's event loop never wait on one."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(fn, *args)
 
 
 @continues_task_trace  # telemetry: the attempt runs in the trace that queued the task (nothing when off)
-async def run_attempt(access: DurableAccess, task_id: str, workflow_id: str, worker: str) -> dict[str, Any] | None:
-    """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run."""
+async def run_attempt(
+    access: DurableAccess, task_id: str, workflow_id: str, worker: str, *, rigs: RigSource | None = None
+) -> dict[str, Any] | None:
+    """Run the attempt ``workflow_id`` of ``task_id``; None when the task is no longer this attempt's to run.
+
+    ``rigs`` (a worker's host) lends the Rig and the provider and keeps them; without it the attempt builds
+    its own and closes them (``cron run``).
+    """
+    records = access.records
+    claimed, task, recorded = await _db(records.open_attempt, task_id, workflow_id, worker, time.time())
+    # A replay after a crash finds its own attempt already running: carry on from the journal.
+    if task is None or (not claimed and (task["status"] != "running" or task["workflow_id"] != workflow_id)):
+        return None
+    try:
+        rig = rigs.rig(task["agent"]) if rigs is not None else _make_rig(access.root, task["agent"])
+    except (UsageError, ConfigError) as exc:
+        # The agent it runs as is gone (a subagent's, which lives only as long as the child; one removed from
+        # the config): the task cannot run as queued, and no retry changes that. Ended, not left "running".
+        return await _db(_failed, access, {**task, "retries_left": 0}, f"config: {exc}")
+    try:
+        result = await _run(access, task, rig, rigs, _CheckedJournal(access, workflow_id, task_id, recorded))
+    except Cancelled:
+        return await _db(records.task, task_id)
+    except _Failed as exc:
+        return await _db(_failed, access, task, exc.message)
+    finally:
+        if rigs is None:
+            await _close(rig)
+    return await _db(_ended, access, task, result)
+
+
+class _Failed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+async def _run(
+    access: DurableAccess, task: dict[str, Any], rig: Rig, rigs: RigSource | None, journal: Journal
+) -> RunResult:
     from toolrig.agent.entry import resume_run, run_agent
     from toolrig.agent.errors import RunError
     from toolrig.agent.state import RunOptions, RunState
     from toolrig.approvals import ApprovalDecision, Verdict
 
-    records = access.records
-    if not records.start_attempt(task_id, workflow_id, worker, time.time()):
-        task = records.task(task_id)
-        # A replay after a crash finds its own attempt already running: carry on from the journal.
-        if task is None or task["status"] != "running" or task["workflow_id"] != workflow_id:
-            return None
-    task = records.task(task_id)
-    if task is None:  # deleted meanwhile
-        return None
-    try:
-        rig = _make_rig(access.root, task["agent"])
-    except (UsageError, ConfigError) as exc:
-        # The agent it runs as is gone (a subagent's, which lives only as long as the child; one removed from
-        # the config): the task cannot run as queued, and no retry changes that. Ended, not left "running".
-        records.set_task(
-            task_id, where_status=("running",), status="failed", ended_at=time.time(), result=f"config: {exc}"
-        )
-        _after_firing(access, task)
-        return records.task(task_id)
-    rig.executor.durable = access.bound(task_id)
     # Nobody watches a scheduled task: approvals pause it, ask_user questions are skipped (docs/policy.md).
-    options = RunOptions(approvals="pause", questions="skip", steps=_CheckedJournal(access, workflow_id, task_id))
+    # The run's calls reach its own task through the options (the scope), never through the shared Rig.
+    options = RunOptions(approvals="pause", questions="skip", steps=journal, durable=access.bound(task["id"]))
     try:
+        if rigs is not None:
+            options.provider = rigs.provider(rig)
         if task["state"] and task["decisions"]:
             decisions: dict[str, ApprovalDecision | Verdict] = {
                 k: ApprovalDecision("allow_once" if v["allow"] else "deny", v.get("note", ""))
                 for k, v in json.loads(task["decisions"]).items()
             }
-            result = await resume_run(RunState.from_json(task["state"]), decisions, options, rig=rig)
-        elif task["session_id"] and task["attempt"] > 1:
+            return await resume_run(RunState.from_json(task["state"]), decisions, options, rig=rig)
+        if task["session_id"] and task["attempt"] > 1:
             options.session_id = task["session_id"]
             why = f"until {task['not_before']}" if not task["wait_for"] else f"for task {task['wait_for']}"
-            result = await run_agent(RESUMED.format(why=why), options, rig=rig)
-        else:
-            result = await run_agent(task["prompt"], options, rig=rig)
-    except Cancelled:
-        return records.task(task_id)
+            return await run_agent(RESUMED.format(why=why), options, rig=rig)
+        return await run_agent(task["prompt"], options, rig=rig)
     except RunError as exc:
-        _failed(access, task, f"{exc.kind}: {exc.message}")
-        return records.task(task_id)
-    finally:
-        await _close(rig)
-    _ended(access, task, result)
-    return records.task(task_id)
+        raise _Failed(f"{exc.kind}: {exc.message}") from None
 
 
-def _failed(access: DurableAccess, task: dict[str, Any], message: str) -> None:
-    records = access.records
+def provider_settings(rig: Rig) -> ProviderSettings:
+    """The model a run of ``rig``'s agent asks, as the loop would choose it (its profile's model, else llm's)."""
+    from toolrig.agent.providers import settings_from
+
+    own = rig.config.agents.get(rig.agent) if rig.agent is not None else None
+    model = own.model if own is not None and own.model != "inherit" else None
+    return settings_from(rig.config.llm, model=model)
+
+
+def _failed(access: DurableAccess, task: dict[str, Any], message: str) -> dict[str, Any] | None:
     now = time.time()
     if task["retries_left"] > 0:
-        records.set_task(
-            task["id"],
-            where_status=("running",),
-            status="queued",
-            attempt=task["attempt"] + 1,
-            retries_left=task["retries_left"] - 1,
-            not_before=now + RETRY_BACKOFF_SECONDS * 2 ** (task["attempt"] - 1),
-            workflow_id=None,
-            result=f"attempt {task['attempt']} failed: {message}",
-        )
-        return
-    records.set_task(task["id"], where_status=("running",), status="failed", ended_at=now, result=message)
-    _after_firing(access, task)
+        values: dict[str, Any] = {
+            "status": "queued",
+            "attempt": task["attempt"] + 1,
+            "retries_left": task["retries_left"] - 1,
+            "not_before": now + RETRY_BACKOFF_SECONDS * 2 ** (task["attempt"] - 1),
+            "workflow_id": None,
+            "result": f"attempt {task['attempt']} failed: {message}",
+        }
+    else:
+        values = {"status": "failed", "ended_at": now, "result": message}
+    return _finish(access, task, values)
 
 
-def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> None:
-    records = access.records
+def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> dict[str, Any] | None:
     now = time.time()
     values: dict[str, Any] = {
         "session_id": result.session_id,
@@ -164,9 +191,17 @@ def _ended(access: DurableAccess, task: dict[str, Any], result: RunResult) -> No
         values["status"] = "cancelled"
     if values["status"] != "paused":
         values.setdefault("state", None)
-    records.set_task(task["id"], where_status=("running",), **values)
+    return _finish(access, task, values)
+
+
+def _finish(access: DurableAccess, task: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt's end, written only while the task is still running (a cancel in between wins)."""
+    records = access.records
+    if not records.set_task(task["id"], where_status=("running",), **values):
+        return records.task(task["id"])
     if values["status"] in ("done", "failed", "cancelled"):
         _after_firing(access, task)
+    return {**task, **values}
 
 
 def _after_firing(access: DurableAccess, task: dict[str, Any]) -> None:
@@ -198,12 +233,20 @@ async def run_inline(access: DurableAccess, task_id: str) -> dict[str, Any]:
 
 
 def run_attempt_blocking(root: str, task_id: str, workflow_id: str, worker: str) -> str:
-    """The engine's entry (a worker thread): open the workspace, run the attempt, return the final status."""
+    """The engine's entry (a worker thread): the attempt on this worker's host, or on a Rig of its own."""
+    from toolrig.durable.host import installed
+
+    host = installed()
+    if host is not None:
+        return host.run(task_id, workflow_id, worker)
     import anyio
 
     from toolrig.durable.access import DurableAccess
 
     rig = _make_rig(Path(root), None)
     access = DurableAccess(Path(root), rig.config, rig.workspace.state_dir)
-    task = anyio.run(run_attempt, access, task_id, workflow_id, worker)
+    try:
+        task = anyio.run(run_attempt, access, task_id, workflow_id, worker)
+    finally:
+        anyio.run(_close, rig)
     return task["status"] if task else "not-run"

@@ -9,6 +9,7 @@ Trust model: rows are written by toolrig itself; texts in them (prompts, summari
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -23,6 +24,8 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from toolrig.sandbox.statedir import prepare_database
 from toolrig.stores.sqlite import ensure_file, file_id
+
+log = logging.getLogger("toolrig.durable")
 
 metadata = sa.MetaData()
 
@@ -92,6 +95,12 @@ workers = sa.Table(
     sa.Column("heartbeat_at", sa.Float, nullable=False),
 )
 
+
+class Cancelled(Exception):
+    """The task was cancelled (or deleted) while its attempt ran; the attempt stops at its next step."""
+
+
+CHANNEL = "toolrig_tasks"  # PostgreSQL NOTIFY channel: a task became queued
 OPEN = ("queued", "submitted", "running")  # a task that will still run without a person
 ENDED = ("done", "failed", "cancelled", "missed", "skipped")
 
@@ -247,6 +256,8 @@ class Records:
         try:
             with self.tx() as c:
                 c.execute(sa.insert(tasks).values(**row))
+                if row.get("status") == "queued":
+                    self._announce(c)
         except sa.exc.IntegrityError:
             return False
         return True
@@ -289,17 +300,33 @@ class Records:
         if where_status is not None:
             stmt = stmt.where(tasks.c.status.in_(where_status))
         with self.tx() as c:
-            return c.execute(stmt.values(**values)).rowcount == 1
+            changed = c.execute(stmt.values(**values)).rowcount == 1
+            if changed and values.get("status") == "queued":
+                self._announce(c)
+            return changed
+
+    def _announce(self, c: Connection) -> None:
+        """On PostgreSQL, wake the listening workers when this transaction commits (``listen_for_tasks``)."""
+        if self.engine.dialect.name == "postgresql":
+            c.execute(sa.text(f"NOTIFY {CHANNEL}"))
 
     def start_attempt(self, task_id: str, workflow_id: str, worker: str, now: float) -> bool:
         """The workflow claims its task: only while the task is still meant to run this attempt."""
-        stmt = (
-            sa.update(tasks)
-            .where(tasks.c.id == task_id, tasks.c.workflow_id == workflow_id, tasks.c.status.in_(OPEN))
-            .values(status="running", worker=worker, started_at=now)
-        )
         with self.tx() as c:
-            return c.execute(stmt).rowcount == 1
+            return c.execute(_claim(task_id, workflow_id, worker, now)).rowcount == 1
+
+    def open_attempt(
+        self, task_id: str, workflow_id: str, worker: str, now: float
+    ) -> tuple[bool, dict[str, Any] | None, dict[str, tuple[str, Any]]]:
+        """One transaction for an attempt's start: the claim, the task as it now is, and its journal so far.
+
+        The journal is read once here; the attempt's steps are then written one transaction each (``step_*``).
+        """
+        with self.tx() as c:
+            claimed = c.execute(_claim(task_id, workflow_id, worker, now)).rowcount == 1
+            row = c.execute(sa.select(tasks).where(tasks.c.id == task_id)).first()
+            recorded = _steps_of(c, workflow_id)
+        return claimed, (dict(row._mapping) if row else None), recorded
 
     # ------------------------------------------------------------------ steps (the journal)
 
@@ -312,22 +339,46 @@ class Records:
             return None
         return row.state, (json.loads(row.payload) if row.payload is not None else None)
 
-    def step_started(self, run_id: str, key: str) -> bool:
-        """Record that an effect is about to happen; False if it was recorded before (a replay)."""
+    def steps_of(self, run_id: str) -> dict[str, tuple[str, Any]]:
+        with self.tx() as c:
+            return _steps_of(c, run_id)
+
+    def task_live(self, task_id: str) -> None:
+        """Raise ``Cancelled`` if the task was cancelled or deleted."""
+        with self.tx() as c:
+            _check_live(c, task_id)
+
+    def step_started(self, run_id: str, key: str, *, task_id: str | None = None) -> bool:
+        """Record that an effect is about to happen; False if it was recorded before (a replay).
+
+        With ``task_id``, in the same transaction: ``Cancelled`` (and nothing recorded) if the task was cancelled.
+        """
         try:
             with self.tx() as c:
+                if task_id is not None:
+                    _check_live(c, task_id)
                 c.execute(sa.insert(steps).values(run_id=run_id, key=key, state="started", updated_at=time.time()))
         except sa.exc.IntegrityError:
             return False
         return True
 
-    def step_done(self, run_id: str, key: str, payload: Any) -> None:
-        with self.tx() as c:
-            c.execute(
-                sa.update(steps)
-                .where(steps.c.run_id == run_id, steps.c.key == key)
-                .values(state="done", payload=json.dumps(payload, ensure_ascii=False), updated_at=time.time())
-            )
+    def step_done(self, run_id: str, key: str, payload: Any, *, task_id: str | None = None, new: bool = False) -> None:
+        """Record a step's outcome; ``new`` when no row was recorded for it (a model turn writes only its end).
+
+        With ``task_id``, in the same transaction: ``Cancelled`` after recording, if the task was cancelled.
+        """
+        values = {"state": "done", "payload": json.dumps(payload, ensure_ascii=False), "updated_at": time.time()}
+        update = sa.update(steps).where(steps.c.run_id == run_id, steps.c.key == key).values(**values)
+        try:
+            with self.tx() as c:
+                c.execute(sa.insert(steps).values(run_id=run_id, key=key, **values) if new else update)
+                if task_id is not None:
+                    _check_live(c, task_id)
+        except sa.exc.IntegrityError:  # another replay of this run recorded it first: ours is as good
+            with self.tx() as c:
+                c.execute(update)
+                if task_id is not None:
+                    _check_live(c, task_id)
 
     # ------------------------------------------------------------------ workers
 
@@ -353,3 +404,58 @@ class Records:
     def remove_worker(self, worker_id: str) -> None:
         with self.tx() as c:
             c.execute(sa.delete(workers).where(workers.c.id == worker_id))
+
+
+def _claim(task_id: str, workflow_id: str, worker: str, now: float) -> sa.Update:
+    return (
+        sa.update(tasks)
+        .where(tasks.c.id == task_id, tasks.c.workflow_id == workflow_id, tasks.c.status.in_(OPEN))
+        .values(status="running", worker=worker, started_at=now)
+    )
+
+
+def _steps_of(c: Connection, run_id: str) -> dict[str, tuple[str, Any]]:
+    rows = c.execute(sa.select(steps.c.key, steps.c.state, steps.c.payload).where(steps.c.run_id == run_id))
+    return {r.key: (r.state, json.loads(r.payload) if r.payload is not None else None) for r in rows}
+
+
+def _check_live(c: Connection, task_id: str) -> None:
+    row = c.execute(sa.select(tasks.c.status).where(tasks.c.id == task_id)).first()
+    if row is None or row.status == "cancelled":
+        raise Cancelled(task_id)
+
+
+def listen_for_tasks(url: str, wake: threading.Event, stop: threading.Event) -> threading.Event | None:
+    """On PostgreSQL, set ``wake`` whenever a task becomes queued, in a daemon thread, until ``stop``.
+
+    Workers then look for due tasks when told instead of every 50 ms. Answers an event set while listening;
+    None for SQLite, or when the listening connection cannot open: the worker keeps polling. A connection lost
+    later clears that event and sets ``wake``, and the worker polls again.
+    """
+    if not url.startswith("postgresql"):
+        return None
+    import psycopg
+
+    try:
+        conn = psycopg.connect(url, autocommit=True)
+        conn.execute(f"LISTEN {CHANNEL}")
+    except psycopg.Error as exc:
+        log.warning("cannot listen for new tasks (%s): polling for them instead", exc)
+        return None
+
+    def listen() -> None:
+        try:
+            while not stop.is_set():
+                for _ in conn.notifies(timeout=0.5, stop_after=1):
+                    wake.set()
+        except psycopg.Error as exc:
+            log.warning("stopped listening for new tasks (%s): polling for them instead", exc)
+        finally:
+            listening.clear()
+            wake.set()
+            conn.close()
+
+    listening = threading.Event()
+    listening.set()
+    threading.Thread(target=listen, name="toolrig-task-listener", daemon=True).start()
+    return listening

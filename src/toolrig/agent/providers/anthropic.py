@@ -22,6 +22,7 @@ from toolrig.agent.messages import (
 from toolrig.agent.providers.base import (
     ProviderName,
     ProviderSettings,
+    ToolParams,
     TurnComplete,
     TurnRequest,
     call_args,
@@ -37,7 +38,6 @@ from toolrig.events import (
     ToolCallDeltaEvent,
     ToolCallEvent,
 )
-from toolrig.registry import AnyTool
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -99,16 +99,21 @@ class AnthropicProvider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
         self._client: AsyncAnthropic | None = None
-        self._tools_key: tuple[int, ...] = ()
-        self._tools: list[dict[str, Any]] = []
+        self._tool_params = ToolParams(lambda tools: tool_params(tools, cache=True))
 
     def client(self) -> AsyncAnthropic:
         if self._client is None:
-            from anthropic import AsyncAnthropic
+            from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
+
+            from toolrig.agent.providers.http import sdk_http_client
 
             s = self.settings
             self._client = AsyncAnthropic(
-                api_key=s.api_key, base_url=s.base_url, timeout=s.timeout_seconds, max_retries=s.max_retries
+                api_key=s.api_key,
+                base_url=s.base_url,
+                timeout=s.timeout_seconds,
+                max_retries=s.max_retries,
+                http_client=sdk_http_client(DefaultAsyncHttpxClient, s.base_url),
             )
         return self._client
 
@@ -116,13 +121,6 @@ class AnthropicProvider:
         if self._client is not None:
             await self._client.close()
             self._client = None
-
-    def _tool_params(self, tools: Sequence[AnyTool]) -> list[dict[str, Any]]:
-        key = tuple(id(t) for t in tools)
-        if key != self._tools_key:
-            self._tools = tool_params(tools, cache=True)
-            self._tools_key = key
-        return self._tools
 
     def params(self, request: TurnRequest) -> dict[str, Any]:
         s = self.settings

@@ -6,7 +6,7 @@ arrive (``stream_text``, ``thinking``, ``tool_call_delta``, ``tool_call``) and e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -62,6 +62,31 @@ class Provider(Protocol):
     def stream(self, request: TurnRequest) -> AsyncIterator[Event | TurnComplete]: ...
 
     async def aclose(self) -> None: ...
+
+
+class ToolParams:
+    """A provider's wire form of each tool list it was asked with, built once per list and reused.
+
+    A worker's provider serves many runs, and a run's turns offer the same list again and again: building the
+    48 tools' schemas for each turn was a fixed cost per turn. The key is the tools' identities; the tools are
+    kept with their entry, so an id cannot be reused by another object while its entry lives. A few lists at once
+    (runs as different agents on one provider); the oldest goes first.
+    """
+
+    LIMIT = 8
+
+    def __init__(self, build: Callable[[Sequence[AnyTool]], list[dict[str, Any]]]) -> None:
+        self._build = build
+        self._lists: dict[tuple[int, ...], tuple[tuple[AnyTool, ...], list[dict[str, Any]]]] = {}
+
+    def __call__(self, tools: Sequence[AnyTool]) -> list[dict[str, Any]]:
+        key = tuple(id(t) for t in tools)
+        entry = self._lists.get(key)
+        if entry is None:
+            if len(self._lists) >= self.LIMIT:
+                del self._lists[next(iter(self._lists))]
+            entry = self._lists[key] = (tuple(tools), self._build(tools))
+        return entry[1]
 
 
 def call_args(block: ToolCallBlock) -> dict[str, Any]:

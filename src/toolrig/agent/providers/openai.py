@@ -17,6 +17,7 @@ from toolrig.agent.messages import Block, Message, TextBlock, ThinkingBlock, Too
 from toolrig.agent.providers.base import (
     ProviderName,
     ProviderSettings,
+    ToolParams,
     TurnComplete,
     TurnRequest,
     call_args,
@@ -25,7 +26,6 @@ from toolrig.agent.providers.base import (
 from toolrig.agent.usage import Usage
 from toolrig.content import parts_from_json
 from toolrig.events import Event, StreamTextEvent, ThinkingDeltaEvent, ThinkingEvent, ToolCallDeltaEvent, ToolCallEvent
-from toolrig.registry import AnyTool
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -79,16 +79,21 @@ class OpenAIProvider:
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
         self._client: AsyncOpenAI | None = None
-        self._tools_key: tuple[int, ...] = ()
-        self._tools: list[dict[str, Any]] = []
+        self._tool_params = ToolParams(lambda tools: function_tools(tools, strict=self.strict))
 
     def client(self) -> AsyncOpenAI:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+
+            from toolrig.agent.providers.http import sdk_http_client
 
             s = self.settings
             self._client = AsyncOpenAI(
-                api_key=s.api_key, base_url=s.base_url, timeout=s.timeout_seconds, max_retries=s.max_retries
+                api_key=s.api_key,
+                base_url=s.base_url,
+                timeout=s.timeout_seconds,
+                max_retries=s.max_retries,
+                http_client=sdk_http_client(DefaultAsyncHttpxClient, s.base_url),
             )
         return self._client
 
@@ -104,13 +109,6 @@ class OpenAIProvider:
             return self.settings.strict
         host = urlsplit(self.settings.base_url).hostname if self.settings.base_url else "api.openai.com"
         return None if host in STRICT_HOSTS else False
-
-    def _tool_params(self, tools: Sequence[AnyTool]) -> list[dict[str, Any]]:
-        key = tuple(id(t) for t in tools)
-        if key != self._tools_key:
-            self._tools = function_tools(tools, strict=self.strict)
-            self._tools_key = key
-        return self._tools
 
     def params(self, request: TurnRequest) -> dict[str, Any]:
         s = self.settings

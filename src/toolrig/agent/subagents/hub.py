@@ -377,6 +377,7 @@ class SubagentHub:
             persist=prun.options.persist,
             hooks=prun.options.hooks,
             agent_id=child.agent_id,
+            durable=prun.options.durable,  # a durable run's children reach its task, as its own calls do
         )
         if own.shared_memory:
             self.shared_memory[child.agent_id] = self.memory_owner(prun.agent_id)
