@@ -107,10 +107,13 @@ def make_rig(
     """
     from toolrig.errors import ToolrigError
     from toolrig.rig import Rig
+    from toolrig.workers import run_inline
 
     try:
         loaded = _with_agent_type(root, agent) if agent is not None else None
-        rig = Rig(root, loaded, agent=agent, approval_channel=approval_channel, profile=profile)
+        rig = Rig(
+            root, loaded, agent=agent, approval_channel=approval_channel, profile=profile, durable_runner=run_inline
+        )
     except (ToolrigError, NotADirectoryError) as exc:
         _fail(str(exc))
     return rig

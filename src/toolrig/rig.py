@@ -50,6 +50,7 @@ from toolrig.scope import DEFAULT
 from toolrig.stores import Stores
 
 if TYPE_CHECKING:
+    from toolrig.durable.access import TaskRunner
     from toolrig.sources.mcp_client import McpServers
 
 log = logging.getLogger("toolrig.config")
@@ -76,6 +77,7 @@ class Rig:
         http: HttpAccess | None = None,
         strict: bool | None = None,
         profile: str | None = None,
+        durable_runner: TaskRunner | None = None,
     ) -> None:
         """Bind a workspace to a catalog and a config.
 
@@ -88,6 +90,7 @@ class Rig:
         ``strict`` (default: the ``TOOLRIG_STRICT`` environment variable) turns config warnings, such as a
         tool name that matches no tool, into errors. ``profile`` names the tool profile (``claude``,
         ``codebuff``...) whose names and shapes ``call``, ``tools`` and ``schemas`` speak by default.
+        ``durable_runner`` runs a job now (``cron run``, an agent run: ``toolrig.workers.run_inline``); else refused.
 
         The catalog is narrowed here, once: the executor never sees a tool ``tools.deny`` removed. Governance
         reads the config here too: a ``Config`` changed after this does not reconfigure the calls' gate (the
@@ -133,7 +136,7 @@ class Rig:
         self._report_warnings(strict)
         from toolrig.durable.access import DurableAccess  # light: opens nothing until a tool touches it
 
-        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir)
+        self._durable = DurableAccess(self.workspace.root, self.config, self.workspace.state_dir, runner=durable_runner)
         self.executor = self._build_executor(http)
 
     def _workspace(self, root: str | os.PathLike[str]) -> Workspace:

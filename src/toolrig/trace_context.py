@@ -9,9 +9,10 @@ returns at that flag, without OpenTelemetry.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 R = TypeVar("R")
 
@@ -21,6 +22,29 @@ class _State:
 
 
 state = _State()
+
+
+class TraceSettings(Protocol):
+    """The part of ``telemetry:`` (``toolrig.config.TelemetryConfig``) that says whether it is on."""
+
+    @property
+    def enabled(self) -> bool | None: ...
+
+    @property
+    def endpoint(self) -> str | None: ...
+
+
+def wanted(config: TraceSettings) -> bool:
+    """On when the section says so, else when an OTLP endpoint is configured; OTEL_SDK_DISABLED wins.
+
+    Here, not in ``toolrig.telemetry``, so that the durable records below the tools can ask it when a task is queued.
+    """
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if config.enabled is not None:
+        return config.enabled
+    endpoints = (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"), os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    return config.endpoint is not None or any(value and value.strip() for value in endpoints)
 
 
 def inject_trace(carrier: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

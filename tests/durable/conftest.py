@@ -8,10 +8,10 @@ import pytest
 
 from tests.support.durable import access_for, config, follow_prompt, install_rig, tools
 from tests.support.fake_llm import FakeLLM
-from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
 from toolrig.registry import Registry
 from toolrig.rig import Rig
+from toolrig.workers import runner
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +44,7 @@ def access(workspace: Path, cfg: dict[str, Any]) -> DurableAccess:
 
 @pytest.fixture
 def durable_rig(workspace: Path, cfg: dict[str, Any]) -> Rig:
-    return Rig(workspace, config=cfg, registry=Registry(tools()))
+    return Rig(workspace, config=cfg, registry=Registry(tools()), durable_runner=runner.run_inline)
 
 
 @pytest.fixture(scope="session")

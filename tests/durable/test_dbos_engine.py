@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from toolrig.durable.dbos_engine import DbosEngine
 from toolrig.errors import ErrorType, ToolError
+from toolrig.workers.dbos_engine import DbosEngine
 
 
 def test_the_engine_refuses_a_system_database_a_repository_committed_as_a_symlink(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ import sqlalchemy as sa
 
 from tests.durable.test_worker import ended, lines
 from tests.support.durable import running_worker, tools, wait_for
-from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
-from toolrig.durable.runner import run_attempt
 from toolrig.registry import Registry
 from toolrig.rig import Rig
+from toolrig.workers import runner
+from toolrig.workers.runner import run_attempt
 
 
 def _counting_factory(cfg: dict[str, Any], built: list[str | None]) -> None:

@@ -176,11 +176,36 @@ async def test_run_executes_the_job_now_and_returns_the_start_of_its_answer(dura
     assert listed[0]["last_status"] == "done"
 
 
+async def test_a_rig_built_without_the_agent_runtime_refuses_to_run_a_job_and_queues_nothing(
+    workspace: Path, cfg: dict[str, Any], access: DurableAccess
+) -> None:
+    """Running a job is an agent run, above the Rig: a Rig not handed ``durable_runner`` says so and runs nothing."""
+    from tests.support.durable import tools
+    from toolrig.registry import Registry
+
+    bare = Rig(workspace, config=cfg, registry=Registry(tools()))
+    job = (await cron(bare, action="add", name="n", schedule="1d", prompt="answer:no")).output["job"]
+    ran = await cron(bare, action="run", id=job["id"])
+    assert ran.is_error and ran.error_type == "unavailable", ran
+    assert f"toolrig cron run {job['id']}" in (ran.next_action_hint or "")
+    assert list(access.records.tasks(status=None, limit=10)) == []
+
+
+async def test_the_rig_a_command_makes_runs_a_job_now(workspace: Path, cfg: dict[str, Any]) -> None:
+    """``toolrig call`` and ``toolrig mcp`` build their Rig with ``make_rig``, which hands it the agent runtime."""
+    from toolrig.cli import make_rig
+
+    rig = make_rig(workspace)
+    job = (await cron(rig, action="add", name="n", schedule="1d", prompt="answer:from a command")).output["job"]
+    ran = await cron(rig, action="run", id=job["id"])
+    assert not ran.is_error and ran.output["answer"] == "from a command", ran
+
+
 async def test_a_one_shot_deletes_itself_after_it_ran(durable_rig: Rig, access: DurableAccess) -> None:
     job = (await cron(durable_rig, action="add", name="once", schedule="+20m", prompt="answer:ok")).output["job"]
     access.records.update_job(job["id"], next_fire_at=time.time() - 1)  # its time has come
     (firing,) = access.job_book.fire_due()
-    from toolrig.durable.runner import run_inline
+    from toolrig.workers.runner import run_inline
 
     task = await run_inline(access, firing.task_id)
     assert task["status"] == "done"
@@ -198,11 +223,12 @@ async def test_a_model_may_run_or_remove_only_its_own_agents_jobs(
     """A job runs under its agent's profile: running another's would lend the caller those permissions."""
     from tests.support.durable import install_rig, tools
     from toolrig.registry import Registry
+    from toolrig.workers import run_inline
 
     agents = {"reader": {"tools": ["cron"]}, "reporter": {"tools": ["cron", "tasks"]}}
     settings = {**cfg, "agents": agents}
     install_rig(settings)  # the runs' rigs know these agents too
-    owner_rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=owner)
+    owner_rig = Rig(workspace, config=settings, registry=Registry(tools()), agent=owner, durable_runner=run_inline)
     added = await cron(owner_rig, action="add", name="theirs", schedule="1d", prompt="answer:secret")
     assert not added.is_error, added
     job_id = added.output["job"]["id"]

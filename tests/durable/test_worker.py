@@ -13,8 +13,8 @@ import pytest
 from tests.support.durable import access_for, install_rig, running_worker, wait_for
 from tests.support.sample_tools import OUT
 from toolrig.durable.access import DurableAccess
-from toolrig.durable.journal import UNKNOWN_OUTCOME
-from toolrig.durable.runner import run_attempt
+from toolrig.workers.journal import UNKNOWN_OUTCOME
+from toolrig.workers.runner import run_attempt
 
 
 def ended(access: DurableAccess, *ids: str) -> bool:
@@ -154,7 +154,7 @@ def test_a_tool_call_whose_outcome_is_unknown_is_reported_to_the_model_not_rerun
 
 
 async def _record_first_turn_only(access: DurableAccess, task_id: str, workflow_id: str) -> None:
-    from toolrig.durable.runner import _CheckedJournal, _make_rig
+    from toolrig.workers.runner import _CheckedJournal, _make_rig
 
     task = access.records.task(task_id)
     journal = _CheckedJournal(access, workflow_id, task_id)

@@ -13,13 +13,13 @@ from typing import Any
 
 from tests.support.fake_llm import Call, FakeLLM, Reply, Text, reply
 from tests.support.sample_tools import AppendLine, Gate
-from toolrig.durable import runner
 from toolrig.durable.access import DurableAccess
-from toolrig.durable.worker import Worker
 from toolrig.registry import Registry
 from toolrig.rig import Rig
 from toolrig.tools import cron as cron_tools
 from toolrig.tools import tasks as task_tools
+from toolrig.workers import runner
+from toolrig.workers.worker import Worker
 
 
 def tools() -> list[Any]:
@@ -92,7 +92,7 @@ def install_rig(cfg: dict[str, Any]) -> None:
 
 def access_for(root: Path, cfg: dict[str, Any]) -> DurableAccess:
     rig = Rig(root, config=cfg, registry=Registry(tools()))
-    return DurableAccess(rig.workspace.root, rig.config, rig.workspace.state_dir)
+    return DurableAccess(rig.workspace.root, rig.config, rig.workspace.state_dir, runner=runner.run_inline)
 
 
 @contextmanager

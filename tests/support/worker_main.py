@@ -15,7 +15,7 @@ def main() -> None:
     root, url, llm_url = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     concurrency = int(sys.argv[4]) if len(sys.argv) > 4 else 4
     from tests.support.durable import access_for, install_rig
-    from toolrig.durable.worker import Worker
+    from toolrig.workers.worker import Worker
 
     class _Llm:
         anthropic_url = llm_url

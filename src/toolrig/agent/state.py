@@ -69,7 +69,7 @@ class RunOptions:
     approvals: ApprovalChannel | Literal["pause"] | None = None
     persist: bool = True  # record the session in .toolrig/sessions.db
     provider: Provider | None = None  # an already built provider (tests, programs that share one)
-    steps: Steps | None = None  # a durable run's step journal (toolrig.durable.journal)
+    steps: Steps | None = None  # a durable run's step journal (toolrig.workers.journal)
     durable: Durable | None = None  # a durable run's own task (its calls' ToolContext.durable); None: the Rig's
     # The run's agent id (default: the Rig's agent): the key of its memory (agents/<id>/) and kv namespace,
     # and the agent its audit rows and hooks name. A configured profile of that name also applies.

@@ -23,9 +23,10 @@ def open_access(root: Path) -> DurableAccess:
     from toolrig.config import load_config
     from toolrig.durable.access import DurableAccess
     from toolrig.sandbox.paths import Workspace
+    from toolrig.workers import run_inline
 
     workspace = Workspace(root)
-    return DurableAccess(workspace.root, load_config(root).config, workspace.state_dir)
+    return DurableAccess(workspace.root, load_config(root).config, workspace.state_dir, runner=run_inline)
 
 
 @contextmanager

@@ -19,7 +19,7 @@ def command(concurrency: int | None, rig_root: Path) -> None:
     import signal
     import threading
 
-    from toolrig.durable.worker import open_worker
+    from toolrig.workers.worker import open_worker
 
     stop = threading.Event()
 

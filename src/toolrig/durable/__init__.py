@@ -1,8 +1,8 @@
-"""Durable tasks, workers and schedules: work that outlives one conversation and one process.
+"""Durable schedules and tasks at the tools' level: work that outlives one conversation and one process.
 
 Layout: ``schedule`` (the grammar), ``store`` (toolrig's own records on SQLite or PostgreSQL), ``jobs`` and
-``tasks`` (the rules), ``journal`` (each model turn and tool call a recorded step), ``runner`` (one attempt of
-a task as an agent run), ``engine`` (the narrow interface to the workflow engine) with ``dbos_engine`` (DBOS
-Transact, the only module that imports ``dbos``), ``worker`` (the process loop) and ``access`` (what tools
-get through ``ToolContext.durable``). Importing this package imports nothing heavy.
+``tasks`` (the rules), ``api`` (the protocols tools import), ``access`` (what tools get through
+``ToolContext.durable``) and ``traces`` (the trace each task was queued under). Running a task as an agent
+run (the runner, the step journal, the engine, the worker process) sits above the agent, in
+``toolrig.workers``. Importing this package imports nothing heavy.
 """

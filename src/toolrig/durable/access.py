@@ -3,16 +3,21 @@
 Creating it costs nothing (no database, no engine): ``toolrig call`` and the MCP server pay only when a tool
 touches a schedule or a task. ``task_id`` is set when the access serves a durable run, so the terminal tools
 know which task they end.
+
+Running a job now (``cron run``) is an agent run, which sits above this package: whoever builds the access
+above the agent runtime hands it ``runner`` (``toolrig.workers.run_inline``); without one that action alone is
+unavailable.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolrig.durable.api import DurableError
-from toolrig.telemetry import remember_task_trace
+from toolrig.trace_context import current_carrier, state, wanted
 
 if TYPE_CHECKING:
     from toolrig.config import Config, WorkersConfig
@@ -22,6 +27,9 @@ if TYPE_CHECKING:
 
 RUN_ANSWER_CHARS = 500
 
+# Runs a queued task now, in this process, and answers its row once it ended (``toolrig.workers.run_inline``).
+TaskRunner = Callable[["DurableAccess", str], Awaitable[dict[str, Any]]]
+
 
 def database_url(settings: WorkersConfig, state_dir: Path) -> str:
     from toolrig.durable.store import sqlite_url
@@ -30,11 +38,20 @@ def database_url(settings: WorkersConfig, state_dir: Path) -> str:
 
 
 class DurableAccess:
-    def __init__(self, root: Path, config: Config, state_dir: Path, *, task_id: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        state_dir: Path,
+        *,
+        task_id: str | None = None,
+        runner: TaskRunner | None = None,
+    ) -> None:
         self.root = root
         self.config = config
         self.state_dir = state_dir
         self.task_id = task_id
+        self.runner = runner
         # The agents a later run can be: the configured ones (a subagent's id names none: its profile lives on
         # its own view for the child's lifetime only).
         self.configured_agents = frozenset(config.agents)
@@ -45,7 +62,7 @@ class DurableAccess:
 
     def bound(self, task_id: str) -> DurableAccess:
         """The same workspace, serving the run of ``task_id`` (on this one's records: closing it closes neither)."""
-        other = DurableAccess(self.root, self.config, self.state_dir, task_id=task_id)
+        other = DurableAccess(self.root, self.config, self.state_dir, task_id=task_id, runner=self.runner)
         other._records, other._jobs, other._tasks = self.records, self._jobs, self._tasks
         other.configured_agents = self.configured_agents
         other._owns_records = False
@@ -129,12 +146,17 @@ class DurableAccess:
         A model (``by="model"``) may run only its own agent's jobs: a job runs under its agent's profile, so
         running another's would lend the caller that profile's permissions (and hand it the answer).
         """
-        from toolrig.durable.runner import run_inline
-
         job = self.job_book.get(job_id)
         if by == "model":
             _own(job, agent, "run")
         self.require_trusted(f"Running job {job_id!r}", model=by == "model")
+        run_inline = self.runner
+        if run_inline is None:
+            raise DurableError(
+                "unavailable",
+                f"Job {job_id!r} cannot run now here: this rig was built without the agent runtime that runs jobs.",
+                f"A worker runs it at its time (toolrig worker); a person can run it now: toolrig cron run {job_id}.",
+            )
         now = time.time()
         task_id = f"{job['id']}@now-{int(now * 1000)}"
         self.records.insert_task(
@@ -202,7 +224,17 @@ class DurableAccess:
     def add_task(self, *, prompt: str, by: str, agent: str | None = None, after: str | None = None) -> dict[str, Any]:
         self._runnable(agent)
         task = self.task_book.add(prompt=prompt, by=by, agent=agent, after=after, parent_id=self.task_id)
-        return remember_task_trace(self.config.telemetry, self.records, task)  # telemetry: its run continues this trace
+        return self._remember_trace(task)
+
+    def _remember_trace(self, task: dict[str, Any]) -> dict[str, Any]:
+        """A task just queued: keep the trace it was queued under (telemetry on), so that its run continues it."""
+        if state.on and wanted(self.config.telemetry):
+            carrier = current_carrier()
+            if carrier:
+                from toolrig.durable.traces import remember
+
+                remember(self.records, task["id"], carrier)
+        return task
 
     def current_task(self) -> str | None:
         return self.task_id

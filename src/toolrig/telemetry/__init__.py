@@ -9,7 +9,6 @@ trace propagation returns at a module flag. On, ``toolrig.telemetry.setup`` load
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +19,7 @@ from toolrig.trace_context import (
     inject_trace,
     state,
     trace_meta,
+    wanted,
 )
 
 if TYPE_CHECKING:
@@ -37,21 +37,10 @@ __all__ = [
     "current_carrier",
     "inject_trace",
     "install",
-    "remember_task_trace",
     "trace_meta",
     "traced_run",
     "wanted",
 ]
-
-
-def wanted(config: TelemetryConfig) -> bool:
-    """On when the section says so, else when an OTLP endpoint is configured; OTEL_SDK_DISABLED wins."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    if config.enabled is not None:
-        return config.enabled
-    endpoints = (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"), os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-    return config.endpoint is not None or any(value and value.strip() for value in endpoints)
 
 
 def install(config: TelemetryConfig, extensions: Extensions) -> Telemetry | None:
@@ -112,17 +101,6 @@ def chat_span(rig: Any, settings: Any) -> Any:
     from toolrig.telemetry.runs import ChatSpan
 
     return ChatSpan(telemetry, settings)
-
-
-def remember_task_trace(config: TelemetryConfig, records: Any, task: dict[str, Any]) -> dict[str, Any]:
-    """A task just queued: keep the trace it was queued under (when telemetry is on); answers the task."""
-    if state.on and wanted(config):
-        carrier = current_carrier()
-        if carrier:
-            from toolrig.telemetry.durable import remember
-
-            remember(records, task["id"], carrier)
-    return task
 
 
 def continues_task_trace(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:

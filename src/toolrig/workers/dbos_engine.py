@@ -54,7 +54,7 @@ _slots = _Slots()  # one DBOS per process, so one set of its running attempts
 
 @DBOS.workflow(name="toolrig_task_attempt")
 def _attempt(root: str, task_id: str) -> str:
-    from toolrig.durable.runner import run_attempt_blocking
+    from toolrig.workers.host import run_attempt_blocking
 
     workflow_id = DBOS.workflow_id or f"{task_id}#?"
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolrig.durable.access import DurableAccess, database_url
-from toolrig.durable.engine import Engine, open_engine
+from toolrig.workers.engine import Engine, open_engine
 
 if TYPE_CHECKING:
     from toolrig.durable.jobs import JobBook
@@ -40,7 +40,7 @@ class Worker:
         return self.engine.worker_id
 
     def run(self, stop: threading.Event) -> None:
-        from toolrig.durable.host import WorkerHost, install
+        from toolrig.workers.host import WorkerHost, install
 
         records = self.access.records
         jobs = self.access.job_book

@@ -39,6 +39,6 @@ class Engine(Protocol):
 
 def open_engine(database_url: str, state_dir: str) -> Engine:
     """The one engine toolrig has today: DBOS Transact (imported here, on first use only)."""
-    from toolrig.durable.dbos_engine import DbosEngine
+    from toolrig.workers.dbos_engine import DbosEngine
 
     return DbosEngine(database_url, state_dir)

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from toolrig.durable.api import DurableError
-from toolrig.durable.journal import Journal
 from toolrig.durable.store import Cancelled
 from toolrig.errors import ConfigError, UsageError
 from toolrig.telemetry import continues_task_trace
+from toolrig.workers.journal import Journal
 
 if TYPE_CHECKING:
     from toolrig.agent.providers import Provider, ProviderSettings
@@ -50,11 +50,11 @@ def _make_rig(root: Path, agent: str | None) -> Rig:
         return _rig_factory(root, agent)
     from toolrig.rig import Rig
 
-    return Rig(root, agent=agent)
+    return Rig(root, agent=agent, durable_runner=run_inline)
 
 
 class RigSource(Protocol):
-    """Where an attempt gets its Rig and model: a worker's host keeps them across tasks (``durable.host``)."""
+    """Where an attempt gets its Rig and model: a worker's host keeps them across tasks (``workers.host``)."""
 
     def rig(self, agent: str | None) -> Rig: ...
 
@@ -230,23 +230,3 @@ async def run_inline(access: DurableAccess, task_id: str) -> dict[str, Any]:
     if task is None:
         raise DurableError("not_found", f"Task {task_id} disappeared while it ran.")
     return task
-
-
-def run_attempt_blocking(root: str, task_id: str, workflow_id: str, worker: str) -> str:
-    """The engine's entry (a worker thread): the attempt on this worker's host, or on a Rig of its own."""
-    from toolrig.durable.host import installed
-
-    host = installed()
-    if host is not None:
-        return host.run(task_id, workflow_id, worker)
-    import anyio
-
-    from toolrig.durable.access import DurableAccess
-
-    rig = _make_rig(Path(root), None)
-    access = DurableAccess(Path(root), rig.config, rig.workspace.state_dir)
-    try:
-        task = anyio.run(run_attempt, access, task_id, workflow_id, worker)
-    finally:
-        anyio.run(_close, rig)
-    return task["status"] if task else "not-run"

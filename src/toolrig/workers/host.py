@@ -48,8 +48,8 @@ def installed() -> WorkerHost | None:
 def _fingerprint(root: Path) -> tuple[Any, ...]:
     from toolrig.config.loading import CONFIG_FILE
     from toolrig.config.trust import TRUST_FILE
-    from toolrig.durable import runner
     from toolrig.sandbox.paths import STATE_DIR_NAME, toolrig_home
+    from toolrig.workers import runner
 
     home = toolrig_home()
     marks: list[Any] = [id(runner._rig_factory)]  # a program (or test) that installs another factory: anew
@@ -78,18 +78,18 @@ class _Generation:
     def rig(self, agent: str | None) -> Rig:
         rig = self.rigs.get(agent)
         if rig is None:
-            from toolrig.durable.runner import _make_rig
+            from toolrig.workers.runner import _make_rig
 
             rig = self.rigs[agent] = _make_rig(self.root, agent)
         return rig
 
     def provider(self, rig: Rig) -> Provider:
-        from toolrig.durable.runner import provider_settings
+        from toolrig.workers.runner import provider_settings
 
         return self.pool.get(provider_settings(rig))
 
     async def aclose(self) -> None:
-        from toolrig.durable.runner import _close
+        from toolrig.workers.runner import _close
 
         rigs, self.rigs = list(self.rigs.values()), {}
         for rig in rigs:
@@ -167,7 +167,7 @@ class WorkerHost:
         return portal.call(self._attempt, task_id, workflow_id, worker)
 
     async def _attempt(self, task_id: str, workflow_id: str, worker: str) -> str:
-        from toolrig.durable.runner import run_attempt
+        from toolrig.workers.runner import run_attempt
 
         self._running += 1
         try:
@@ -189,12 +189,12 @@ class WorkerHost:
         if current is not None and current.mark == mark:
             return current
         from toolrig.durable.access import DurableAccess
-        from toolrig.durable.runner import _make_rig
+        from toolrig.workers.runner import _make_rig, run_inline
 
         if self._pool is None:
             raise RuntimeError("the worker host is not running")
         rig = _make_rig(self.root, None)
-        access = DurableAccess(self.root, rig.config, rig.workspace.state_dir)
+        access = DurableAccess(self.root, rig.config, rig.workspace.state_dir, runner=run_inline)
         self._current = _Generation(self.root, mark, self._pool, access, {None: rig})
         if current is not None:
             log.info("the configuration changed: runs from now on use it")
@@ -209,3 +209,22 @@ class WorkerHost:
             await current.aclose()
         if self._pool is not None:
             await self._pool.aclose()
+
+
+def run_attempt_blocking(root: str, task_id: str, workflow_id: str, worker: str) -> str:
+    """The engine's entry (a worker thread): the attempt on this worker's host, or on a Rig of its own."""
+    host = installed()
+    if host is not None:
+        return host.run(task_id, workflow_id, worker)
+    import anyio
+
+    from toolrig.durable.access import DurableAccess
+    from toolrig.workers.runner import _close, _make_rig, run_attempt, run_inline
+
+    rig = _make_rig(Path(root), None)
+    access = DurableAccess(Path(root), rig.config, rig.workspace.state_dir, runner=run_inline)
+    try:
+        task = anyio.run(run_attempt, access, task_id, workflow_id, worker)
+    finally:
+        anyio.run(_close, rig)
+    return task["status"] if task else "not-run"
