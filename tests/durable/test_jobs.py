@@ -176,19 +176,25 @@ async def test_run_executes_the_job_now_and_returns_the_start_of_its_answer(dura
     assert listed[0]["last_status"] == "done"
 
 
-async def test_a_rig_built_without_the_agent_runtime_refuses_to_run_a_job_and_queues_nothing(
-    workspace: Path, cfg: dict[str, Any], access: DurableAccess
+async def test_a_rig_built_from_python_runs_a_job_through_the_installed_runtime(
+    workspace: Path, cfg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Running a job is an agent run, above the Rig: a Rig not handed ``durable_runner`` says so and runs nothing."""
+    """``run_agent``'s default Rig is handed no ``durable_runner``: the installed toolrig declares its runtime as an
+    entry point, and a job still runs now. Where none is installed (a source tree), the action says so."""
     from tests.support.durable import tools
+    from toolrig.durable import access as access_module
     from toolrig.registry import Registry
+    from toolrig.workers import run_inline
 
+    assert access_module._installed_runner() is run_inline  # the package's own metadata, not a test double
     bare = Rig(workspace, config=cfg, registry=Registry(tools()))
-    job = (await cron(bare, action="add", name="n", schedule="1d", prompt="answer:no")).output["job"]
+    job = (await cron(bare, action="add", name="n", schedule="1d", prompt="answer:from python")).output["job"]
     ran = await cron(bare, action="run", id=job["id"])
-    assert ran.is_error and ran.error_type == "unavailable", ran
-    assert f"toolrig cron run {job['id']}" in (ran.next_action_hint or "")
-    assert list(access.records.tasks(status=None, limit=10)) == []
+    assert not ran.is_error and ran.output["answer"] == "from python", ran
+    monkeypatch.setattr(access_module, "_installed_runner", lambda: None)
+    refused = await cron(bare, action="run", id=job["id"])
+    assert refused.is_error and refused.error_type == "unavailable", refused
+    assert f"toolrig cron run {job['id']}" in (refused.next_action_hint or "")
 
 
 async def test_the_rig_a_command_makes_runs_a_job_now(workspace: Path, cfg: dict[str, Any]) -> None:

@@ -5,8 +5,10 @@ touches a schedule or a task. ``task_id`` is set when the access serves a durabl
 know which task they end.
 
 Running a job now (``cron run``) is an agent run, which sits above this package: whoever builds the access
-above the agent runtime hands it ``runner`` (``toolrig.workers.run_inline``); without one that action alone is
-unavailable.
+above the agent runtime hands it ``runner`` (``toolrig.workers.run_inline``). A Rig built from Python without
+one (``run_agent``'s default Rig, a library's own) finds the installed runtime through the ``toolrig.runtime``
+entry point that toolrig's own package declares, the way the catalog finds tool plugins: the dependency is
+declared in packaging, not imported from below. Only where neither exists is that action unavailable.
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ class DurableAccess:
         if by == "model":
             _own(job, agent, "run")
         self.require_trusted(f"Running job {job_id!r}", model=by == "model")
-        run_inline = self.runner
+        run_inline = self.runner or _installed_runner()
         if run_inline is None:
             raise DurableError(
                 "unavailable",
@@ -262,3 +264,16 @@ def _own(job: dict[str, Any], agent: str | None, action: str) -> None:
             f"Job {job['id']!r} does not run as you; you may {action} only the jobs that do (cron list shows them).",
             f"Ask a person to {action} it: toolrig cron {action} {job['id']}.",
         )
+
+
+RUNTIME_GROUP = "toolrig.runtime"  # entry points; ``task_runner`` is the installed TaskRunner
+
+
+def _installed_runner() -> TaskRunner | None:
+    """The agent runtime's task runner as the installed toolrig declares it (None: not installed as a package)."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=RUNTIME_GROUP, name="task_runner"):
+        runner: TaskRunner = point.load()
+        return runner
+    return None
