@@ -48,6 +48,8 @@ def imported_top_level_modules() -> dict[str, str]:
                 continue
             for name in names:
                 top = name.split(".")[0]
+                if (path.parent / f"{top}.py").exists() and top not in packages_distributions():
+                    continue  # a sibling module, as a script run by its path imports it (sandbox/launcher.py)
                 if top not in sys.stdlib_module_names and top not in ("toolrig", "__future__"):
                     found.setdefault(top, str(path.relative_to(ROOT)))
     return found

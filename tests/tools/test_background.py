@@ -128,12 +128,13 @@ async def test_a_server_started_in_one_call_is_reached_by_a_later_one_and_stoppe
     with Rig(workspace) as rig:
         async with BackgroundJobs.open() as jobs:
             session = Session(rig, jobs)
-            server = f"{sys.executable} -u -m http.server --bind 127.0.0.1 {port}"
+            # python3 from PATH, not this test's interpreter: a venv under the host's /tmp is not in a command's view
+            server = f"python3 -u -m http.server --bind 127.0.0.1 {port}"
             job = (await session.ok("run_command", command=server, background=True))["background_id"]
             with anyio.fail_after(30):
                 while "Serving HTTP" not in (await session.ok("command_output", id=job, wait_seconds=30))["stdout"]:
                     pass
-            fetch = f"{sys.executable} -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/').status)\""
+            fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/').status)\""
             reached = await session.ok("run_command", command=fetch)
             assert reached["stdout"].strip() == "200"
             stopped = await session.ok("stop_command", id=job)

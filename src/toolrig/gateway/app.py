@@ -41,6 +41,7 @@ MAX_BODY = 1_000_000
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # runs get secrets.token_urlsafe ids
 MAX_LIMIT = 1000
 HEARTBEAT = 15.0  # seconds of silence before an SSE comment line keeps the stream (and its proxies) awake
+RESTORED_WAIT_SECONDS = 10.0  # at start, how long restored runs may take to show their cards again (each is ms)
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 Model = TypeVar("Model", bound=BaseModel)
 Handler = Callable[[Request], Awaitable[Response]]
@@ -165,7 +166,10 @@ class Gateway:
 
         tasks.start_soon(anyio.to_thread.run_sync, warm_provider, self.rig.config.llm.provider)
         self._runs = runs
-        runs.restore(skip=busy)
+        restored = runs.restore(skip=busy)
+        with anyio.move_on_after(RESTORED_WAIT_SECONDS):  # a client's first request sees their cards, not "running"
+            for run in restored:
+                await run.settled()
         scopes = [anyio.CancelScope() for _ in self.channels]
         for channel, scope in zip(self.channels, scopes, strict=True):
             tasks.start_soon(run_channel, channel, runs, scope, name=f"gateway channel {channel.name}")

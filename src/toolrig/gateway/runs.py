@@ -143,6 +143,14 @@ class LiveRun:
                 if waited.cancelled_caught:
                     yield None
 
+    async def settled(self) -> None:
+        """Until the run waits for a person or has ended (a restored run gets back to its pause at once)."""
+        while self.status == "running":
+            waiter = self._changed
+            if self.status != "running":
+                return
+            await waiter.wait()
+
     def finish(self, status: str) -> None:
         self.status = status
         self.publish({"type": "run_end", "status": status})
