@@ -6,8 +6,9 @@ bytes and mode, removes the files those turns created (and the directories made 
 brings back the ones they deleted. It does not cover what commands changed: a bounded look before and after
 each command finds those, and a rewind lists them as not restorable. It refuses, naming the files, when a
 file changed since the agent last wrote it (a person's edit, or a command's) or its earlier content was not
-kept (too large, expired), unless forced. The files are put back through the change journal, so a rewind
-killed half way is finished or undone by the next journal recovery (the next rewind, write or patch).
+kept (too large, expired), unless forced; and while a run of the session goes, in any process (``lease``).
+The files are put back through the change journal, so a rewind killed half way is finished or undone by the
+next journal recovery (the next rewind, write or patch).
 
 Trust model: the log is input (see ``log``): a path is used only if the workspace would let a tool write it.
 """
@@ -26,6 +27,7 @@ from typing import Any
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.journal import Change, Journal
 from toolrig.sandbox.paths import Workspace
+from toolrig.stores.checkpoints.lease import rewind_lease
 from toolrig.stores.checkpoints.log import Checkpoints, is_sha
 
 START = 0
@@ -184,9 +186,12 @@ def rewind(
 ) -> RewindPlan:
     """The Python API: rewind ``session_id``'s file changes to before ``turn`` (0: the session's start)."""
     store = Checkpoints(workspace)
-    Journal(workspace.state_dir, workspace.roots).recover()  # a rewind killed earlier is settled first
-    planned = plan(store, session_id, turn, force=force)
-    return planned if dry_run else apply(store, planned)
+    if dry_run:
+        Journal(workspace.state_dir, workspace.roots).recover()
+        return plan(store, session_id, turn, force=force)
+    with rewind_lease(workspace.state_dir, session_id):  # refused while a run of the session goes, anywhere
+        Journal(workspace.state_dir, workspace.roots).recover()  # a rewind killed earlier is settled first
+        return apply(store, plan(store, session_id, turn, force=force))
 
 
 # ---------------------------------------------------------------------------------------------- reading the log
