@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolrig.cli import app
 from toolrig.rig import Rig
@@ -194,3 +196,13 @@ def test_the_installed_command_runs_in_its_own_process(workspace: Path, states: 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert _snapshot(workspace) == states[0]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(session=st.text(min_size=1, max_size=40), to=st.one_of(st.none(), st.text(max_size=12)))
+def test_any_session_id_or_turn_is_answered_never_a_traceback(workspace: Path, session: str, to: str | None) -> None:
+    asked = ["--json"] if to is None else ["--to", to]
+    result = CliRunner().invoke(app, ["rewind", "--root", str(workspace), *asked, "--", session])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (0, 1, 2) and "Traceback" not in result.output
+    assert not any(p.name != ".toolrig" for p in workspace.iterdir())  # nothing was written in the workspace
