@@ -53,6 +53,9 @@ async def test_a_background_command_s_changes_land_in_the_turn_that_started_it(w
         assert "by_bg.txt" in rows[0]["commands_changed"]
         assert ("late.txt" in rows[0]["commands_changed"]) == (ending == "exits")
         assert rows[1]["commands_changed"] == []  # the look belongs to the call that started the command
+        rewind(rig.workspace, "s", 1)  # its line came after turn 1's: turning turn 1 back leaves turn 0's report
+        [row] = turns(Checkpoints(rig.workspace), "s")
+        assert row["turn"] == 0 and "by_bg.txt" in row["commands_changed"]
         done = rewind(rig.workspace, "s", 0)
     assert "by_bg.txt" in done.by_commands  # reported, not restored
     assert (workspace / "by_bg.txt").read_text() == "made\n"

@@ -198,13 +198,26 @@ def rewind(
 
 
 def _live(entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """The well-formed change lines not undone by a later rewind line, with their line numbers."""
+    """The well-formed change lines not undone by a later rewind line, with their line numbers.
+
+    A command line of an earlier turn than the rewind's stays: a background command started then and logged
+    when it ended (after later turns' lines); a rewind to a later turn leaves that turn's report standing.
+    """
     undone: set[int] = set()
     for index, entry in enumerate(entries):
-        start = entry.get("from")
+        start, turn = entry.get("from"), entry.get("turn")
         if entry.get("k") == "rewind" and isinstance(start, int) and 0 <= start <= index:
-            undone.update(range(start, index + 1))
+            undone.update(i for i in range(start, index + 1) if not _earlier_command(entries[i], turn))
     return [(i, e) for i, e in enumerate(entries) if i not in undone and _well_formed(e)]
+
+
+def _earlier_command(entry: dict[str, Any], turn: object) -> bool:
+    return (
+        entry.get("k") == "cmd"
+        and isinstance(turn, int)
+        and isinstance(entry.get("turn"), int)
+        and entry["turn"] < turn
+    )
 
 
 def _well_formed(entry: dict[str, Any]) -> bool:
