@@ -208,6 +208,40 @@ def test_a_rewind_is_refused_while_a_run_of_the_session_goes(serve: Any, workspa
         assert not (workspace / "a.txt").exists()
 
 
+_OTHER_RUN = """
+import sys, anyio
+from toolrig.stores.checkpoints.lease import run_lease
+async def main():
+    async with run_lease(sys.argv[1], sys.argv[2]):
+        print("held", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+anyio.run(main)
+"""
+
+
+def test_a_run_of_the_session_in_another_process_refuses_the_rewind_until_killed(serve: Any, workspace: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    gw = serve()
+    with gw.client() as client:
+        session = _session(gw, client)
+        _write(workspace, session, 0, "a.txt", "agent\n")
+        command = [sys.executable, "-c", _OTHER_RUN, str(workspace / ".toolrig"), session]
+        with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as other:
+            assert other.stdout is not None and other.stdout.readline() == "held\n"  # its lease, as a run holds it
+            assert client.get(f"/api/sessions/{session}/turns").json()["running"] is True
+            busy = _rewind(client, session, turn=0, dry_run=False)
+            assert busy.status_code == 409 and "a run is going on this session" in busy.json()["error"]
+            assert (workspace / "a.txt").exists()
+            other.send_signal(signal.SIGKILL)  # the kernel drops the lease with the process
+            other.wait(timeout=60)
+        assert client.get(f"/api/sessions/{session}/turns").json()["running"] is False
+        assert _rewind(client, session, turn=0, dry_run=False).status_code == 200
+        assert not (workspace / "a.txt").exists()
+
+
 def test_the_openapi_document_describes_the_rewind_routes(serve: Any) -> None:
     gw = serve()
     with gw.client() as client:

@@ -64,6 +64,7 @@ from toolrig.rig import Rig
 from toolrig.sampling import ModelSource
 from toolrig.sandbox.background import BackgroundJobs, owned_jobs
 from toolrig.scope import CallScope
+from toolrig.stores.checkpoints.lease import run_lease
 from toolrig.telemetry import chat_span, traced_run
 
 log = logging.getLogger("toolrig.agent")
@@ -275,7 +276,7 @@ class _Run:
                     scope.deadline = anyio.current_time() + self.timeout
                 failure: Exception | None = None
                 # The run owns its background commands: leaving this stops every one (sandbox/background.py).
-                async with self._jobs() as self.jobs, anyio.create_task_group() as tasks:
+                async with self._lease(), self._jobs() as self.jobs, anyio.create_task_group() as tasks:
                     node = self.hub.enter(self, self.lineage, progress.usage, tasks)
                     self.node = node
                     if self.options.abort is not None:
@@ -310,6 +311,12 @@ class _Run:
                 # Bounded: closing a connection that a cancelled stream left behind must not hang the caller.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await self.provider.aclose()
+
+    def _lease(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """A root run holds its session's lease while it goes: a rewind of the session, anywhere, is refused."""
+        if self.lineage is not None or not self.session_id:  # a subagent's changes are its root's session's
+            return contextlib.nullcontext()
+        return run_lease(self.rig.workspace.state_dir, self.session_id)
 
     def _jobs(self) -> contextlib.AbstractAsyncContextManager[BackgroundJobs]:
         return owned_jobs(self.options.background, background_ends(self.rig.governance.audit, "agent"))

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
-from toolrig.errors import ToolError
+from toolrig.cli import EXIT_USAGE
+from toolrig.errors import ErrorType, ToolError
 
-EXIT_REFUSED = 1
+EXIT_REFUSED = 1  # refused (files changed since, a run going): the rewind was understood, and not done
+_USAGE = (ErrorType.NOT_FOUND, ErrorType.INVALID_INPUT)  # no such session or turn: asked wrongly
 
 
 def rewind_session(
@@ -42,7 +44,9 @@ def rewind_session(
             click.echo(json.dumps({"type": "error", "kind": exc.error_type.value, "message": exc.message}))
         else:
             click.echo(f"toolrig: {exc.message}", err=True)
-        sys.exit(EXIT_REFUSED)
+            if exc.error_type is ErrorType.NOT_FOUND:
+                click.echo(f"See its turns with: toolrig rewind {session_id} --list", err=True)
+        sys.exit(EXIT_USAGE if exc.error_type in _USAGE else EXIT_REFUSED)
     if as_json:
         click.echo(json.dumps({**done.to_dict(), "dry_run": dry_run}, indent=2, ensure_ascii=False))
         return

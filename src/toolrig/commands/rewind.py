@@ -37,8 +37,8 @@ def run(
 ) -> None:
     from toolrig.commands._rewind_impl import rewind_session
 
-    if to is not None and to != "start" and not to.isdigit():
-        raise click.BadParameter("a turn number, or 'start'", param_hint="--to")
+    if to is not None and to != "start" and not (to.isascii() and to.isdigit() and len(to) <= 9):
+        raise click.BadParameter("a turn number, or 'start'", param_hint="--to")  # not '²', not 10**30
     rewind_session(rig_root, session_id, to, list_only=list_only, dry_run=dry_run, force=force, as_json=as_json)
 
 

@@ -301,10 +301,14 @@ class Gateway:
         return _answer(m.RewindResult, done)
 
     async def _session_running(self, session_id: str) -> bool:
-        """A run of the session here, or on another server of the workspace (the runs board)."""
+        """A run of the session here, on another server (the runs board), or in any process holding its lease."""
+        from toolrig.stores.checkpoints.lease import run_is_going
+
         if self.runs.for_session(session_id) is not None:
             return True
-        return self._shared is not None and await self._shared.busy(session_id)
+        if self._shared is not None and await self._shared.busy(session_id):
+            return True
+        return await anyio.to_thread.run_sync(run_is_going, self.rig.workspace.state_dir, session_id)
 
     def viewer(self, request: Request) -> Viewer:
         """Who sent the request (the guard put it in the scope): the operator, or one of several users."""

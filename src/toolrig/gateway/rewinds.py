@@ -49,11 +49,23 @@ def list_turns(rig: Rig, session_id: str, viewer: Viewer) -> list[dict[str, Any]
 
 def rewind(rig: Rig, session_id: str, turn: int, viewer: Viewer, *, dry_run: bool, force: bool) -> dict[str, Any]:
     """Plan the rewind (a dry run stops there), else put the files back all or nothing, and audit it."""
+    from toolrig.stores.checkpoints.lease import rewind_lease
+
+    reads.require(rig, session_id, viewer)
+    if dry_run:
+        return _planned(rig, session_id, turn, viewer, dry_run=True, force=force)
+    try:  # the lease: refused while a run of the session goes in any process; two rewinds wait for each other
+        with rewind_lease(rig.workspace.state_dir, session_id):
+            return _planned(rig, session_id, turn, viewer, dry_run=False, force=force)
+    except ToolError as exc:
+        raise _refused(exc) from None
+
+
+def _planned(rig: Rig, session_id: str, turn: int, viewer: Viewer, *, dry_run: bool, force: bool) -> dict[str, Any]:
     from toolrig.stores.checkpoints import Checkpoints
     from toolrig.stores.checkpoints import rewind as plan_rewind
     from toolrig.stores.checkpoints.rewind import apply
 
-    reads.require(rig, session_id, viewer)
     try:
         plan = plan_rewind(rig.workspace, session_id, turn, force=force, dry_run=True)
     except ToolError as exc:

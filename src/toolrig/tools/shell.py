@@ -48,7 +48,7 @@ from toolrig.sandbox.network import NetworkSettings, Resolver
 from toolrig.sandbox.paths import is_within
 from toolrig.sandbox.process import DEFAULT_ENV_ALLOW, Limits, ProcessResult, run_contained, scrub_env
 from toolrig.sandbox.session import Kind, SessionSandbox
-from toolrig.stores.checkpoints.watch import CommandWatch
+from toolrig.stores.checkpoints.watch import CommandWatch, watched
 
 DEFAULT_SESSION = "default"
 
@@ -318,9 +318,10 @@ class RunCommand(Tool[RunCommandInput, RunCommandOutput]):
 async def _run_job(ctx: ToolContext, config: RunCommandConfig, choice: Choice, input: RunCommandInput,
     argv: list[str] | None, cwd: Path, cwd_fd: int, out: Tap, err: Tap, stdin_fd: int) -> ProcessResult:  # fmt: skip
     lifetime = ctx.background.limits.lifetime_seconds if ctx.background is not None else None
-    result, view, _ = await _run(
-        ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err), stdin_fd=stdin_fd
-    )
+    async with watched(ctx.workspace, ctx.checkpoint):  # its changes land in the turn that started it
+        result, view, _ = await _run(
+            ctx, config, choice, input.command, argv, cwd, cwd_fd, lifetime, sinks=(out, err), stdin_fd=stdin_fd
+        )
     if view is not None:
         remove_planted(view)
     return result

@@ -6,8 +6,9 @@ bytes and mode, removes the files those turns created (and the directories made 
 brings back the ones they deleted. It does not cover what commands changed: a bounded look before and after
 each command finds those, and a rewind lists them as not restorable. It refuses, naming the files, when a
 file changed since the agent last wrote it (a person's edit, or a command's) or its earlier content was not
-kept (too large, expired), unless forced. The files are put back through the change journal, so a rewind
-killed half way is finished or undone by the next journal recovery (the next rewind, write or patch).
+kept (too large, expired), unless forced; and while a run of the session goes, in any process (``lease``).
+The files are put back through the change journal, so a rewind killed half way is finished or undone by the
+next journal recovery (the next rewind, write or patch).
 
 Trust model: the log is input (see ``log``): a path is used only if the workspace would let a tool write it.
 """
@@ -26,6 +27,7 @@ from typing import Any
 from toolrig.errors import ErrorType, ToolError
 from toolrig.sandbox.journal import Change, Journal
 from toolrig.sandbox.paths import Workspace
+from toolrig.stores.checkpoints.lease import rewind_lease
 from toolrig.stores.checkpoints.log import Checkpoints, is_sha
 
 START = 0
@@ -184,22 +186,38 @@ def rewind(
 ) -> RewindPlan:
     """The Python API: rewind ``session_id``'s file changes to before ``turn`` (0: the session's start)."""
     store = Checkpoints(workspace)
-    Journal(workspace.state_dir, workspace.roots).recover()  # a rewind killed earlier is settled first
-    planned = plan(store, session_id, turn, force=force)
-    return planned if dry_run else apply(store, planned)
+    if dry_run:
+        Journal(workspace.state_dir, workspace.roots).recover()
+        return plan(store, session_id, turn, force=force)
+    with rewind_lease(workspace.state_dir, session_id):  # refused while a run of the session goes, anywhere
+        Journal(workspace.state_dir, workspace.roots).recover()  # a rewind killed earlier is settled first
+        return apply(store, plan(store, session_id, turn, force=force))
 
 
 # ---------------------------------------------------------------------------------------------- reading the log
 
 
 def _live(entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """The well-formed change lines not undone by a later rewind line, with their line numbers."""
+    """The well-formed change lines not undone by a later rewind line, with their line numbers.
+
+    A command line of an earlier turn than the rewind's stays: a background command started then and logged
+    when it ended (after later turns' lines); a rewind to a later turn leaves that turn's report standing.
+    """
     undone: set[int] = set()
     for index, entry in enumerate(entries):
-        start = entry.get("from")
+        start, turn = entry.get("from"), entry.get("turn")
         if entry.get("k") == "rewind" and isinstance(start, int) and 0 <= start <= index:
-            undone.update(range(start, index + 1))
+            undone.update(i for i in range(start, index + 1) if not _earlier_command(entries[i], turn))
     return [(i, e) for i, e in enumerate(entries) if i not in undone and _well_formed(e)]
+
+
+def _earlier_command(entry: dict[str, Any], turn: object) -> bool:
+    return (
+        entry.get("k") == "cmd"
+        and isinstance(turn, int)
+        and isinstance(entry.get("turn"), int)
+        and entry["turn"] < turn
+    )
 
 
 def _well_formed(entry: dict[str, Any]) -> bool:

@@ -10,8 +10,10 @@ Trust model: only names and stat results of the workspace's own roots are read; 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,3 +96,20 @@ class CommandWatch:
         paths, complete = changed(self.workspace, self.before, after)
         if paths or not complete:
             await anyio.to_thread.run_sync(self.recorder.commands_changed, paths, complete)
+
+
+@contextlib.asynccontextmanager
+async def watched(workspace: Workspace, recorder: Recorder | None) -> AsyncIterator[None]:
+    """A look when a command starts and when it ends, however it ends (a background one: stopped, its run over).
+
+    The recorder carries the mark of the call that started the command, so what a background command changes
+    while later turns run lands in the turn that started it. The closing look is shielded: a stopped command's
+    task is being cancelled, and its changes are still to be found.
+    """
+    watch = await CommandWatch.start(workspace, recorder)
+    try:
+        yield
+    finally:
+        if watch is not None:
+            with anyio.CancelScope(shield=True):
+                await watch.finish()
