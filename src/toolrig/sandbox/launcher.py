@@ -44,8 +44,9 @@ comes as a descriptor toolrig opened beneath the workspace without following sym
 and never walks a path that was checked earlier (a symlink swapped in meanwhile would lead out).
 On the status socket the keeper writes ``P <leader> <keeper> <cgroup directory or ->`` once the command started (or
 ``E <message>`` if it could not start), ``L`` if it killed the command for having too many
-processes, and ``X <exit code>`` once the leader ended and every process of the command is gone; then it
-closes its end, and only then its copies of the output pipes (toolrig reads them to empty after ``X``, without
+processes, and ``X <exit code>`` once the leader ended and every process of the command is gone (the stdin pipe
+already closed: a command reported over holds none of it); then it closes its end, and only then its copies of
+the output pipes (toolrig reads them to empty after ``X``, without
 waiting for their end: one wake-up per command). toolrig writes ``T`` (SIGTERM the command's group) or ``K``
 (kill everything) on the same socket, and closing it kills everything too. These are per command, unlike
 signals to the keeper, so a late one can never reach the keeper's next command.

@@ -309,6 +309,10 @@ def _keep(request: dict[str, object], fds: list[int], keeper: _Keeper, others_id
                 with contextlib.suppress(OSError):
                     os.killpg(leader, signal.SIGKILL)  # the group is gone once its last member is reaped
     kill_all_below(me)
+    if stdin_fd >= 0:  # nothing reads it now: closed before X, so none of it is held once the command is over
+        with contextlib.suppress(OSError):
+            os.close(stdin_fd)
+        fds[fds.index(stdin_fd)] = -1
     if keeper.orphaned():  # it will not stay: its cgroup goes before toolrig hears the command is over
         keeper.leave()
     keeper.coming_back()
