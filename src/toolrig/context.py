@@ -47,6 +47,26 @@ class HttpAccess(Protocol):
     ) -> httpx2.AsyncClient: ...
 
 
+class GuardedOnFirstUse:
+    """The default ``HttpAccess``: a ``GuardedHttp``, built when a tool first asks for a client.
+
+    ``toolrig.sandbox.http`` (and the network guard under it) is a fair share of a command's start-up, and
+    most calls never reach the network. ``GuardedHttp`` holds no state, so two first uses racing is harmless.
+    """
+
+    def __init__(self) -> None:
+        self._http: HttpAccess | None = None
+
+    def client(
+        self, policy: NetworkPolicy | None = None, *, timeout: float = 30.0, max_redirects: int = 5
+    ) -> httpx2.AsyncClient:
+        if self._http is None:
+            from toolrig.sandbox.http import GuardedHttp
+
+            self._http = GuardedHttp()
+        return self._http.client(policy, timeout=timeout, max_redirects=max_redirects)
+
+
 class Approvals(Protocol):
     """Lets a tool ask the user mid-call (the executor asks before calls on its own)."""
 

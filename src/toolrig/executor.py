@@ -23,25 +23,18 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from toolrig.approvals.channel import ApprovalChannel
+from toolrig.approvals.channel import ApprovalChannel, routed
 from toolrig.arguments import explain_validation_error, parse_arguments, repair_arguments
 from toolrig.calling import ToolPlan, raw_for_record, shape, unrecorded
 from toolrig.cancel import CancelToken, bind_token, unbind_token
-from toolrig.context import (
-    AllowAll,
-    Approvals,
-    HttpAccess,
-    SkillAccess,
-    ToolCatalog,
-    ToolContext,
-)
+from toolrig.context import AllowAll, Approvals, GuardedOnFirstUse, HttpAccess, SkillAccess, ToolCatalog, ToolContext
 from toolrig.errors import ErrorType, ToolError, UsageError
 from toolrig.event_bus import EventSink, NullSink
 
@@ -67,36 +60,13 @@ from toolrig.stores.checkpoints import Recorder
 from toolrig.worker_threads import run_sync
 
 if TYPE_CHECKING:
-    import httpx2
-
     from toolrig.durable.api import Durable
-    from toolrig.sandbox.network import NetworkPolicy
     from toolrig.sandbox.session import SessionSandbox
 
 log = logging.getLogger("toolrig.executor")
 
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_OUTPUT_CAP = 100_000
-
-
-class GuardedOnFirstUse:
-    """The default ``HttpAccess``: a ``GuardedHttp``, built when a tool first asks for a client.
-
-    ``toolrig.sandbox.http`` (and the network guard under it) is a fair share of a command's start-up, and
-    most calls never reach the network. ``GuardedHttp`` holds no state, so two first uses racing is harmless.
-    """
-
-    def __init__(self) -> None:
-        self._http: HttpAccess | None = None
-
-    def client(
-        self, policy: NetworkPolicy | None = None, *, timeout: float = 30.0, max_redirects: int = 5
-    ) -> httpx2.AsyncClient:
-        if self._http is None:
-            from toolrig.sandbox.http import GuardedHttp
-
-            self._http = GuardedHttp()
-        return self._http.client(policy, timeout=timeout, max_redirects=max_redirects)
 
 
 _counter = itertools.count(1)
@@ -407,7 +377,7 @@ class Executor:
 
     def _context(self, call: ToolCall, tool_name: str, token: CancelToken) -> ToolContext:
         scope = call.scope
-        approvals = self.approvals if call.channel is None else _through(self.approvals, call.channel)
+        approvals = self.approvals if call.channel is None else routed(self.approvals, call.channel)
         return ToolContext(
             workspace=self.workspace,
             stores=self.stores,
@@ -437,25 +407,15 @@ class Executor:
 
     def _mcp(self, call: ToolCall, servers: Callable[[], list[str]]) -> CallMcp:
         """The call's MCP handle: its calls are new calls under this call's scope (agent, session, channel)."""
-
-        def listed() -> list[AnyTool]:
-            catalog = call.scope.catalog or self.catalog
-            return catalog.offered(call.agent_id) if catalog is not None else self.registry.list()
-
-        async def invoke(name: str, args: dict[str, Any]) -> ToolResult:
-            return await self.invoke(
-                name,
-                args,
-                origin=call.origin,
-                agent_id=call.agent_id,
-                parent_agent_id=call.parent_agent_id,
-                session_id=call.session_id,
-                agent=call.agent,
-                channel=call.channel,
-                scope=call.scope,
-            )
-
-        return CallMcp(invoke, listed, servers)
+        catalog = call.scope.catalog or self.catalog
+        return CallMcp(
+            partial(
+                self.invoke, origin=call.origin, agent_id=call.agent_id, parent_agent_id=call.parent_agent_id,
+                session_id=call.session_id, agent=call.agent, channel=call.channel, scope=call.scope,
+            ),
+            lambda: catalog.offered(call.agent_id) if catalog is not None else self.registry.list(),
+            servers,
+        )  # fmt: skip
 
     def _choices(
         self, agent: AgentView | str | None, offered: Collection[str] | None = None, near: str | None = None
@@ -632,15 +592,3 @@ class Executor:
             for index, (name, args) in enumerate(calls):
                 group.start_soon(run_one, index, name, args)
         return [r for r in results if r is not None]
-
-
-@runtime_checkable
-class Routable(Protocol):
-    """Approvals that can be asked through one caller's channel (the Rig's ``ToolApprovals``)."""
-
-    def through(self, channel: ApprovalChannel) -> Approvals: ...
-
-
-def _through(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
-    """A tool's own questions go where its call's approvals go."""
-    return approvals.through(channel) if isinstance(approvals, Routable) else approvals

@@ -31,6 +31,7 @@ from toolrig.config import (
     load_config,
     narrow_settings,
 )
+from toolrig.config.loading import deep_merge
 from toolrig.context import HttpAccess
 from toolrig.errors import ConfigError, UsageError
 from toolrig.event_bus import EventBus, EventSink
@@ -487,7 +488,7 @@ class Rig:
         if tool.config_model is None or not own:
             settings = self._config_for(tool, None)
         else:
-            merged = _merge(self.config.tool_config.get(tool.name) or {}, own)
+            merged = deep_merge(self.config.tool_config.get(tool.name) or {}, own)
             settings = self._narrowed_by_workspace(tool, None, tool.config_model.model_validate(merged))
         cache[tool.name] = settings
         return settings
@@ -504,7 +505,7 @@ class Rig:
                 key = ".".join((*prefix, tool.name))
                 raise ConfigError("this tool takes no settings", file=file, key=key, line=line)
             return None
-        merged = _merge(base or {}, own or {})
+        merged = deep_merge(base or {}, own or {})
         try:
             settings = tool.config_model.model_validate(merged)
         except ValidationError as exc:
@@ -589,16 +590,6 @@ class Rig:
 # Frameworks pick how to run a handler by ``inspect.iscoroutinefunction``; 3.12+ lets ``call`` say it is one.
 if (_mark := getattr(inspect, "markcoroutinefunction", None)) is not None:
     _mark(Rig.call)
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _has_path(data: dict[str, Any], loc: tuple[str, ...]) -> bool:

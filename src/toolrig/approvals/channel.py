@@ -9,9 +9,10 @@ and the fingerprint check, so a channel never has to.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from toolrig.approvals.model import ApprovalDecision, ApprovalRequest
+from toolrig.context import Approvals
 
 
 class NobodyHere(Exception):
@@ -62,3 +63,15 @@ class QuestionsApart:
             decided = await self.approvals.decide(others)
             answers.update({id(r): d for r, d in zip(others, decided, strict=True)})
         return [answers[id(r)] for r in requests]
+
+
+@runtime_checkable
+class Routable(Protocol):
+    """Approvals that can be asked through one caller's channel (the Rig's ``ToolApprovals``)."""
+
+    def through(self, channel: ApprovalChannel) -> Approvals: ...
+
+
+def routed(approvals: Approvals, channel: ApprovalChannel) -> Approvals:
+    """A tool's own questions go where its call's approvals go."""
+    return approvals.through(channel) if isinstance(approvals, Routable) else approvals

@@ -103,11 +103,12 @@ def _landed(key: tuple[str, ...], ws: Any, into: Any, base: Any) -> tuple[str, .
     return tuple(out) if ws == into else None
 
 
-def _merge_trusted(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``, section by section (a mapping merges into a mapping; anything else replaces)."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge_trusted(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -133,7 +134,7 @@ def load_config(root: str | os.PathLike[str] = ".", *, user_file: Path | None = 
         loaded.trusted = is_trusted(root_path)
         if loaded.trusted:
             loaded.locations.update({k: (workspace_path, v) for k, v in lines.items()})
-            merged = _merge_trusted(user_data, workspace_config.model_dump(exclude_unset=True))
+            merged = deep_merge(user_data, workspace_config.model_dump(exclude_unset=True))
             loaded.config = Config.model_validate(merged)
         else:
             _narrow_into(loaded, workspace_path, workspace_config, lines)
