@@ -194,6 +194,7 @@ def test_an_idle_keeper_killed_by_a_command_is_replaced_and_counted_as_idle(work
 
     async def one(index: int) -> None:
         result = await rig.call("run_command", {"command": f"sleep 0.2; echo {index}"})
+        assert result.output is not None, result.to_json()  # CI saw one error result here once: say which
         outputs.append(result.output["stdout"])
 
     async def many() -> None:
