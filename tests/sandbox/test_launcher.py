@@ -527,3 +527,26 @@ def test_a_keeper_coming_back_from_its_command_counts_as_ready_for_the_next_requ
     assert board.ready_soon(first) and not board.idle(first)
     assert board.take(second) is True  # the first is as good as idle: no keeper to fork
     assert board.release(first) is False  # a keeper that dies on its way back took a request: not an idle death
+
+
+def test_a_launcher_that_is_ending_is_waited_for_before_a_request_is_called_failed() -> None:
+    """A stopping launcher closes its socket before it exits: a request seen lost a moment early must still find it
+    gone (and be asked again), so ``gone`` can wait for the end it is told is coming."""
+    import subprocess
+    import sys
+
+    from toolrig.sandbox.launcher_client import _ended
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        assert not _ended(pidfd)  # alive: no wait
+        assert child.stdin is not None
+        child.stdin.close()  # it ends now, some time after this
+        assert _ended(pidfd, within=60.0)  # waited for, not missed
+        assert child.wait() == 0
+    finally:
+        os.close(pidfd)
+        if child.poll() is None:
+            child.kill()
+            child.wait()

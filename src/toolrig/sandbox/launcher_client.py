@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import select
 import signal
@@ -17,15 +18,15 @@ from toolrig.sandbox.launcher import INLINE_REQUEST
 from toolrig.sandbox.pids import PidsCgroup
 
 
-def _ended(pidfd: int) -> bool:
-    """Whether the process a pidfd refers to has ended (readable), without waiting.
+def _ended(pidfd: int, within: float = 0.0) -> bool:
+    """Whether the process a pidfd refers to has ended (readable), waiting up to ``within`` seconds.
 
     ``poll``, not ``select``: a process with many descriptors open (a server, a long test run) gets pidfds above
     ``FD_SETSIZE`` (1024), which ``select`` refuses, and every command then failed as ``internal``.
     """
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
-    return bool(poller.poll(0))
+    return bool(poller.poll(math.ceil(within * 1000)))
 
 
 class Launcher:
@@ -65,9 +66,13 @@ class Launcher:
         self.owner = os.getpid()
         self.base = base
 
-    def gone(self) -> bool:
-        """Whether the launcher process has ended (a command may kill it)."""
-        return self.pidfd is None or _ended(self.pidfd)
+    def gone(self, within: float = 0.0) -> bool:
+        """Whether the launcher process has ended (a command may kill it); ``within``: wait that long for it.
+
+        A launcher that stops closes its socket first, then cleans up (its keepers' cgroups) and exits: a request
+        lost with it is seen lost (its status socket closed unread) a moment before the process has ended.
+        """
+        return self.pidfd is None or _ended(self.pidfd, within)
 
     def close(self) -> None:
         self.sock.close()

@@ -43,6 +43,9 @@ _DRAIN_SECONDS = 1.0
 # How long a request may wait to be taken after its timeout (or, with no timeout, at all) before its launcher is
 # taken for broken: a command can stop the launcher and kill every keeper, and then nothing would ever read it.
 _START_SECONDS = 10.0
+# How long a request closed unread waits for its launcher to end: a launcher that stops closes its socket, then
+# cleans up and exits, so the request is seen lost first (CI: "the launcher stopped before it started the command").
+_LOST_WAIT = 2.0
 
 # ------------------------------------------------------------------------------------------ running
 
@@ -229,7 +232,8 @@ async def _follow(run: _Sent, timeout: float | None, kill_grace: float, retry: b
             keeper.read_ready()
         # A launcher killed while a keeper of it was busy lives on as a socket until that keeper is done: a request
         # sent meanwhile is lost with it, unread. Nothing ran: start a new launcher and ask again, once.
-        outcome.lost = not outcome.untaken and not keeper.pid and keeper.error is None and retry and run.launcher.gone()
+        if not outcome.untaken and not keeper.pid and keeper.error is None and retry:
+            outcome.lost = run.launcher.gone() or await anyio.to_thread.run_sync(run.launcher.gone, _LOST_WAIT)
         if outcome.untaken:
             waited = f"{timeout:g} s and {_START_SECONDS:g} s more" if timeout is not None else f"{_START_SECONDS:g} s"
             outcome.unstarted = ToolError(
