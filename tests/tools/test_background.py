@@ -16,34 +16,15 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.background_session import Session
 from tests.support.fake_llm import Call, FakeLLM, Text, reply
 from tests.support.procs import alive as _alive
 from tests.support.procs import token as _token
 from toolrig.agent import run_agent
 from toolrig.rig import Rig
 from toolrig.sandbox.background import BackgroundJobs, JobLimits
-from toolrig.scope import CallScope
 
 pytestmark = pytest.mark.anyio
-
-
-class Session:
-    """A Rig and a run's background owner, calling tools as that run would."""
-
-    def __init__(self, rig: Rig, jobs: BackgroundJobs) -> None:
-        self.rig, self.jobs = rig, jobs
-        self.scope = CallScope(session_id="s1", background=jobs)
-
-    async def call(self, name: str, **args: Any) -> dict[str, Any]:
-        result = await self.rig.call(name, args, scope=self.scope)
-        data = json.loads(result.to_json())
-        assert isinstance(data, dict)
-        return data
-
-    async def ok(self, name: str, **args: Any) -> dict[str, Any]:
-        data = await self.call(name, **args)
-        assert not data["is_error"], data
-        return dict(data["output"])
 
 
 def _config(**run_command: Any) -> dict[str, Any]:

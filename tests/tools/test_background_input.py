@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import resource
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.background_session import Session as BaseSession
 from tests.support.procs import alive as _alive
 from tests.support.procs import token as _token
 from toolrig.errors import ToolError
@@ -34,23 +34,8 @@ pytestmark = pytest.mark.anyio
 SANDBOXES = ["off", "required"]
 
 
-class Session:
-    """A Rig and a run's background owner, calling tools as that run would."""
-
-    def __init__(self, rig: Rig, jobs: BackgroundJobs) -> None:
-        self.rig, self.jobs = rig, jobs
-        self.scope = CallScope(session_id="s1", background=jobs)
-
-    async def call(self, name: str, **args: Any) -> dict[str, Any]:
-        result = await self.rig.call(name, args, scope=self.scope)
-        data = json.loads(result.to_json())
-        assert isinstance(data, dict)
-        return data
-
-    async def ok(self, name: str, **args: Any) -> dict[str, Any]:
-        data = await self.call(name, **args)
-        assert not data["is_error"], data
-        return dict(data["output"])
+class Session(BaseSession):
+    """The shared session, and a command started and finished in one step each."""
 
     async def start(self, command: str) -> str:
         return str((await self.ok("run_command", command=command, background=True))["background_id"])
