@@ -85,10 +85,15 @@ class Board:
         self.url = url
         self.process = process
         self.engine = engine_for(url)
-        try:
-            metadata.create_all(self.engine)
-        except sa.exc.DatabaseError:  # another process created them at the same moment
-            metadata.create_all(self.engine)
+        # Another server starting at the same moment creates the same tables: each failure means it made one
+        # more of them, so one try per table (and one to finish) ends it. CI: two servers raced on the second.
+        for last in [False] * len(metadata.tables) + [True]:
+            try:
+                metadata.create_all(self.engine)
+                break
+            except sa.exc.DatabaseError:
+                if last:
+                    raise
 
     def close(self) -> None:
         from toolrig.durable.store import release_engine
